@@ -1,0 +1,5 @@
+import sys
+
+from mockapi.cli import main
+
+sys.exit(main())

@@ -1,0 +1,68 @@
+"""``python -m mockapi`` and ``loopprobe serve``: the mock as a standalone server."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+import uvicorn
+
+from mockapi.app import MockApp
+from mockapi.journal import Journal
+from mockapi.scenario import Scenario, ScenarioError, load_scenario
+from mockapi.server import NonLoopbackRefused, bind_socket, uvicorn_config
+
+__all__ = ["add_serve_arguments", "main", "serve"]
+
+
+def _var(text: str) -> tuple[str, str]:
+    name, sep, value = text.partition("=")
+    if not sep or not name.isidentifier():
+        raise argparse.ArgumentTypeError(f"expected NAME=VALUE, got {text!r}")
+    return name, value
+
+
+def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--scenario", help="scenario file (.yaml/.yml/.json); default: no rules")
+    parser.add_argument("--journal", default="mockapi-journal.jsonl",
+                        help="JSONL file the requests are appended to (default: %(default)s)")
+    parser.add_argument("--host", default="127.0.0.1", help="default: %(default)s")
+    parser.add_argument("--port", type=int, default=0, help="0 picks a free port (default)")
+    parser.add_argument("--allow-remote", action="store_true",
+                        help="allow binding a non-loopback address")
+    parser.add_argument("--var", action="append", type=_var, default=[], metavar="NAME=VALUE",
+                        help="placeholder value, e.g. --var workspace=/tmp/ws (repeatable)")
+    parser.add_argument("--fsync", action="store_true",
+                        help="fsync every journal line before replying")
+    parser.add_argument("--admin-token", help="require this x-loopprobe-admin-token on /_mock/")
+
+
+def serve(args: argparse.Namespace) -> int:
+    try:
+        scenario = load_scenario(args.scenario) if args.scenario else Scenario()
+        sock = bind_socket(args.host, args.port, allow_remote=args.allow_remote)
+        app = MockApp(scenario, Journal(args.journal, fsync=args.fsync), context=dict(args.var),
+                      admin_token=args.admin_token)
+    except (ScenarioError, NonLoopbackRefused) as error:
+        print(f"mockapi: {error}", file=sys.stderr)
+        return 2
+    except OSError as error:
+        print(f"mockapi: cannot listen on {args.host}:{args.port}: {error.strerror}",
+              file=sys.stderr)
+        return 2
+    host, port = sock.getsockname()[:2]
+    if args.allow_remote and args.host not in ("127.0.0.1", "::1", "localhost"):
+        print(f"mockapi: WARNING: listening on {host}, reachable from other machines",
+              file=sys.stderr)
+    shown = f"[{host}]" if ":" in host else host
+    print(f"mockapi listening on http://{shown}:{port} (scenario: {scenario.name}, "
+          f"journal: {args.journal})", flush=True)
+    uvicorn.Server(uvicorn_config(app.app)).run(sockets=[sock])
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m mockapi",
+                                     description="A scripted, recording Messages API mock.")
+    add_serve_arguments(parser)
+    return serve(parser.parse_args(argv))

@@ -1,0 +1,130 @@
+"""The request journal: append-only JSONL, one line per request, written before the reply.
+
+Each line is written with a single ``write`` on an ``O_APPEND`` descriptor, so
+lines never interleave and a killed server loses nothing it had answered; with
+``fsync`` the line is also on disk before the first reply byte. The request
+body is spliced into the line as received (it is valid JSON by then), so the
+journal holds the exact bytes without re-encoding them.
+
+Record types: ``request`` (what arrived, its kind and turn, the rule and the
+scripted reply or the error) and ``response_end`` (how the reply ended: all
+sent, client gone, deliberately broken).
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+import threading
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+__all__ = ["REDACTED", "Journal", "JournalContents", "read_journal", "redact_headers"]
+
+REDACTED = "[redacted]"
+SECRET_HEADERS = frozenset({"x-api-key", "authorization", "proxy-authorization", "cookie"})
+
+
+def redact_headers(raw: Iterable[tuple[bytes, bytes]]) -> dict[str, str]:
+    headers: dict[str, str] = {}
+    for name_b, value_b in raw:
+        name = name_b.decode("latin-1").lower()
+        value = REDACTED if name in SECRET_HEADERS else value_b.decode("latin-1")
+        headers[name] = f"{headers[name]}, {value}" if name in headers else value
+    return headers
+
+
+def encode_body_field(raw: bytes, parsed_ok: bool) -> bytes:
+    """The journal's body field: the raw JSON if it parsed, else text or base64."""
+    if parsed_ok and b"\n" not in raw and b"\r" not in raw:
+        return b'"body":' + raw
+    if parsed_ok:
+        return b'"body":' + orjson.dumps(orjson.loads(raw))
+    try:
+        return b'"body_text":' + orjson.dumps(raw.decode("utf-8"))
+    except UnicodeDecodeError:
+        return b'"body_base64":' + orjson.dumps(base64.b64encode(raw).decode())
+
+
+class Journal:
+    """Appends records to a JSONL file; safe to use from one event loop thread."""
+
+    def __init__(self, path: str | Path, *, fsync: bool = False):
+        self.path = Path(path)
+        self.fsync = fsync
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        self._seq = _last_seq(self.path)
+        self._lock = threading.Lock()
+
+    def next_seq(self) -> int:
+        with self._lock:
+            self._seq += 1
+            return self._seq
+
+    def append(self, record: Mapping[str, Any], *extra_fields: bytes) -> None:
+        """Write ``record`` plus pre-encoded ``"name":value`` fields as one line."""
+        head = orjson.dumps(record)
+        if extra_fields:
+            line = head[:-1] + b"," + b",".join(extra_fields) + b"}\n"
+        else:
+            line = head + b"\n"
+        view = memoryview(line)
+        while view:
+            written = os.write(self._fd, view)
+            view = view[written:]
+        if self.fsync:
+            os.fsync(self._fd)
+
+    def close(self) -> None:
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
+
+
+def _last_seq(path: Path) -> int:
+    """Continue numbering after an existing journal (a restarted server appends)."""
+    last = 0
+    for record in read_journal(path).records:
+        seq = record.get("seq")
+        if isinstance(seq, int) and seq > last:
+            last = seq
+    return last
+
+
+@dataclass
+class JournalContents:
+    records: list[dict[str, Any]] = field(default_factory=list)
+    torn_tail: str | None = None  # why the last line was not read, if it was not
+
+    def requests(self) -> list[dict[str, Any]]:
+        return [r for r in self.records if r.get("type") == "request"]
+
+    def ends(self) -> dict[int, dict[str, Any]]:
+        return {r["seq"]: r for r in self.records if r.get("type") == "response_end"}
+
+
+def read_journal(path: str | Path) -> JournalContents:
+    """Read a journal; a torn last line (a write cut by a kill) is reported, not fatal."""
+    contents = JournalContents()
+    try:
+        data = Path(path).read_bytes()
+    except FileNotFoundError:
+        return contents
+    lines = data.split(b"\n")
+    tail = lines.pop()  # b"" when the file ends with a newline
+    for number, line in enumerate(lines, start=1):
+        if not line:
+            continue
+        try:
+            contents.records.append(orjson.loads(line))
+        except orjson.JSONDecodeError as error:
+            raise ValueError(f"{path}: line {number} is not a journal record: {error}") from None
+    if tail:
+        contents.torn_tail = (f"{path}: the last line ({len(tail)} bytes) has no newline: "
+                              "a write was cut short; it was skipped")
+    return contents

@@ -1,0 +1,226 @@
+"""Scenarios: an ordered list of rules (match -> reply or replies), loaded and validated.
+
+A scenario file is YAML or JSON with the same shape as the Python models:
+
+    name: tool-then-text
+    rules:
+      - id: read
+        match: {kind: main, turn: 1}
+        reply:
+          content:
+            - {type: tool_use, id: toolu_1, name: Read, input: {file_path: "{workspace}/a.txt"}}
+      - match: {tool_result_for: toolu_1}
+        reply: {text: DONE}
+
+``{name}`` in any string of a reply is a placeholder filled from the run's
+context (``render``); ``{{name}}`` is a literal ``{name}``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, model_validator
+
+from mockapi.matching import Match
+from mockapi.replies import Reply
+
+__all__ = ["Rule", "Scenario", "ScenarioError", "load_scenario", "parse_scenario"]
+
+SCHEMA_VERSION = 1
+
+
+class ScenarioError(ValueError):
+    """A scenario that cannot be used; ``problems`` lists every one found."""
+
+    def __init__(self, source: str, problems: list[str]):
+        self.source = source
+        self.problems = problems
+        lines = "\n".join(f"  - {p}" for p in problems)
+        super().__init__(f"invalid scenario {source}: {len(problems)} problem(s)\n{lines}")
+
+
+class Rule(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    id: str | None = Field(default=None, description="default: rule-<position, from 1>")
+    match: Match = Field(default_factory=Match)
+    reply: Reply | None = None
+    replies: list[Reply] | None = Field(default=None, min_length=1)
+    repeat: Literal["once", "always"] = Field(
+        default="once",
+        description="once: each reply is served once, then the rule is spent; "
+                    "always: the last reply keeps being served",
+    )
+
+    @model_validator(mode="after")
+    def _one_reply_form(self) -> Rule:
+        if (self.reply is None) == (self.replies is None):
+            raise ValueError("give exactly one of `reply` or `replies`")
+        return self
+
+    def reply_list(self) -> list[Any]:
+        return [self.reply] if self.reply is not None else list(self.replies or [])
+
+
+class Scenario(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    schema_version: Literal[1] = SCHEMA_VERSION
+    name: str = "unnamed"
+    description: str = ""
+    classifier: Literal["claude-code", "plain"] = Field(
+        default="claude-code",
+        description="how request kinds are told apart; 'plain' makes every request 'main'",
+    )
+    side_replies: Literal["auto", "none"] = Field(
+        default="auto",
+        description="auto: warmup and side requests that no rule matches get a neutral answer "
+                    "and never reach the script",
+    )
+    models: list[str] = Field(
+        default_factory=lambda: ["claude-sonnet-4-5", "claude-opus-4-1", "claude-haiku-4-5"])
+    rules: list[Rule] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _unique_rule_ids(self) -> Scenario:
+        seen: set[str] = set()
+        for position, rule in enumerate(self.rules, start=1):
+            rule_id = rule.id or f"rule-{position}"
+            if rule_id in seen:
+                raise ValueError(f"rule id {rule_id!r} is used twice")
+            seen.add(rule_id)
+        return self
+
+    def rule_ids(self) -> list[str]:
+        return [r.id or f"rule-{i}" for i, r in enumerate(self.rules, start=1)]
+
+    def placeholders(self) -> set[str]:
+        found: set[str] = set()
+        for rule in self.rules:
+            for reply in rule.reply_list():
+                _walk_strings(reply.model_dump(mode="json"), lambda s: _collect(s, found))
+        return found
+
+    def render(self, context: Mapping[str, str]) -> Scenario:
+        """Fill ``{name}`` placeholders in every reply; a name without a value is an error."""
+        missing = sorted(self.placeholders() - set(context))
+        if missing:
+            raise ScenarioError(self.name, [
+                f"placeholder {{{name}}} has no value; the run provides: "
+                f"{', '.join(sorted(context)) or 'nothing'}" for name in missing
+            ])
+        data = self.model_dump(mode="json", exclude_unset=True)
+        for rule in data.get("rules", []):
+            for key in ("reply", "replies"):
+                if key in rule:
+                    rule[key] = _map_strings(rule[key], lambda s: _fill(s, context))
+        return Scenario.model_validate(data)
+
+
+_PLACEHOLDER = re.compile(r"\{\{([A-Za-z_][A-Za-z0-9_]*)\}\}|\{([A-Za-z_][A-Za-z0-9_]*)\}")
+
+
+def _collect(value: str, found: set[str]) -> None:
+    for m in _PLACEHOLDER.finditer(value):
+        if m.group(2):
+            found.add(m.group(2))
+
+
+def _fill(value: str, context: Mapping[str, str]) -> str:
+    def sub(m: re.Match[str]) -> str:
+        if m.group(1):
+            return "{" + m.group(1) + "}"
+        return str(context[m.group(2)])
+    return _PLACEHOLDER.sub(sub, value)
+
+
+def _walk_strings(value: Any, visit: Any) -> None:
+    _map_strings(value, lambda s: (visit(s), s)[1])
+
+
+def _map_strings(value: Any, fn: Any) -> Any:
+    if isinstance(value, str):
+        return fn(value)
+    if isinstance(value, list):
+        return [_map_strings(v, fn) for v in value]
+    if isinstance(value, dict):
+        return {k: _map_strings(v, fn) for k, v in value.items()}
+    return value
+
+
+_BLOCK_TYPES = ("text", "tool_use", "thinking", "redacted_thinking")
+
+
+def _location(loc: tuple[Any, ...]) -> str:
+    """A loc from pydantic as the user wrote it: rules[0].reply.text, without union tags."""
+    path = ""
+    previous: list[Any] = []
+    for part in loc:
+        after_reply = previous[-1:] == ["reply"] or (
+            len(previous) >= 2 and previous[-2] == "replies" and isinstance(previous[-1], int))
+        after_block = (len(previous) >= 2 and previous[-2] == "content"
+                       and isinstance(previous[-1], int))
+        is_tag = (after_reply and part in ("message", "error", "raw")) or (
+            after_block and part in _BLOCK_TYPES) or (isinstance(part, str) and "[" in part)
+        previous.append(part)
+        if is_tag:
+            previous[-1] = None
+            continue
+        if isinstance(part, int):
+            path += f"[{part}]"
+        else:
+            path += f".{part}" if path else str(part)
+    return path or "(top level)"
+
+
+def _problems(error: ValidationError) -> list[str]:
+    problems = []
+    for e in error.errors(include_url=False):
+        where = _location(tuple(e["loc"]))
+        found = e.get("input")
+        shown = json.dumps(found, default=str)
+        if len(shown) > 80:
+            shown = shown[:77] + "..."
+        problems.append(f"{where}: {e['msg']} (found {shown})")
+    return problems
+
+
+def parse_scenario(data: Any, source: str = "<scenario>") -> Scenario:
+    """Validate already-decoded scenario data; raise ScenarioError listing every problem."""
+    if not isinstance(data, dict):
+        raise ScenarioError(source, [
+            f"(top level): expected a mapping with `rules`, found {type(data).__name__}"])
+    try:
+        return Scenario.model_validate(data)
+    except ValidationError as error:
+        raise ScenarioError(source, _problems(error)) from None
+
+
+def decode_scenario_text(content: str | bytes, source: str) -> Any:
+    suffix = Path(source).suffix.lower()
+    try:
+        if suffix == ".json":
+            return json.loads(content)
+        return yaml.safe_load(content)
+    except (ValueError, yaml.YAMLError) as error:
+        kind = "JSON" if suffix == ".json" else "YAML"
+        raise ScenarioError(source, [f"not valid {kind}: {error}"]) from None
+
+
+def load_scenario(path: str | Path) -> Scenario:
+    """Load a scenario from a .yaml/.yml/.json file."""
+    source = str(path)
+    try:
+        content = Path(path).read_bytes()
+    except OSError as error:
+        raise ScenarioError(source, [f"cannot read the file: {error.strerror}"]) from None
+    return parse_scenario(decode_scenario_text(content, source), source)
+
+
+reply_adapter: TypeAdapter[Any] = TypeAdapter(Reply)

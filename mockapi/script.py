@@ -1,0 +1,159 @@
+"""A scenario being played: which rule answers a request, given everything answered before.
+
+Turns are counted per (path, kind): turn N is the Nth distinct conversation
+state (``messages``) of that kind, and sending the same messages again is
+another attempt of the same turn. Rules are tried in order; a rule serves its
+replies one per matching request. Two things never consume the script:
+side requests answered by the built-in side replies, and a non-streaming
+re-send of a turn whose streamed reply was a message (the client's fallback
+after a broken stream), which gets that same message again.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+from mockapi.events import PreparedMessage, PreparedReply, prepare
+from mockapi.matching import CLASSIFIERS, Miss, RequestFacts
+from mockapi.replies import Message, TextBlock
+from mockapi.scenario import Rule, Scenario
+
+__all__ = ["Decision", "Script"]
+
+SIDE_KINDS = ("warmup", "side")
+
+
+@dataclass(slots=True)
+class _RuleState:
+    id: str
+    rule: Rule
+    replies: list[PreparedReply]
+    served: int = 0
+
+    def next_reply(self) -> tuple[int, PreparedReply] | None:
+        if self.served < len(self.replies):
+            return self.served, self.replies[self.served]
+        if self.rule.repeat == "always":
+            return len(self.replies) - 1, self.replies[-1]
+        return None
+
+
+@dataclass(slots=True)
+class _Turn:
+    number: int
+    attempts: int = 0
+    last_stream: bool = False
+    last_seq: int = 0
+    last_reply: PreparedReply | None = None
+    last_rule: str | None = None
+    last_index: int | None = None
+
+
+@dataclass(slots=True)
+class Decision:
+    kind: str
+    turn: int
+    attempt: int
+    rule: str | None = None
+    reply_index: int | None = None
+    prepared: PreparedReply | None = None
+    replay_of: int | None = None
+    nearest: list[dict[str, Any]] = field(default_factory=list)
+
+    def no_rule_message(self, seq: int) -> str:
+        head = (f"loopprobe mock: no scenario rule matched request #{seq} "
+                f"(kind={self.kind}, turn={self.turn}, attempt={self.attempt})")
+        if not self.nearest:
+            return head + "; the scenario has no rules"
+        best = self.nearest[0]
+        reasons = "; ".join(best["misses"]) or "spent"
+        return f"{head}; nearest rule {best['rule']!r}: {reasons}"
+
+
+def _fingerprint(body: dict[str, Any], raw: bytes) -> int:
+    try:
+        return hash(orjson.dumps(body.get("messages")))
+    except orjson.JSONEncodeError:  # nesting deeper than orjson writes
+        return hash(raw)
+
+
+class Script:
+    def __init__(self, scenario: Scenario):
+        self.scenario = scenario
+        self.classify = CLASSIFIERS[scenario.classifier]
+        self.rules = [
+            _RuleState(rule_id, rule, [
+                prepare(reply, f"{rule_id}_{index}") for index, reply in enumerate(rule.reply_list())
+            ])
+            for rule_id, rule in zip(scenario.rule_ids(), scenario.rules, strict=True)
+        ]
+        self._turn_counts: dict[tuple[str, str], int] = {}
+        self._turns: dict[tuple[str, str, int], _Turn] = {}
+
+    def decide(self, facts: RequestFacts, body: dict[str, Any], raw: bytes, seq: int) -> Decision:
+        kind = self.classify(facts)
+        key = (facts.path, kind, _fingerprint(body, raw))
+        turn = self._turns.get(key)
+        if turn is None:
+            count = self._turn_counts.get(key[:2], 0) + 1
+            self._turn_counts[key[:2]] = count
+            turn = self._turns[key] = _Turn(count)
+        turn.attempts += 1
+        decision = Decision(kind, turn.number, turn.attempts)
+
+        if (not facts.stream and turn.last_stream
+                and isinstance(turn.last_reply, PreparedMessage)):
+            decision.rule, decision.reply_index = turn.last_rule, turn.last_index
+            decision.prepared, decision.replay_of = turn.last_reply, turn.last_seq
+        else:
+            self._choose(decision, facts, body)
+
+        turn.last_stream, turn.last_seq = facts.stream, seq
+        turn.last_reply, turn.last_rule = decision.prepared, decision.rule
+        turn.last_index = decision.reply_index
+        return decision
+
+    def _choose(self, decision: Decision, facts: RequestFacts, body: dict[str, Any]) -> None:
+        scored: list[tuple[int, int, dict[str, Any]]] = []
+        for position, state in enumerate(self.rules):
+            misses = state.rule.match.differences(
+                facts, decision.kind, decision.turn, decision.attempt)
+            upcoming = state.next_reply()
+            if not misses and upcoming is not None:
+                state.served += 1
+                decision.rule = state.id
+                decision.reply_index, decision.prepared = upcoming
+                return
+            reasons = [str(m) for m in misses] + ([] if upcoming else [
+                f"spent: served its {len(state.replies)} reply(ies) (repeat: once)"])
+            scored.append((len(reasons), position, {"rule": state.id, "misses": reasons}))
+        if decision.kind in SIDE_KINDS and self.scenario.side_replies == "auto" \
+                and facts.path == "/v1/messages":
+            decision.rule = f"builtin:{decision.kind}"
+            decision.reply_index = 0
+            decision.prepared = prepare(_side_reply(body), decision.rule)
+            return
+        decision.nearest = [entry for _, _, entry in sorted(scored, key=lambda s: s[:2])[:3]]
+
+    def state(self) -> list[dict[str, Any]]:
+        return [
+            {"id": s.id, "replies": len(s.replies), "served": s.served,
+             "repeat": s.rule.repeat, "spent": s.next_reply() is None}
+            for s in self.rules
+        ]
+
+
+def _side_reply(body: dict[str, Any]) -> Message:
+    """A neutral answer; a JSON object when the request asks for structured output."""
+    output = body.get("output_config")
+    fmt = output.get("format") if isinstance(output, dict) else None
+    schema = fmt.get("schema") if isinstance(fmt, dict) else None
+    props = schema.get("properties") if isinstance(schema, dict) else None
+    if isinstance(props, dict) and props:
+        answer = orjson.dumps({name: "loopprobe" for name in props}).decode()
+    else:
+        answer = "OK"
+    return Message(content=[TextBlock(text=answer)])

@@ -1,0 +1,142 @@
+"""Run the mock on a real socket: uvicorn on 127.0.0.1, in a thread or as the main program."""
+
+from __future__ import annotations
+
+import ipaddress
+import socket
+import threading
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+import httpx
+import uvicorn
+
+from mockapi.app import ADMIN_PREFIX, ADMIN_TOKEN_HEADER, MockApp
+from mockapi.journal import Journal, JournalContents, read_journal
+from mockapi.scenario import Scenario
+
+__all__ = ["MockServer", "NonLoopbackRefused", "bind_socket"]
+
+START_TIMEOUT = 10.0
+STOP_TIMEOUT = 10.0
+
+
+class NonLoopbackRefused(ValueError):
+    pass
+
+
+def _is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def bind_socket(host: str = "127.0.0.1", port: int = 0, *, allow_remote: bool = False) -> socket.socket:
+    """Bind the listening socket ourselves, so port 0 gives a known free port at once."""
+    if not _is_loopback(host) and not allow_remote:
+        raise NonLoopbackRefused(
+            f"refusing to bind {host!r}: the mock binds loopback only (127.0.0.1, ::1) unless "
+            "explicitly allowed (--allow-remote / allow_remote=True)")
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((host, port))
+    sock.listen(1024)
+    sock.set_inheritable(True)
+    return sock
+
+
+def uvicorn_config(app: Any) -> uvicorn.Config:
+    return uvicorn.Config(
+        app, log_level="warning", access_log=False, lifespan="off",
+        timeout_graceful_shutdown=1, ws="none", server_header=False, date_header=False,
+    )
+
+
+class MockServer:
+    """The mock on a loopback port in a background thread; use as a context manager.
+
+    >>> with MockServer(scenario, journal_path) as mock:
+    ...     client = anthropic.Anthropic(base_url=mock.url, api_key="x")
+    """
+
+    def __init__(self, scenario: Scenario, journal_path: str | Path, *,
+                 context: Mapping[str, str] | None = None, host: str = "127.0.0.1",
+                 port: int = 0, allow_remote: bool = False, fsync: bool = False,
+                 admin_token: str | None = None, **app_options: Any):
+        self.journal = Journal(journal_path, fsync=fsync)
+        self.mock = MockApp(scenario, self.journal, context=context, admin_token=admin_token,
+                            **app_options)
+        self.admin_token = admin_token
+        self._socket = bind_socket(host, port, allow_remote=allow_remote)
+        self._server = uvicorn.Server(uvicorn_config(self.mock.app))
+        self._thread: threading.Thread | None = None
+        self._failure: BaseException | None = None
+        address = self._socket.getsockname()
+        shown = f"[{address[0]}]" if ":" in address[0] else address[0]
+        self.url = f"http://{shown}:{address[1]}"
+        self.port: int = address[1]
+
+    def start(self) -> MockServer:
+        def serve() -> None:
+            try:
+                self._server.run(sockets=[self._socket])
+            except BaseException as error:  # surfaced by start()/stop()
+                self._failure = error
+
+        self._thread = threading.Thread(target=serve, name=f"mockapi:{self.port}", daemon=True)
+        self._thread.start()
+        deadline = time.monotonic() + START_TIMEOUT
+        while not self._server.started:
+            if self._failure or not self._thread.is_alive():
+                raise RuntimeError(f"the mock server failed to start: {self._failure!r}")
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"the mock server did not start within {START_TIMEOUT}s")
+            time.sleep(0.005)
+        return self
+
+    def stop(self) -> None:
+        if self._thread is None:
+            return
+        self._server.should_exit = True
+        self._thread.join(STOP_TIMEOUT)
+        if self._thread.is_alive():
+            self._server.force_exit = True
+            self._thread.join(STOP_TIMEOUT)
+        self._thread = None
+        self._socket.close()
+        self.journal.close()
+
+    def __enter__(self) -> MockServer:
+        return self.start()
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.stop()
+
+    # ---- conveniences over the admin surface (same data as /_mock/…) --------
+
+    def read(self) -> JournalContents:
+        return read_journal(self.journal.path)
+
+    def requests(self, *, kind: str | None = None) -> list[dict[str, Any]]:
+        """Recorded Messages API requests of the current run (optionally of one kind)."""
+        return [r for r in self.read().requests()
+                if r.get("run") == self.mock.run and (kind is None or r.get("kind") == kind)]
+
+    def install(self, scenario: Scenario, context: Mapping[str, str] | None = None) -> None:
+        self.mock.install(scenario, context)
+
+    def reset(self) -> int:
+        return self.mock.reset()
+
+    def admin(self, method: str, name: str, **kwargs: Any) -> httpx.Response:
+        headers = {ADMIN_TOKEN_HEADER: self.admin_token} if self.admin_token else {}
+        return httpx.request(method, f"{self.url}{ADMIN_PREFIX}/{name}", headers=headers,
+                             timeout=10, **kwargs)
