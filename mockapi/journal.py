@@ -61,6 +61,10 @@ class Journal:
         self._seq = _last_seq(self.path)
         self._lock = threading.Lock()
 
+    @property
+    def last_seq(self) -> int:
+        return self._seq
+
     def next_seq(self) -> int:
         with self._lock:
             self._seq += 1

@@ -1,0 +1,3 @@
+"""probes: run real agent-loop clients against the mock and turn what they do into evidence."""
+
+__version__ = "0.1.0"

@@ -1,0 +1,66 @@
+"""Check patterns several probes share: how a run ended, where a marker travelled."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from probes.checks import Checks
+from probes.evidence import Evidence, RunRecord, block_text, blocks_of_type, locate, messages
+
+__all__ = ["body_text", "check_ended", "last_user_locations", "tool_pairs"]
+
+
+def check_ended(checks: Checks, claim: str, ev: Evidence, run_name: str, *,
+                final_text: str | None, subtype: str = "success", exit_code: int = 0,
+                is_error: bool = False, prefix: str | None = None) -> None:
+    """The final result of a run: its text, subtype, is_error and the exit status."""
+    run: RunRecord | None = ev.run(run_name)
+    result: dict[str, Any] = (run.result if run else None) or {}
+    where = f"run {run_name}: stream-json result event"
+    prefix = prefix or run_name
+    if final_text is not None:
+        checks.equal(f"{prefix}.final-text", claim, "the final result text is the scripted answer",
+                     expected=final_text, observed=result.get("result"), evidence=where)
+    checks.equal(f"{prefix}.subtype", claim, "the final result subtype",
+                 expected=subtype, observed=result.get("subtype"), evidence=where)
+    checks.equal(f"{prefix}.is-error", claim, "the final result's is_error flag",
+                 expected=is_error, observed=result.get("is_error"), evidence=where)
+    checks.equal(f"{prefix}.exit-code", claim, "the process exit status",
+                 expected=exit_code, observed=run.exit_code if run else None,
+                 evidence=f"run {run_name}: exit status")
+
+
+def body_text(record: dict[str, Any]) -> str | None:
+    """Everything the model would read in a request's messages, or None if there is no request."""
+    if not record:
+        return None
+    parts = []
+    for message in messages(record):
+        content = message.get("content")
+        blocks = [content] if isinstance(content, str) else content
+        if isinstance(blocks, list):
+            parts += [block_text(b) for b in blocks]
+    for _, block in blocks_of_type(record, "tool_use"):
+        parts.append(str(block.get("id")))
+    for _, block in blocks_of_type(record, "tool_result"):
+        parts.append(str(block.get("tool_use_id")))
+    return "\n".join(parts)
+
+
+def last_user_locations(record: dict[str, Any], needle: str) -> list[str]:
+    count = len(messages(record))
+    return [str(loc) for loc in locate(record, needle) if loc.message == count - 1]
+
+
+def tool_pairs(record: dict[str, Any]) -> dict[str, Any]:
+    """tool_use ids, tool_result ids, and whether each use has exactly one later result."""
+    uses = [(i, b.get("id")) for i, b in blocks_of_type(record, "tool_use")]
+    results = [(i, b.get("tool_use_id")) for i, b in blocks_of_type(record, "tool_result")]
+    unpaired = []
+    for index, use_id in uses:
+        matching = [i for i, rid in results if rid == use_id]
+        if len(matching) != 1 or matching[0] != index + 1:
+            unpaired.append(use_id)
+    orphans = [rid for _, rid in results if rid not in {u for _, u in uses}]
+    return {"tool_use_ids": [u for _, u in uses], "tool_result_ids": [r for _, r in results],
+            "unpaired_uses": unpaired, "orphan_results": orphans}

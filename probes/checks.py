@@ -1,0 +1,76 @@
+"""Checks: one property of the evidence, stated by a claim, with what was expected and seen.
+
+The expectation comes from the claim. A check never adapts it to what a client
+version did; when the client disagrees, the check fails and says what it saw.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any
+
+__all__ = ["CheckResult", "Checks"]
+
+MISSING = "<missing>"
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    id: str
+    claim: str | None  # None for the harness's own checks
+    description: str
+    passed: bool
+    expected: Any
+    observed: Any
+    evidence: str
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+class Checks:
+    """Collects the checks of one probe; ids are prefixed with the probe name."""
+
+    def __init__(self, probe: str):
+        self.probe = probe
+        self.results: list[CheckResult] = []
+
+    def _add(self, check_id: str, claim: str | None, description: str, passed: bool,
+             expected: Any, observed: Any, evidence: str) -> bool:
+        full_id = f"{self.probe}.{check_id}"
+        if any(r.id == full_id for r in self.results):
+            raise ValueError(f"check id {full_id!r} is used twice")
+        self.results.append(CheckResult(full_id, claim, description, bool(passed), expected,
+                                        MISSING if observed is None else observed, evidence))
+        return bool(passed)
+
+    def equal(self, check_id: str, claim: str | None, description: str, *, expected: Any,
+              observed: Any, evidence: str) -> bool:
+        return self._add(check_id, claim, description, observed == expected, expected,
+                         observed, evidence)
+
+    def that(self, check_id: str, claim: str | None, description: str, *, passed: bool,
+             expected: Any, observed: Any, evidence: str) -> bool:
+        """A check whose pass condition is not plain equality (e.g. containment, ordering)."""
+        return self._add(check_id, claim, description, passed, expected, observed, evidence)
+
+    def contains(self, check_id: str, claim: str | None, description: str, *, needle: str,
+                 haystack: str | None, evidence: str) -> bool:
+        found = haystack is not None and needle in haystack
+        shown = None if haystack is None else (
+            f"contains {needle!r}" if found else _excerpt(haystack))
+        return self._add(check_id, claim, description, found, f"contains {needle!r}", shown,
+                         evidence)
+
+    def absent(self, check_id: str, claim: str | None, description: str, *, needle: str,
+               haystack: str | None, evidence: str) -> bool:
+        present = haystack is None or needle in haystack
+        shown = None if haystack is None else (
+            f"contains {needle!r}" if needle in haystack else f"does not contain {needle!r}")
+        return self._add(check_id, claim, description, not present,
+                         f"does not contain {needle!r}", shown, evidence)
+
+
+def _excerpt(text: str, limit: int = 240) -> str:
+    text = text.strip()
+    return text if len(text) <= limit else text[:limit] + f"… ({len(text)} chars)"

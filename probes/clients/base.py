@@ -1,0 +1,96 @@
+"""What the harness needs from an agent-loop client, whatever the client is.
+
+A client knows how to install one exact version (``ClientBinary``), how to turn
+an ``Invocation`` into a command in a sandbox, and how to read what it printed
+and left behind. Claude Code is the first; the Agent SDK or the anthropic SDK's
+tool runner fit the same protocol.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from probes.model import Invocation
+from probes.sandbox import Sandbox
+
+__all__ = ["Client", "ClientBinary", "Command", "Output"]
+
+
+@dataclass(frozen=True)
+class ClientBinary:
+    name: str
+    version: str
+    platform: str
+    package: str
+    root: Path
+    entry: Path
+    launcher: tuple[str, ...]
+    sha256: str
+
+    def identity(self) -> dict[str, Any]:
+        return {"name": self.name, "version": self.version, "platform": self.platform,
+                "package": self.package, "entry": str(self.entry.relative_to(self.root)),
+                "binary_sha256": self.sha256}
+
+
+@dataclass(frozen=True)
+class Command:
+    argv: list[str]
+    env: dict[str, str]
+    cwd: Path
+    files: dict[str, str] = field(default_factory=dict)  # written before the run (settings)
+
+
+@dataclass
+class Output:
+    """What a run printed, read as the client's event protocol."""
+
+    events: list[dict[str, Any]]
+    unparsed: list[str]
+
+    @property
+    def result(self) -> dict[str, Any] | None:
+        """The final result event; with several (background agents), the last one counts."""
+        results = [e for e in self.events if e.get("type") == "result"]
+        return results[-1] if results else None
+
+    def of_type(self, type_: str, subtype: str | None = None) -> list[dict[str, Any]]:
+        return [e for e in self.events if e.get("type") == type_
+                and (subtype is None or e.get("subtype") == subtype)]
+
+    @classmethod
+    def from_json_lines(cls, stdout: str) -> Output:
+        events: list[dict[str, Any]] = []
+        unparsed: list[str] = []
+        for line in stdout.splitlines():
+            if not line.strip():
+                continue
+            try:
+                value = json.loads(line)
+            except ValueError:
+                unparsed.append(line)
+                continue
+            if isinstance(value, dict):
+                events.append(value)
+            else:
+                unparsed.append(line)
+        return cls(events, unparsed)
+
+
+class Client(Protocol):
+    name: str
+    package: str
+
+    def install(self, version: str) -> ClientBinary: ...
+
+    def installed(self) -> list[ClientBinary]: ...
+
+    def command(self, binary: ClientBinary, invocation: Invocation, box: Sandbox,
+                base_url: str, session_ids: dict[str, str]) -> Command: ...
+
+    def read_output(self, stdout: str) -> Output: ...
+
+    def session_files(self, box: Sandbox) -> list[Path]: ...

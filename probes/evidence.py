@@ -1,0 +1,186 @@
+"""Everything one probe left behind, and lookups the checks use.
+
+Checks read evidence only through this module, so a test can build an
+``Evidence`` from saved artefacts, alter it, and watch a check fail.
+Lookups never raise on missing data: they return None or empty values, and
+the check that needed the data fails saying what it saw.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from probes.clients.base import Output
+from probes.model import Invocation
+
+__all__ = ["Evidence", "Location", "RunRecord", "block_text", "locate", "message_outline"]
+
+
+@dataclass
+class RunRecord:
+    name: str
+    invocation: Invocation
+    argv: list[str]
+    env: dict[str, str]
+    exit_code: int | None
+    timed_out: bool
+    duration: float
+    stdout: str
+    stderr: str
+    output: Output
+    session_id: str | None
+    seqs: tuple[int, int]  # journal seq range (first, last] of requests made during the run
+    files_changed: dict[str, dict[str, str | None]] = field(default_factory=dict)
+
+    @property
+    def result(self) -> dict[str, Any] | None:
+        return self.output.result
+
+    def last_events(self, count: int = 5) -> list[str]:
+        return [f"{e.get('type')}/{e.get('subtype')}" if e.get("subtype") else str(e.get("type"))
+                for e in self.output.events[-count:]]
+
+
+@dataclass
+class Evidence:
+    probe: str
+    client: dict[str, Any]
+    runs: dict[str, RunRecord]
+    journal: list[dict[str, Any]]
+    hook_calls: list[dict[str, Any]] = field(default_factory=list)
+    session_files: dict[str, str] = field(default_factory=dict)  # relative path -> text
+    workspace_files: dict[str, str] = field(default_factory=dict)
+    torn_journal: str | None = None
+    placeholders: dict[str, str] = field(default_factory=dict)  # real path -> $NAME
+    mock_url: str = ""
+
+    def path(self, placeholder: str) -> str:
+        """The real path behind a placeholder such as ``$WORKSPACE``."""
+        return next((real for real, name in self.placeholders.items() if name == placeholder),
+                    placeholder)
+
+    def requests(self, run: str | None = None, kind: str | None = "main",
+                 path: str = "/v1/messages") -> list[dict[str, Any]]:
+        """Recorded requests, in arrival order, optionally only those made during ``run``."""
+        low, high = (self.runs[run].seqs if run is not None and run in self.runs
+                     else (0, 1 << 62))
+        return [r for r in self.journal
+                if r.get("type") == "request" and r.get("path") == path
+                and (kind is None or r.get("kind") == kind) and low < r.get("seq", 0) <= high]
+
+    def request(self, run: str | None, index: int, kind: str | None = "main") -> dict[str, Any]:
+        found = self.requests(run, kind)
+        return found[index] if -len(found) <= index < len(found) else {}
+
+    def run(self, name: str) -> RunRecord | None:
+        return self.runs.get(name)
+
+    def transcript(self, session_id: str | None) -> list[dict[str, Any]]:
+        if not session_id:
+            return []
+        for path, text in self.session_files.items():
+            if path.endswith(f"{session_id}.jsonl") and "/subagents/" not in path:
+                return _json_lines(text)
+        return []
+
+    def hooks(self, event: str) -> list[dict[str, Any]]:
+        return [h for h in self.hook_calls if h.get("event") == event and "input" in h]
+
+
+def _json_lines(text: str) -> list[dict[str, Any]]:
+    entries = []
+    for line in text.splitlines():
+        try:
+            value = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(value, dict):
+            entries.append(value)
+    return entries
+
+
+def messages(record: dict[str, Any]) -> list[dict[str, Any]]:
+    body = record.get("body")
+    found = body.get("messages") if isinstance(body, dict) else None
+    return [m for m in found if isinstance(m, dict)] if isinstance(found, list) else []
+
+
+def block_text(block: Any) -> str:
+    """All text inside one content block (tool_result content included)."""
+    if isinstance(block, str):
+        return block
+    if not isinstance(block, dict):
+        return ""
+    kind = block.get("type")
+    if kind == "text":
+        return str(block.get("text", ""))
+    if kind == "tool_result":
+        content = block.get("content")
+        if isinstance(content, list):
+            return "\n".join(block_text(b) for b in content)
+        return str(content or "")
+    if kind == "tool_use":
+        return json.dumps(block.get("input"), sort_keys=True)
+    if kind == "thinking":
+        return str(block.get("thinking", ""))
+    return ""
+
+
+@dataclass(frozen=True)
+class Location:
+    message: int
+    block: int
+    role: str
+    type: str
+
+    def __str__(self) -> str:
+        return f"messages[{self.message}].content[{self.block}] ({self.role} {self.type})"
+
+
+def locate(record: dict[str, Any], needle: str) -> list[Location]:
+    """Where ``needle`` occurs in a request's messages, block by block."""
+    found = []
+    for m_index, message in enumerate(messages(record)):
+        content = message.get("content")
+        blocks = [content] if isinstance(content, str) else content
+        if not isinstance(blocks, list):
+            continue
+        for b_index, block in enumerate(blocks):
+            if needle in block_text(block):
+                kind = block.get("type", "?") if isinstance(block, dict) else "string"
+                found.append(Location(m_index, b_index, str(message.get("role")), kind))
+    return found
+
+
+def blocks_of_type(record: dict[str, Any], kind: str) -> list[tuple[int, dict[str, Any]]]:
+    found = []
+    for m_index, message in enumerate(messages(record)):
+        content = message.get("content")
+        if isinstance(content, list):
+            found += [(m_index, b) for b in content if isinstance(b, dict) and b.get("type") == kind]
+    return found
+
+
+def message_outline(record: dict[str, Any]) -> list[str]:
+    """A one-line-per-message view of a request: role and block types with short text."""
+    outline = []
+    for message in messages(record):
+        content = message.get("content")
+        blocks = [{"type": "text", "text": content}] if isinstance(content, str) else content
+        parts = []
+        for block in blocks if isinstance(blocks, list) else []:
+            if not isinstance(block, dict):
+                continue
+            kind = block.get("type")
+            if kind == "tool_use":
+                parts.append(f"tool_use {block.get('name')} {block.get('id')}")
+            elif kind == "tool_result":
+                parts.append(f"tool_result {block.get('tool_use_id')}"
+                             + (" is_error" if block.get("is_error") else ""))
+            else:
+                text = block_text(block).strip().replace("\n", " ")
+                parts.append(f"{kind} {text[:60]!r}")
+        outline.append(f"{message.get('role')}: " + " | ".join(parts))
+    return outline

@@ -1,0 +1,205 @@
+"""Run one probe: sandbox -> mock -> client invocations -> evidence -> checks.
+
+Data flows one way. The mock is started for the probe and stopped after it; the
+client runs once per invocation in the probe's sandbox, each run under a hard
+timeout that kills its whole process group.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shlex
+import sys
+import traceback
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from mockapi import MockServer
+from mockapi.journal import read_journal
+from probes import hook_recorder
+from probes.checks import CheckResult, Checks
+from probes.clients.base import Client, ClientBinary
+from probes.evidence import Evidence, RunRecord
+from probes.model import Invocation, Probe
+from probes.process import run_process
+from probes.sandbox import Sandbox
+
+__all__ = ["ProbeOutcome", "run_probe", "session_id_for"]
+
+SECRET_ENV = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN")
+HOOK_EVENTS_RECORDED = ("PreToolUse", "PostToolUse", "Stop", "SubagentStop")
+
+
+@dataclass
+class ProbeOutcome:
+    probe: Probe
+    evidence: Evidence | None
+    checks: list[CheckResult]
+    sandbox: Path | None
+    error: str | None = None  # a harness error: the evidence could not be gathered or checked
+    not_applicable: str | None = None
+    scenario: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def passed(self) -> bool:
+        return self.error is None and self.not_applicable is None and bool(self.checks) \
+            and all(c.passed for c in self.checks)
+
+
+def session_id_for(probe: str, invocation: str) -> str:
+    """Fixed per probe and invocation, so two runs of a probe send the same ids."""
+    return str(uuid.uuid5(uuid.NAMESPACE_URL, f"loopprobe:{probe}:{invocation}"))
+
+
+def _hook_settings(probe: Probe, box: Sandbox) -> dict[str, Any]:
+    policy = box.artefacts / "hook-policy.json"
+    policy.write_text(json.dumps(probe.hooks or {}, indent=2, sort_keys=True))
+    log = box.artefacts / "hooks.jsonl"
+    command = " ".join(shlex.quote(part) for part in (
+        sys.executable, "-I", "-S", hook_recorder.__file__, str(policy), str(log)))
+    events = sorted(set(HOOK_EVENTS_RECORDED) | set(probe.hooks or {}))
+    return {"hooks": {
+        event: [{"matcher": "*", "hooks": [{"type": "command", "command": command}]}]
+        for event in events
+    }}
+
+
+def _digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _redact_env(env: dict[str, str]) -> dict[str, str]:
+    return {k: ("[redacted]" if k in SECRET_ENV else v) for k, v in sorted(env.items())}
+
+
+def _harness_checks(evidence: Evidence, checks: Checks) -> None:
+    for name, run in evidence.runs.items():
+        checks.that(f"harness.{name}.finished", None,
+                    f"the {name!r} run ended by itself within its timeout",
+                    passed=not run.timed_out, expected="exited before the timeout",
+                    observed=(f"killed at the {run.invocation.timeout}s timeout; last events: "
+                              f"{run.last_events()}") if run.timed_out
+                    else f"exited with {run.exit_code}",
+                    evidence=f"run {name}")
+    unmatched = [r for r in evidence.journal
+                 if r.get("type") == "request" and r.get("outcome") in ("no_rule", "mock_error")]
+    checks.that("harness.script-covered", None,
+                "every request the client made found a scripted reply",
+                passed=not unmatched, expected="no request without a rule",
+                observed=[r.get("error") for r in unmatched] or "all requests matched",
+                evidence="journal outcome")
+
+
+def run_probe(probe: Probe, client: Client, binary: ClientBinary, work_dir: Path | None, *,
+              keep: bool = True, progress: Callable[[str], None] = lambda _: None) -> ProbeOutcome:
+    not_applicable = probe.applies_to(binary)
+    if not_applicable:
+        return ProbeOutcome(probe, None, [], None, not_applicable=not_applicable)
+    box = Sandbox.create(work_dir, probe.name)
+    box.write_files(probe.fixtures)
+    context = {"workspace": str(box.workspace), "home": str(box.home)}
+    hook_settings = _hook_settings(probe, box) if probe.hooks is not None else None
+    journal_path = box.artefacts / "journal.jsonl"
+    session_ids: dict[str, str] = {}
+    runs: dict[str, RunRecord] = {}
+    scenario = probe.scenario.render(context)
+    try:
+        with MockServer(probe.scenario, journal_path, context=context) as mock:
+            for invocation in probe.invocations:
+                runs[invocation.name] = _run_one(probe, invocation, client, binary, box,
+                                                 mock, session_ids, hook_settings, progress)
+        evidence = _gather(probe, binary, box, runs, journal_path)
+        evidence.mock_url = mock.url
+    except KeyboardInterrupt:
+        raise
+    except Exception as error:
+        return ProbeOutcome(probe, None, [], box.root, scenario=scenario.model_dump(mode="json"),
+                            error=f"{type(error).__name__}: {error}")
+    checks = Checks(probe.name)
+    error = None
+    try:
+        probe.check(evidence, checks)
+    except Exception:
+        error = "a check raised instead of failing: " + traceback.format_exc(limit=4)
+    _harness_checks(evidence, checks)
+    if not keep:
+        box.remove()
+    return ProbeOutcome(probe, evidence, checks.results, box.root if keep else None,
+                        error=error, scenario=scenario.model_dump(mode="json"))
+
+
+def _run_one(probe: Probe, invocation: Invocation, client: Client, binary: ClientBinary,
+             box: Sandbox, mock: MockServer, session_ids: dict[str, str],
+             hook_settings: dict[str, Any] | None,
+             progress: Callable[[str], None]) -> RunRecord:
+    if invocation.session == "new":
+        session_ids[invocation.name] = session_id_for(probe.name, invocation.name)
+    if hook_settings is not None:
+        merged = dict(invocation.settings or {})
+        merged["hooks"] = {**hook_settings["hooks"], **merged.get("hooks", {})}
+        invocation = replace(invocation, settings=merged)
+    command = client.command(binary, invocation, box, mock.url, session_ids)
+    for path, content in command.files.items():
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        Path(path).write_text(content)
+    before = {str(p): _digest(p) for p in client.session_files(box)}
+    first_seq = mock.journal.last_seq
+    progress(f"  run {invocation.name}: {invocation.prompt[:40]!r}")
+    result = run_process(command.argv, env=command.env, cwd=command.cwd,
+                         timeout=invocation.timeout)
+    last_seq = mock.journal.last_seq
+    after = {str(p): _digest(p) for p in client.session_files(box)}
+    changed = {path: {"before": before.get(path), "after": after.get(path)}
+               for path in sorted(set(before) | set(after)) if before.get(path) != after.get(path)}
+    output = client.read_output(result.stdout)
+    observed = (output.result or {}).get("session_id") or next(
+        (e.get("session_id") for e in output.events if e.get("session_id")), None)
+    if observed:
+        session_ids[invocation.name] = observed
+    runs_dir = box.artefacts / "runs" / invocation.name
+    runs_dir.mkdir(parents=True, exist_ok=True)
+    (runs_dir / "stdout").write_text(result.stdout)
+    (runs_dir / "stderr").write_text(result.stderr)
+    (runs_dir / "argv.json").write_text(json.dumps(command.argv, indent=1))
+    return RunRecord(
+        name=invocation.name, invocation=invocation, argv=command.argv,
+        env=_redact_env(command.env), exit_code=result.exit_code, timed_out=result.timed_out,
+        duration=result.duration, stdout=result.stdout, stderr=result.stderr, output=output,
+        session_id=session_ids.get(invocation.name), seqs=(first_seq, last_seq),
+        files_changed={_relative(box, p): v for p, v in changed.items()},
+    )
+
+
+def _relative(box: Sandbox, path: str) -> str:
+    return str(Path(path).relative_to(box.root))
+
+
+def _gather(probe: Probe, binary: ClientBinary, box: Sandbox, runs: dict[str, RunRecord],
+            journal_path: Path) -> Evidence:
+    journal = read_journal(journal_path)
+    hook_log = box.artefacts / "hooks.jsonl"
+    hook_calls = []
+    if hook_log.exists():
+        hook_calls = [json.loads(line) for line in hook_log.read_text().splitlines() if line]
+    session_files = {}
+    for path in sorted((box.config_dir / "projects").rglob("*")) \
+            if (box.config_dir / "projects").is_dir() else []:
+        if path.is_file():
+            session_files[_relative(box, str(path))] = path.read_text(errors="replace")
+    workspace_files = {}
+    for path in sorted(box.workspace.rglob("*")):
+        if path.is_file() and path.stat().st_size < 65536:
+            workspace_files[str(path.relative_to(box.workspace))] = path.read_text(
+                errors="replace")
+    return Evidence(
+        probe=probe.name, client=binary.identity(), runs=runs, journal=journal.records,
+        hook_calls=hook_calls, session_files=session_files, workspace_files=workspace_files,
+        torn_journal=journal.torn_tail,
+        placeholders={**box.placeholders(), str(binary.entry): "$CLIENT",
+                      str(binary.root): "$CLIENT_DIR", hook_recorder.__file__: "$HOOK_RECORDER",
+                      sys.executable: "$PYTHON"},
+    )

@@ -1,0 +1,94 @@
+"""An isolated place for one probe: its own home, config dir, temp dir and workspace.
+
+The client's environment is built from an allow-list (``base_environment``);
+nothing of the caller's environment is copied, so no ``ANTHROPIC_*`` variable,
+HOME or credential of the user reaches the client.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+__all__ = ["BASE_PATH", "Sandbox", "base_environment", "path_slug"]
+
+BASE_PATH = "/usr/local/bin:/usr/bin:/bin"
+
+
+def path_slug(path: Path | str) -> str:
+    """How Claude Code names a project directory: every non-alphanumeric character becomes '-'."""
+    return re.sub(r"[^A-Za-z0-9]", "-", str(path))
+
+
+@dataclass(frozen=True)
+class Sandbox:
+    root: Path
+
+    @property
+    def home(self) -> Path:
+        return self.root / "home"
+
+    @property
+    def config_dir(self) -> Path:
+        return self.home / ".claude"
+
+    @property
+    def tmp(self) -> Path:
+        return self.root / "tmp"
+
+    @property
+    def workspace(self) -> Path:
+        return self.root / "workspace"
+
+    @property
+    def artefacts(self) -> Path:
+        return self.root / "artefacts"
+
+    @classmethod
+    def create(cls, parent: Path | None, name: str) -> Sandbox:
+        if parent is not None:
+            parent.mkdir(parents=True, exist_ok=True)
+        root = Path(tempfile.mkdtemp(prefix=f"{name}.", dir=parent)).resolve()
+        box = cls(root)
+        for directory in (box.home, box.config_dir, box.tmp, box.workspace, box.artefacts):
+            directory.mkdir(parents=True, exist_ok=True)
+        return box
+
+    def write_files(self, files: dict[str, str]) -> None:
+        for relative, content in files.items():
+            target = (self.workspace / relative).resolve()
+            if not target.is_relative_to(self.workspace):
+                raise ValueError(f"fixture path {relative!r} leaves the workspace")
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(content)
+
+    def remove(self) -> None:
+        shutil.rmtree(self.root, ignore_errors=True)
+
+    def placeholders(self) -> dict[str, str]:
+        """Sandbox paths and how reports show them (longest first, so paths nest correctly)."""
+        pairs = {
+            str(self.workspace): "$WORKSPACE",
+            path_slug(self.workspace): "$WORKSPACE_SLUG",
+            str(self.config_dir): "$CLAUDE_CONFIG_DIR",
+            str(self.home): "$HOME",
+            str(self.tmp): "$TMPDIR",
+            str(self.root): "$SANDBOX",
+        }
+        return dict(sorted(pairs.items(), key=lambda kv: -len(kv[0])))
+
+
+def base_environment(box: Sandbox) -> dict[str, str]:
+    """The variables every client process gets, whatever the caller's environment holds."""
+    return {
+        "HOME": str(box.home),
+        "PATH": BASE_PATH,
+        "TERM": "dumb",
+        "LANG": "C.UTF-8",
+        "TMPDIR": str(box.tmp),
+        "USER": "loopprobe",
+        "SHELL": "/bin/bash",
+    }

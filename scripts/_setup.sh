@@ -1,0 +1,19 @@
+# Sourced by the scripts: create or reuse the project venv and install the project into it.
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+VENV="${LOOPPROBE_VENV:-$ROOT/.venv}"
+PY="$VENV/bin/python"
+
+if [ ! -x "$PY" ]; then
+  echo "setup: creating $VENV" >&2
+  python3 -m venv "$VENV"
+fi
+stamp="$VENV/.loopprobe-installed"
+want="$(cat "$ROOT/pyproject.toml" | sha256sum | cut -d' ' -f1)"
+if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
+  echo "setup: installing loopprobe and its test dependencies into $VENV" >&2
+  "$PY" -m pip install --quiet --disable-pip-version-check -e "$ROOT[test]"
+  echo "$want" > "$stamp"
+fi
+export PATH="$VENV/bin:$PATH"
+cd "$ROOT"
