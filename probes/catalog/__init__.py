@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from probes.catalog import tool_result_resume
+from probes.catalog import runtime_controls, subagents, tool_result_resume
 from probes.model import ReportSpec
 
 __all__ = ["REPORTS", "find_report"]
@@ -14,6 +14,19 @@ REPORTS: tuple[ReportSpec, ...] = (
         probes=(tool_result_resume.PROBE,),
         summary="One isolated session: a Read tool_use answered by the client with a paired "
                 "tool_result, resumed, compacted by /compact and forked.",
+    ),
+    ReportSpec(
+        name="runtime-controls",
+        title="Runtime controls: Stop hook re-entry and max turns",
+        probes=(runtime_controls.STOP_PROBE, runtime_controls.MAX_TURNS_PROBE),
+        summary="How a blocking Stop hook and --max-turns change when the loop ends.",
+    ),
+    ReportSpec(
+        name="subagent-loop",
+        title="Subagents: an isolated child loop and notification feedback",
+        probes=(subagents.PROBE,),
+        summary="The parent launches the general-purpose agent; the child runs its own loop "
+                "and its result returns to the parent as a task notification.",
     ),
 )
 

@@ -1,0 +1,128 @@
+"""Runtime controls: a blocking Stop hook re-enters the loop; --max-turns ends it after the tools."""
+
+from __future__ import annotations
+
+from mockapi import Match, Rule, Scenario, text, tool_use
+from probes.catalog.common import body_text, check_ended, last_user_locations
+from probes.checks import Checks
+from probes.evidence import Evidence
+from probes.model import Claim, Invocation, Probe
+
+STOP_PROMPT = "STOP_HOOK_PROMPT_MARKER"
+FIRST_ANSWER = "STOP_HOOK_FIRST_ANSWER"
+REENTER = "STOP_HOOK_REENTER_MARKER"
+REENTRY_OK = "STOP_REENTRY_OK"
+STOP_CLAIM = "probe.stop-hook-reentry"
+
+MAX_PROMPT = "MAX_TURNS_PROMPT_MARKER"
+MAX_FILE_MARKER = "MAX_TURNS_FILE_MARKER"
+MAX_TOOL_ID = "toolu_max_turns_probe"
+MAX_CLAIM = "probe.max-turns-terminal"
+
+
+def check_stop_hook(ev: Evidence, c: Checks) -> None:
+    requests = ev.requests("stop")
+    first, second = ev.request("stop", 0), ev.request("stop", 1)
+    c.equal("request-count", STOP_CLAIM, "the blocked stop leads to exactly one more model request",
+            expected=2, observed=len(requests), evidence="journal: main requests")
+    c.equal("first-answer-rule", STOP_CLAIM,
+            "the first request got the scripted end_turn answer",
+            expected="first-answer", observed=first.get("rule"),
+            evidence=f"request #{first.get('seq')} rule")
+    calls = ev.hooks("Stop")
+    c.equal("hook-calls", STOP_CLAIM, "the Stop hook ran twice (block, then allow)",
+            expected=2, observed=len(calls), evidence="hook log: Stop")
+    first_call = calls[0] if calls else {}
+    c.equal("first-call-inactive", STOP_CLAIM,
+            "the first Stop call is not a re-entry (stop_hook_active false)",
+            expected=False, observed=(first_call.get("input") or {}).get("stop_hook_active"),
+            evidence="hook log: Stop #1 input.stop_hook_active")
+    c.equal("first-call-blocked", STOP_CLAIM, "the first Stop call blocked the stop",
+            expected="block", observed=(first_call.get("decision") or {}).get("decision"),
+            evidence="hook log: Stop #1 decision")
+    second_call = calls[1] if len(calls) > 1 else {}
+    c.equal("second-call-active", STOP_CLAIM,
+            "the second Stop call is marked as a re-entry (stop_hook_active true)",
+            expected=True, observed=(second_call.get("input") or {}).get("stop_hook_active"),
+            evidence="hook log: Stop #2 input.stop_hook_active")
+    c.equal("second-call-allowed", STOP_CLAIM, "the second Stop call let the run end",
+            expected=None, observed=second_call.get("decision") if second_call else "no call",
+            evidence="hook log: Stop #2 decision")
+    c.that("feedback-in-request-2", STOP_CLAIM,
+           "the hook's reason is the last user turn of the second request",
+           passed=bool(last_user_locations(second, REENTER)),
+           expected=f"{REENTER} in the last user message",
+           observed=last_user_locations(second, REENTER) or body_text(second),
+           evidence=f"request #{second.get('seq')} messages")
+    c.contains("first-answer-kept", STOP_CLAIM,
+               "the second request keeps the first answer in the history",
+               needle=FIRST_ANSWER, haystack=body_text(second),
+               evidence=f"request #{second.get('seq')} messages")
+    check_ended(c, STOP_CLAIM, ev, "stop", final_text=REENTRY_OK, prefix="result")
+
+
+def check_max_turns(ev: Evidence, c: Checks) -> None:
+    c.equal("request-count", MAX_CLAIM, "exactly one model request reached the mock",
+            expected=1, observed=len(ev.requests("max-turns")), evidence="journal: main requests")
+    run = ev.run("max-turns")
+    results = [b for e in (run.output.of_type("user") if run else [])
+               for b in (e.get("message") or {}).get("content", []) or []
+               if isinstance(b, dict) and b.get("type") == "tool_result"]
+    c.that("tool-ran", MAX_CLAIM, "the Read of the only model turn still ran",
+           passed=any(MAX_FILE_MARKER in str(b.get("content")) for b in results),
+           expected=f"a tool_result holding {MAX_FILE_MARKER}",
+           observed=[str(b.get("content"))[:80] for b in results] or "no tool_result event",
+           evidence="run max-turns: stream-json user events")
+    post = [h for h in ev.hooks("PostToolUse")
+            if (h.get("input") or {}).get("tool_use_id") == MAX_TOOL_ID]
+    c.equal("post-tool-use-ran", MAX_CLAIM, "PostToolUse ran for the tool call",
+            expected=1, observed=len(post), evidence="hook log: PostToolUse")
+    result = (run.result if run else None) or {}
+    c.equal("terminal-reason", MAX_CLAIM, "the terminal reason is max_turns",
+            expected="max_turns", observed=result.get("terminal_reason"),
+            evidence="run max-turns: result.terminal_reason")
+    check_ended(c, MAX_CLAIM, ev, "max-turns", final_text=None, subtype="error_max_turns",
+                exit_code=1, is_error=True, prefix="result")
+
+
+STOP_PROBE = Probe(
+    name="stop-hook-reentry",
+    title="A blocking Stop hook makes the model run again",
+    claims=(Claim(STOP_CLAIM,
+                  "When a Stop hook blocks an end_turn answer, its reason is sent back to the "
+                  "model in a new request; the hook runs again with stop_hook_active true and, "
+                  "allowing, lets the run end with success and exit 0."),),
+    scenario=Scenario(name="stop-hook-reentry", rules=[
+        Rule(id="reentry-answer", match=Match(last_user_text_contains=REENTER),
+             reply=text(REENTRY_OK)),
+        Rule(id="first-answer", match=Match(last_user_text_contains=STOP_PROMPT),
+             reply=text(FIRST_ANSWER, stop_reason="end_turn")),
+    ]),
+    hooks={"Stop": {"action": "block", "unless_active": True,
+                    "reason": f"{REENTER}: continue and answer {REENTRY_OK}"}},
+    invocations=(Invocation("stop", STOP_PROMPT),),
+    check=check_stop_hook,
+    boundaries=("Shows one block followed by an allow; the cap on consecutive blocks is "
+                "probed separately (termination report).",),
+)
+
+MAX_TURNS_PROBE = Probe(
+    name="max-turns-terminal",
+    title="--max-turns 1 lets the tools of the only turn run, then stops",
+    claims=(Claim(MAX_CLAIM,
+                  "--max-turns 1 with a tool_use answer: the tool runs and PostToolUse runs, "
+                  "but no second model request is made; the result is error_max_turns with "
+                  "is_error true (terminal reason max_turns) and exit 1."),),
+    scenario=Scenario(name="max-turns-terminal", rules=[
+        Rule(id="read", match=Match(last_user_text_contains=MAX_PROMPT),
+             reply=tool_use("Read", {"file_path": "{workspace}/max-turns.txt"}, id=MAX_TOOL_ID)),
+        Rule(id="beyond-the-limit", match=Match(tool_result_for=MAX_TOOL_ID),
+             reply=text("THIS_REQUEST_SHOULD_NOT_HAPPEN")),
+    ]),
+    fixtures={"max-turns.txt": f"{MAX_FILE_MARKER}\n"},
+    hooks={},
+    invocations=(Invocation("max-turns", MAX_PROMPT, max_turns=1),),
+    check=check_max_turns,
+    boundaries=("N = 1 only; counting over several turns is in the termination report.",),
+)
+

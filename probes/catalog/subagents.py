@@ -1,0 +1,141 @@
+"""Subagents: a child loop with its own prompt, tools and requests, reporting back by notification."""
+
+from __future__ import annotations
+
+from mockapi import Match, Rule, Scenario, text, tool_use
+from probes.catalog.common import body_text, check_ended, last_user_locations
+from probes.checks import Checks
+from probes.evidence import Evidence, Location, block_text, blocks_of_type, locate, messages
+from probes.model import Claim, Invocation, Probe
+
+PARENT_PROMPT = "SUBAGENT_PARENT_PROMPT_MARKER"
+CHILD_PROMPT = "SUBAGENT_CHILD_PROMPT_MARKER"
+CHILD_RESULT = "SUBAGENT_CHILD_RESULT_MARKER"
+WAITING = "SUBAGENT_PARENT_WAITING"
+PARENT_OK = "SUBAGENT_PARENT_OK"
+TOOL_ID = "toolu_subagent_probe"
+NOTIFICATION = "<task-notification>"
+
+ISOLATION = "probe.subagent-isolation"
+FEEDBACK = "probe.subagent-notification-feedback"
+
+CHILD_SYSTEM = "SUBAGENT_CHILD_SYSTEM_MARKER"
+CHILD_AGENT = "loopprobe-child"
+CHILD_DEFINITION = f"""---
+name: {CHILD_AGENT}
+description: The loopprobe child agent; use it when asked to launch the probe child.
+tools: Read
+---
+You are the loopprobe child agent ({CHILD_SYSTEM}). Answer the task in one line.
+"""
+LAUNCH_INPUT = {"description": "loopprobe child", "prompt": f"{CHILD_PROMPT}: answer at once.",
+                "subagent_type": CHILD_AGENT}
+
+
+def _system_text(record: dict) -> str:
+    body = record.get("body") if record else None
+    return str(body.get("system")) if isinstance(body, dict) else ""
+
+
+def _tools(record: dict) -> list[str] | None:
+    body = record.get("body") if record else None
+    return [t.get("name") for t in body.get("tools", [])] if isinstance(body, dict) else None
+
+
+def check(ev: Evidence, c: Checks) -> None:
+    parents = ev.requests("parent")
+    children = ev.requests("parent", kind="subagent")
+    parent, child = (parents[0] if parents else {}), (children[0] if children else {})
+    c.that("child-requests", ISOLATION, "the child made its own model requests",
+           passed=len(children) >= 1, expected="at least one subagent request",
+           observed=len(children), evidence="journal: requests classified subagent")
+    c.that("child-own-system", ISOLATION,
+           "the child's system prompt is its definition's, not the parent's",
+           passed=CHILD_SYSTEM in _system_text(child) and CHILD_SYSTEM not in _system_text(parent),
+           expected=f"{CHILD_SYSTEM} in the child's system prompt only",
+           observed={"parent": CHILD_SYSTEM in _system_text(parent),
+                     "child": CHILD_SYSTEM in _system_text(child)},
+           evidence="body.system of parent request 1 and child request 1 (contains the marker?)")
+    c.equal("child-own-tools", ISOLATION, "the child's tool list is its definition's (Read only)",
+            expected=["Read"], observed=_tools(child),
+            evidence=f"request #{child.get('seq')} body.tools")
+    c.contains("child-gets-task", ISOLATION, "the child's conversation starts from the task prompt",
+               needle=CHILD_PROMPT, haystack=body_text(child),
+               evidence=f"request #{child.get('seq')} messages")
+    c.absent("child-without-parent-history", ISOLATION,
+             "the child does not see the parent's conversation",
+             needle=PARENT_PROMPT, haystack=body_text(child),
+             evidence=f"request #{child.get('seq')} messages")
+
+    c.equal("parent-request-count", FEEDBACK,
+            "the parent made three requests: launch, after the acknowledgement, after the notification",
+            expected=3, observed=len(parents), evidence="journal: main requests")
+    second = parents[1] if len(parents) > 1 else {}
+    acks = [b for _, b in blocks_of_type(second, "tool_result") if b.get("tool_use_id") == TOOL_ID]
+    ack_text = body_text({"body": {"messages": [{"role": "user", "content": acks}]}}) if acks else None
+    c.that("immediate-result-is-ack", FEEDBACK,
+           "the parent's immediate tool_result is a launch acknowledgement, not the child's result",
+           passed=bool(acks) and CHILD_RESULT not in (ack_text or ""),
+           expected=f"a tool_result for {TOOL_ID} without {CHILD_RESULT}",
+           # the first line only: the rest holds a random agent id
+           observed=(ack_text or "no tool_result for the launch").splitlines()[0][:160],
+           evidence=f"request #{second.get('seq')} tool_result")
+    later = parents[2:]
+    notified = [r for r in later if last_user_locations(r, NOTIFICATION)]
+    c.that("notification-carries-result", FEEDBACK,
+           "a later parent request's last user turn is a task notification holding the child's result",
+           passed=any(last_user_locations(r, CHILD_RESULT) for r in notified),
+           expected=f"{NOTIFICATION} with {CHILD_RESULT} in the last user message",
+           observed=[last_user_locations(r, CHILD_RESULT) for r in later] or "no later request",
+           evidence="parent requests after the acknowledgement")
+    leaks = [f"#{r.get('seq')} {loc}" for r in parents for loc in locate(r, CHILD_RESULT)
+             if loc.type != "text" or NOTIFICATION not in _block_text_at(r, loc)]
+    c.equal("result-only-by-notification", FEEDBACK,
+            "the child's result reaches the parent only inside the task notification",
+            expected=[], observed=leaks, evidence="every parent request")
+    check_ended(c, FEEDBACK, ev, "parent", final_text=PARENT_OK, prefix="result")
+
+
+def _block_text_at(record: dict, loc: Location) -> str:
+    content = messages(record)[loc.message].get("content")
+    block = content if isinstance(content, str) else content[loc.block]
+    return block_text(block)
+
+
+PROBE = Probe(
+    name="subagent-loop",
+    title="A subagent runs its own loop and reports back by notification",
+    claims=(
+        Claim(ISOLATION, "The subagent runs a separate agent loop: its own system prompt and "
+                         "tool list (from its definition), its own model requests, without the "
+                         "parent's conversation."),
+        Claim(FEEDBACK, "The parent's immediate tool_result for the Agent call is a launch "
+                        "acknowledgement; the child's result reaches the parent only through a "
+                        "<task-notification> in a later parent request; the parent makes three "
+                        "requests and ends with its final answer."),
+    ),
+    scenario=Scenario(name="subagent-loop", rules=[
+        Rule(id="child-answer", match=Match(kind="subagent", last_user_text_contains=CHILD_PROMPT),
+             reply=text(CHILD_RESULT)),
+        Rule(id="parent-after-notification",
+             match=Match(last_user_text_contains=[NOTIFICATION, CHILD_RESULT]),
+             reply=text(PARENT_OK)),
+        Rule(id="parent-after-launch", match=Match(tool_result_for=TOOL_ID), reply=text(WAITING)),
+        # The subagent tool is "Agent" in 2.1.x and "Task" in 2.0.x: answer with the one declared.
+        Rule(id="launch-agent", match=Match(last_user_text_contains=PARENT_PROMPT,
+                                            declares_tool="Agent"),
+             reply=tool_use("Agent", LAUNCH_INPUT, id=TOOL_ID)),
+        Rule(id="launch-task", match=Match(last_user_text_contains=PARENT_PROMPT,
+                                           declares_tool="Task"),
+             reply=tool_use("Task", LAUNCH_INPUT, id=TOOL_ID)),
+    ]),
+    fixtures={f".claude/agents/{CHILD_AGENT}.md": CHILD_DEFINITION},
+    invocations=(Invocation("parent", PARENT_PROMPT, tools=("Read", "Task"), timeout=120),),
+    check=check,
+    boundaries=(
+        "The child is a project agent defined in the workspace (.claude/agents) with a one-step "
+        "answer; built-in agents, worktrees and nested subagents are not exercised.",
+        "Background execution is whatever the client does by default; run_in_background is "
+        "not set.",
+    ),
+)
