@@ -28,7 +28,7 @@ from probes.model import Invocation, Probe
 from probes.process import run_process
 from probes.sandbox import Sandbox
 
-__all__ = ["ProbeOutcome", "run_probe", "session_id_for"]
+__all__ = ["ProbeOutcome", "harness_checks", "run_probe", "session_id_for"]
 
 SECRET_ENV = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN")
 HOOK_EVENTS_RECORDED = ("PreToolUse", "PostToolUse", "Stop", "SubagentStop")
@@ -76,7 +76,7 @@ def _redact_env(env: dict[str, str]) -> dict[str, str]:
     return {k: ("[redacted]" if k in SECRET_ENV else v) for k, v in sorted(env.items())}
 
 
-def _harness_checks(evidence: Evidence, checks: Checks) -> None:
+def harness_checks(evidence: Evidence, checks: Checks) -> None:
     for name, run in evidence.runs.items():
         checks.that(f"harness.{name}.finished", None,
                     f"the {name!r} run ended by itself within its timeout",
@@ -125,7 +125,7 @@ def run_probe(probe: Probe, client: Client, binary: ClientBinary, work_dir: Path
         probe.check(evidence, checks)
     except Exception:
         error = "a check raised instead of failing: " + traceback.format_exc(limit=4)
-    _harness_checks(evidence, checks)
+    harness_checks(evidence, checks)
     if not keep:
         box.remove()
     return ProbeOutcome(probe, evidence, checks.results, box.root if keep else None,

@@ -1,0 +1,346 @@
+"""Every check of every probe can fail: fed real evidence altered to break its property.
+
+The evidence comes from one run of the real client (the session fixture); each
+alteration below breaks one property and names the checks that must then
+fail. The last test proves the alterations together reach every claim check.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from probes.catalog import REPORTS
+from probes.checks import Checks
+from probes.evidence import Evidence, blocks_of_type, messages
+from probes.runner import ProbeOutcome, harness_checks
+
+pytestmark = pytest.mark.client
+
+PROBES = {p.name: p for spec in REPORTS for p in spec.probes}
+
+
+def recheck(outcome: ProbeOutcome, alter: Callable[[Evidence], Any]) -> dict[str, Any]:
+    evidence = copy.deepcopy(outcome.evidence)
+    assert evidence is not None
+    alter(evidence)
+    checks = Checks(outcome.probe.name)
+    outcome.probe.check(evidence, checks)
+    harness_checks(evidence, checks)
+    return {c.id.removeprefix(f"{outcome.probe.name}."): c for c in checks.results}
+
+
+# ---- alterations ------------------------------------------------------------
+
+def _request(ev: Evidence, run: str, index: int, kind: str = "main") -> dict[str, Any]:
+    return ev.requests(run, kind=kind)[index]
+
+
+def _append_user_text(record: dict[str, Any], text: str) -> None:
+    last = messages(record)[-1]
+    if isinstance(last["content"], str):
+        last["content"] = [{"type": "text", "text": last["content"]}]
+    last["content"].append({"type": "text", "text": text})
+
+
+def _set_tool_result_id(ev: Evidence) -> None:
+    for _, block in blocks_of_type(_request(ev, "initial", 1), "tool_result"):
+        block["tool_use_id"] = "toolu_someone_else"
+
+
+def _file_in_first_request(ev: Evidence) -> None:
+    _append_user_text(_request(ev, "initial", 0), "AGENT_LOOP_FILE_MARKER")
+
+
+def _file_as_plain_text(ev: Evidence) -> None:
+    record = _request(ev, "initial", 1)
+    for _, block in blocks_of_type(record, "tool_result"):
+        block["content"] = "nothing here"
+    _append_user_text(record, "AGENT_LOOP_FILE_MARKER")
+
+
+def _drop_tool_use(ev: Evidence) -> None:
+    record = _request(ev, "initial", 1)
+    for message in messages(record):
+        if isinstance(message["content"], list):
+            message["content"] = [b for b in message["content"] if b.get("type") != "tool_use"]
+
+
+def _change_tool_input(ev: Evidence) -> None:
+    for _, block in blocks_of_type(_request(ev, "initial", 1), "tool_use"):
+        block["input"] = {"file_path": "/etc/passwd"}
+
+
+def _drop_first_request_prompt_and_tools(ev: Evidence) -> None:
+    record = _request(ev, "initial", 0)
+    record["body"]["tools"] = [{"name": "Bash"}]
+    for message in messages(record):
+        if isinstance(message["content"], list):
+            for block in message["content"]:
+                if block.get("type") == "text":
+                    block["text"] = block["text"].replace("AGENT_LOOP_INITIAL_MARKER", "")
+
+
+def _extra_request(run: str) -> Callable[[Evidence], None]:
+    def alter(ev: Evidence) -> None:
+        extra = copy.deepcopy(ev.requests(run)[-1])
+        extra["seq"] = ev.runs[run].seqs[1] + 1
+        ev.runs[run].seqs = (ev.runs[run].seqs[0], extra["seq"])
+        ev.journal.append(extra)
+    return alter
+
+
+def _result(run: str, **changes: Any) -> Callable[[Evidence], None]:
+    def alter(ev: Evidence) -> None:
+        result = ev.runs[run].output.result
+        assert result is not None
+        result.update(changes)
+    return alter
+
+
+def _exit(run: str, code: int | None) -> Callable[[Evidence], None]:
+    def alter(ev: Evidence) -> None:
+        ev.runs[run].exit_code = code
+    return alter
+
+
+def _no_tool_result_events(run: str) -> Callable[[Evidence], None]:
+    def alter(ev: Evidence) -> None:
+        ev.runs[run].output.events = [e for e in ev.runs[run].output.events
+                                      if e.get("type") != "user"]
+    return alter
+
+
+def _resume_forgets(ev: Evidence) -> None:
+    record = _request(ev, "resume", 0)
+    body = record["body"]
+    body["messages"] = body["messages"][-1:]
+    for block in body["messages"][0]["content"]:
+        if isinstance(block, dict) and block.get("type") == "text":
+            block["text"] = block["text"].replace("AGENT_LOOP_RESUME_MARKER", "")
+
+
+def _no_compact_boundary(ev: Evidence) -> None:
+    run = ev.runs["compact"]
+    run.output.events = [e for e in run.output.events if e.get("subtype") != "compact_boundary"]
+    ev.journal[:] = [r for r in ev.journal if r.get("kind") != "compaction"]
+    ev.session_files = {path: "\n".join(line for line in text.splitlines()
+                                        if "compact_boundary" not in line)
+                        for path, text in ev.session_files.items()}
+
+
+def _auto_trigger(ev: Evidence) -> None:
+    for event in ev.runs["compact"].output.events:
+        if event.get("subtype") == "compact_boundary":
+            event["compact_metadata"]["trigger"] = "auto"
+            event["compact_metadata"]["pre_tokens"] = None
+
+
+def _fork_reuses_session(ev: Evidence) -> None:
+    fork, initial = ev.runs["fork"], ev.runs["initial"]
+    assert fork.result is not None
+    fork.result["session_id"] = initial.session_id
+    fork.files_changed = {f"home/.claude/projects/x/{initial.session_id}.jsonl":
+                          {"before": "a", "after": "b"}}
+
+
+def _fork_keeps_history(ev: Evidence) -> None:
+    record = _request(ev, "fork", 0)
+    record["body"]["messages"] = messages(_request(ev, "resume", 0)) + [
+        {"role": "user", "content": "no marker here"}]
+
+
+def _stop_hook_never_reenters(ev: Evidence) -> None:
+    calls = ev.hooks("Stop")
+    calls[0]["input"]["stop_hook_active"] = True
+    calls[0]["decision"] = None
+    calls[1]["input"]["stop_hook_active"] = False
+    calls[1]["decision"] = {"decision": "block"}
+
+
+def _stop_hook_once(ev: Evidence) -> None:
+    first = ev.hooks("Stop")[0]
+    ev.hook_calls = [h for h in ev.hook_calls if h.get("event") != "Stop" or h is first]
+
+
+def _stop_feedback_lost(ev: Evidence) -> None:
+    record = _request(ev, "stop", 1)
+    record["rule"] = "other"
+    record["body"]["messages"] = [{"role": "user", "content": "STOP_HOOK_PROMPT_MARKER"},
+                                  {"role": "user", "content": "continue"}]
+    _request(ev, "stop", 0)["rule"] = "other"
+
+
+def _no_post_tool_use(ev: Evidence) -> None:
+    ev.hook_calls = [h for h in ev.hook_calls if h.get("event") != "PostToolUse"]
+
+
+def _max_turns_ignored(ev: Evidence) -> None:
+    _extra_request("max-turns")(ev)
+    _result("max-turns", subtype="success", is_error=False, terminal_reason="completed")(ev)
+    ev.runs["max-turns"].exit_code = 0
+
+
+def _child_shares_parent(ev: Evidence) -> None:
+    child = _request(ev, "parent", 0, kind="subagent")
+    parent = _request(ev, "parent", 0)
+    child["body"]["system"] = parent["body"]["system"]
+    child["body"]["tools"] = parent["body"]["tools"]
+    child["body"]["messages"] = messages(parent)
+
+
+def _no_child(ev: Evidence) -> None:
+    ev.journal[:] = [r for r in ev.journal if r.get("kind") != "subagent"]
+
+
+def _child_result_in_ack(ev: Evidence) -> None:
+    for _, block in blocks_of_type(_request(ev, "parent", 1), "tool_result"):
+        block["content"] = "SUBAGENT_CHILD_RESULT_MARKER"
+
+
+def _notification_without_result(ev: Evidence) -> None:
+    for message in messages(_request(ev, "parent", 2)):
+        if isinstance(message["content"], list):
+            for block in message["content"]:
+                if block.get("type") == "text":
+                    block["text"] = block["text"].replace("SUBAGENT_CHILD_RESULT_MARKER", "")
+
+
+def _timed_out(run: str) -> Callable[[Evidence], None]:
+    def alter(ev: Evidence) -> None:
+        ev.runs[run].timed_out = True
+    return alter
+
+
+def _unscripted_request(ev: Evidence) -> None:
+    ev.journal.append({"type": "request", "seq": 999, "path": "/v1/messages", "kind": "main",
+                       "outcome": "no_rule", "error": "no scenario rule matched request #999"})
+
+
+ALTERATIONS: list[tuple[str, str, Callable[[Evidence], Any], set[str]]] = [
+    ("tool-result-resume", "tool_result id differs from the tool_use id", _set_tool_result_id,
+     {"request-2.tool-result-id", "request-2.pairing"}),
+    ("tool-result-resume", "file content already in request 1", _file_in_first_request,
+     {"request-1.no-file-content"}),
+    ("tool-result-resume", "file content as plain user text", _file_as_plain_text,
+     {"request-2.file-marker-via-tool-result"}),
+    ("tool-result-resume", "tool_use dropped from request 2", _drop_tool_use,
+     {"request-2.tool-use-id", "request-2.tool-use-input", "request-2.pairing"}),
+    ("tool-result-resume", "tool_use input changed", _change_tool_input,
+     {"request-2.tool-use-input"}),
+    ("tool-result-resume", "no Read tool, no prompt in request 1",
+     _drop_first_request_prompt_and_tools,
+     {"request-1.declares-read", "request-1.holds-prompt"}),
+    ("tool-result-resume", "a third request in the initial run", _extra_request("initial"),
+     {"initial.request-count"}),
+    ("tool-result-resume", "the tool never ran", _no_tool_result_events("initial"),
+     {"initial.tool-ran"}),
+    ("tool-result-resume", "the initial run failed",
+     _result("initial", result="oops", subtype="error_during_execution", is_error=True,
+             num_turns=1),
+     {"initial.final-text", "initial.subtype", "initial.is-error", "initial.num-turns"}),
+    ("tool-result-resume", "initial exit status 1", _exit("initial", 1), {"initial.exit-code"}),
+    ("tool-result-resume", "resume forgot the history", _resume_forgets,
+     {"resume.holds-first-prompt", "resume.holds-first-answer", "resume.holds-tool-exchange",
+      "resume.new-prompt-last"}),
+    ("tool-result-resume", "resume made two requests", _extra_request("resume"),
+     {"resume.request-count"}),
+    ("tool-result-resume", "resume in another session",
+     _result("resume", session_id="00000000-0000-4000-8000-000000000000", result="x",
+             subtype="error_during_execution", is_error=True),
+     {"resume.same-session", "resume.final-text", "resume.subtype", "resume.is-error"}),
+    ("tool-result-resume", "resume exit 1", _exit("resume", 1), {"resume.exit-code"}),
+    ("tool-result-resume", "no compact boundary anywhere", _no_compact_boundary,
+     {"compact.boundary-event", "compact.trigger", "compact.pre-tokens", "compact.summary-request",
+      "compact.transcript-boundary"}),
+    ("tool-result-resume", "boundary triggered automatically", _auto_trigger,
+     {"compact.trigger", "compact.pre-tokens"}),
+    ("tool-result-resume", "/compact failed",
+     _result("compact", subtype="error_during_execution", is_error=True),
+     {"compact.subtype", "compact.is-error"}),
+    ("tool-result-resume", "/compact exit 1", _exit("compact", 1), {"compact.exit-code"}),
+    ("tool-result-resume", "fork reuses the session and rewrites it", _fork_reuses_session,
+     {"fork.new-session", "fork.original-transcript-unchanged", "fork.own-transcript"}),
+    ("tool-result-resume", "fork keeps the pre-compaction history", _fork_keeps_history,
+     {"fork.keeps-summary", "fork.current-prompt-last", "fork.drops-initial-prompt",
+      "fork.drops-tool-use-id", "fork.drops-old-result"}),
+    ("tool-result-resume", "fork failed",
+     _result("fork", result="x", subtype="error_during_execution", is_error=True),
+     {"fork.final-text", "fork.subtype", "fork.is-error"}),
+    ("tool-result-resume", "fork exit 1", _exit("fork", 1), {"fork.exit-code"}),
+    ("tool-result-resume", "a run timed out", _timed_out("initial"), {"harness.initial.finished"}),
+    ("tool-result-resume", "a request found no rule", _unscripted_request,
+     {"harness.script-covered"}),
+    ("stop-hook-reentry", "the hook's calls are swapped", _stop_hook_never_reenters,
+     {"first-call-inactive", "first-call-blocked", "second-call-active", "second-call-allowed"}),
+    ("stop-hook-reentry", "the hook ran once", _stop_hook_once,
+     {"hook-calls", "second-call-active", "second-call-allowed"}),
+    ("stop-hook-reentry", "the feedback never reached the model", _stop_feedback_lost,
+     {"first-answer-rule", "feedback-in-request-2", "first-answer-kept"}),
+    ("stop-hook-reentry", "a third request", _extra_request("stop"), {"request-count"}),
+    ("stop-hook-reentry", "the run failed",
+     _result("stop", result="x", subtype="error_during_execution", is_error=True),
+     {"result.final-text", "result.subtype", "result.is-error"}),
+    ("stop-hook-reentry", "exit 1", _exit("stop", 1), {"result.exit-code"}),
+    ("max-turns-terminal", "the limit was ignored", _max_turns_ignored,
+     {"request-count", "terminal-reason", "result.subtype", "result.is-error",
+      "result.exit-code"}),
+    ("max-turns-terminal", "no PostToolUse", _no_post_tool_use, {"post-tool-use-ran"}),
+    ("max-turns-terminal", "the tool never ran", _no_tool_result_events("max-turns"),
+     {"tool-ran"}),
+    ("subagent-loop", "the child shares the parent's loop", _child_shares_parent,
+     {"child-own-system", "child-own-tools", "child-gets-task", "child-without-parent-history"}),
+    ("subagent-loop", "no child request", _no_child, {"child-requests"}),
+    ("subagent-loop", "a fourth parent request", _extra_request("parent"),
+     {"parent-request-count"}),
+    ("subagent-loop", "the child's result is the immediate tool_result", _child_result_in_ack,
+     {"immediate-result-is-ack", "result-only-by-notification"}),
+    ("subagent-loop", "the notification lacks the child's result", _notification_without_result,
+     {"notification-carries-result"}),
+    ("subagent-loop", "the parent failed",
+     _result("parent", result="x", subtype="error_during_execution", is_error=True),
+     {"result.final-text", "result.subtype", "result.is-error"}),
+    ("subagent-loop", "exit 1", _exit("parent", 1), {"result.exit-code"}),
+]
+
+
+@pytest.fixture(scope="session")
+def real_outcomes(claude_code_binary, tmp_path_factory) -> dict[str, ProbeOutcome]:  # type: ignore[no-untyped-def]
+    from probes.clients.claude_code import ClaudeCode
+    from probes.runner import run_probe
+    work = tmp_path_factory.mktemp("probe-checks")
+    return {name: run_probe(probe, ClaudeCode(), claude_code_binary, work)
+            for name, probe in PROBES.items()}
+
+
+def test_every_check_passes_on_the_real_client(real_outcomes: dict[str, ProbeOutcome]) -> None:
+    failures = {name: [(c.id, c.expected, c.observed) for c in o.checks if not c.passed]
+                for name, o in real_outcomes.items()}
+    errors = {name: o.error for name, o in real_outcomes.items() if o.error}
+    assert errors == {}
+    assert failures == {name: [] for name in real_outcomes}
+
+
+@pytest.mark.parametrize(("probe", "what", "alter", "must_fail"), ALTERATIONS,
+                         ids=[f"{p}:{w}" for p, w, _, _ in ALTERATIONS])
+def test_altered_evidence_fails_the_checks(real_outcomes: dict[str, ProbeOutcome], probe: str,
+                                           what: str, alter: Callable[[Evidence], Any],
+                                           must_fail: set[str]) -> None:
+    results = recheck(real_outcomes[probe], alter)
+    failed = {name for name, c in results.items() if not c.passed}
+    assert must_fail <= failed, f"{what}: expected {sorted(must_fail)} to fail, failed {sorted(failed)}"
+    for name in must_fail:
+        assert results[name].observed != results[name].expected
+
+
+def test_alterations_reach_every_claim_check(real_outcomes: dict[str, ProbeOutcome]) -> None:
+    reached = {(p, check) for p, _, _, names in ALTERATIONS for check in names}
+    claim_checks = {(name, c.id.removeprefix(f"{name}.")) for name, o in real_outcomes.items()
+                    for c in o.checks if c.claim is not None}
+    assert claim_checks - reached == set()
+    # the harness's own checks are the same code in every probe: one of each kind suffices
+    assert {check.rsplit(".", 1)[-1] for _, check in reached if check.startswith("harness.")} \
+        == {"finished", "script-covered"}
