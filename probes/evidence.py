@@ -32,6 +32,7 @@ class RunRecord:
     output: Output
     session_id: str | None
     seqs: tuple[int, int]  # journal seq range (first, last] of requests made during the run
+    pid: int = 0
     files_changed: dict[str, dict[str, str | None]] = field(default_factory=dict)
 
     @property

@@ -1,7 +1,8 @@
 """Reports: versioned JSON evidence per client binary, written atomically, loaded back.
 
 Paths of the isolated run appear as placeholders (``$WORKSPACE``, ``$HOME``…),
-session ids as ``$SESSION[<run>]``, other client-made UUIDs as ``$UUID_<n>``;
+session ids as ``$SESSION[<run>]``, other client-made UUIDs and agent ids as
+``$UUID_<n>`` and ``$AGENT_<n>``;
 durations, timestamps and hashes of files that hold timestamps are moved to
 ``volatile``. So two runs of the same
 binary give the same verdicts, checks and observed values, and the rest of the
@@ -29,13 +30,16 @@ __all__ = ["REPORT_SCHEMA_VERSION", "ReportError", "build_report", "load_report"
            "write_report"]
 
 REPORT_SCHEMA_VERSION = 1
-UUID = re.compile(r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b")
+# client-made random identifiers, each numbered by first appearance
+RANDOM_IDS = re.compile(
+    r"\b(?P<UUID>[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})\b"
+    r"|\b(?P<AGENT>a[0-9a-f]{16})\b")
 VOLATILE_KEYS = frozenset({"timestamp", "time", "elapsed", "started", "finished"})
 
 
 def _volatile(key: str) -> bool:
     """Timing fields: kept out of the normalised output, so reruns compare equal."""
-    return key in VOLATILE_KEYS or key.endswith(("_ms", "Ms"))
+    return key in VOLATILE_KEYS or key.endswith(("_ms", "Ms", "_time", "Time", "_at", "At"))
 
 
 class ReportError(ValueError):
@@ -45,27 +49,29 @@ class ReportError(ValueError):
 class _Normaliser:
     def __init__(self, evidence: Evidence | None):
         self.pairs: list[tuple[str, str]] = []
-        self.uuids: dict[str, str] = {}
+        self.ids: dict[str, str] = {}
+        self.counts: dict[str, int] = {}
         if evidence is None:
             return
         if evidence.mock_url:
             self.pairs.append((evidence.mock_url, "$MOCK_URL"))
         self.pairs += sorted(evidence.placeholders.items(), key=lambda kv: -len(kv[0]))
         for name, run in evidence.runs.items():
-            if run.session_id and run.session_id not in self.uuids:
-                self.uuids[run.session_id] = f"$SESSION[{name}]"
+            if run.session_id and run.session_id not in self.ids:
+                self.ids[run.session_id] = f"$SESSION[{name}]"
 
     def text(self, value: str) -> str:
         for real, placeholder in self.pairs:
             if real in value:
                 value = value.replace(real, placeholder)
-        return UUID.sub(self._uuid, value)
+        return RANDOM_IDS.sub(self._random_id, value)
 
-    def _uuid(self, match: re.Match[str]) -> str:
-        found = match.group(0)
-        if found not in self.uuids:
-            self.uuids[found] = f"$UUID_{len([v for v in self.uuids.values() if v.startswith('$UUID')]) + 1}"
-        return self.uuids[found]
+    def _random_id(self, match: re.Match[str]) -> str:
+        found, kind = match.group(0), str(match.lastgroup)
+        if found not in self.ids:
+            self.counts[kind] = self.counts.get(kind, 0) + 1
+            self.ids[found] = f"${kind}_{self.counts[kind]}"
+        return self.ids[found]
 
     def __call__(self, value: Any, *, volatile: bool = False) -> Any:
         if isinstance(value, str):
@@ -139,8 +145,7 @@ def _probe_section(outcome: ProbeOutcome,
         section["requests"] = [
             norm(_request_summary(r, _run_of(ev, r.get("seq", 0))))
             for r in ev.journal if r.get("type") == "request"]
-        section["hook_calls"] = [norm({k: v for k, v in h.items()
-                                       if k not in ("started", "finished", "pid")})
+        section["hook_calls"] = [norm({k: v for k, v in h.items() if k != "pid"}, volatile=True)
                                  for h in ev.hook_calls if "input" in h]
         section["journal_torn_tail"] = ev.torn_journal
     return section, {"runs": timing}

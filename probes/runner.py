@@ -169,7 +169,7 @@ def _run_one(probe: Probe, invocation: Invocation, client: Client, binary: Clien
         name=invocation.name, invocation=invocation, argv=command.argv,
         env=_redact_env(command.env), exit_code=result.exit_code, timed_out=result.timed_out,
         duration=result.duration, stdout=result.stdout, stderr=result.stderr, output=output,
-        session_id=session_ids.get(invocation.name), seqs=(first_seq, last_seq),
+        session_id=session_ids.get(invocation.name), seqs=(first_seq, last_seq), pid=result.pid,
         files_changed={_relative(box, p): v for p, v in changed.items()},
     )
 

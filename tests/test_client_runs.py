@@ -1,0 +1,130 @@
+"""The real Claude Code binary against the mock: the example scenario, the harness's faults,
+the whole suite through the CLI."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from mockapi import Match, Rule, Scenario, load_scenario, text
+from probes.checks import Checks
+from probes.clients.claude_code import ClaudeCode
+from probes.evidence import Evidence
+from probes.model import Claim, Invocation, Probe
+from probes.runner import run_probe
+
+pytestmark = pytest.mark.client
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _probe(name: str, scenario: Scenario, invocation: Invocation) -> Probe:
+    def check(ev: Evidence, c: Checks) -> None:
+        c.equal("requests", "test.claim", "main requests made", expected=1,
+                observed=len(ev.requests()), evidence="journal")
+    return Probe(name=name, title=name, claims=(Claim("test.claim", "test"),),
+                 scenario=scenario, invocations=(invocation,), check=check)
+
+
+def test_example_scenario_runs_a_real_read_loop(claude_code_binary, tmp_path: Path) -> None:
+    probe = Probe(
+        name="example", title="example", claims=(), check=lambda ev, c: None,
+        scenario=load_scenario(ROOT / "examples/scenarios/tool-then-text.yaml"),
+        fixtures={"probe-fixture.txt": "EXAMPLE_FILE_CONTENT\n"},
+        invocations=(Invocation("run", "please read the fixture"),),
+    )
+    outcome = run_probe(probe, ClaudeCode(), claude_code_binary, tmp_path)
+    ev = outcome.evidence
+    assert ev is not None
+    run = ev.runs["run"]
+    assert (run.exit_code, (run.result or {}).get("subtype"), (run.result or {}).get("result")) \
+        == (0, "success", "DONE")
+    records = [r for r in ev.journal if r["type"] == "request"]
+    assert [(r["method"], r["path"]) for r in records] == [
+        ("HEAD", "/api/hello"), ("POST", "/v1/messages"), ("POST", "/v1/messages")]
+    first, second = records[1], records[2]
+    assert (first["rule"], second["rule"]) == ("ask-to-read", "final-answer")
+    results = [b for m in second["body"]["messages"] if isinstance(m["content"], list)
+               for b in m["content"] if b.get("type") == "tool_result"]
+    assert [r["tool_use_id"] for r in results] == ["toolu_example_read"]
+    assert "EXAMPLE_FILE_CONTENT" in json.dumps(results)
+    assert "EXAMPLE_FILE_CONTENT" not in json.dumps(first["body"]["messages"])
+
+
+def test_a_hanging_client_is_killed_with_its_process_group(claude_code_binary, tmp_path) -> None:
+    stall = Scenario(rules=[Rule(match=Match(), reply=text("late", stall_before=3600))])
+    probe = _probe("hang", stall, Invocation("hang", "wait forever", timeout=8))
+    outcome = run_probe(probe, ClaudeCode(), claude_code_binary, tmp_path)
+    ev = outcome.evidence
+    assert ev is not None
+    run = ev.runs["hang"]
+    assert run.timed_out and run.exit_code is None
+    finished = next(c for c in outcome.checks if c.id == "hang.harness.hang.finished")
+    assert not finished.passed
+    assert "killed at the 8s timeout; last events:" in finished.observed
+    with pytest.raises(ProcessLookupError):
+        os.killpg(run.pid, 0)
+
+
+def test_a_client_that_exits_before_any_request_fails_its_checks(claude_code_binary,
+                                                                  tmp_path) -> None:
+    probe = _probe("early-exit", Scenario(), Invocation(
+        "early", "hello", extra_args=("--no-such-flag-for-loopprobe",), timeout=30))
+    outcome = run_probe(probe, ClaudeCode(), claude_code_binary, tmp_path)
+    assert outcome.evidence is not None
+    run = outcome.evidence.runs["early"]
+    assert run.exit_code not in (0, None)
+    assert "no-such-flag-for-loopprobe" in run.stderr
+    requests = next(c for c in outcome.checks if c.id == "early-exit.requests")
+    assert (requests.passed, requests.observed) == (False, 0)
+    assert not outcome.passed
+
+
+def test_an_unscripted_request_is_named_in_a_failed_check(claude_code_binary, tmp_path) -> None:
+    probe = _probe("unscripted", Scenario(), Invocation("run", "nobody scripted me", timeout=30))
+    outcome = run_probe(probe, ClaudeCode(), claude_code_binary, tmp_path)
+    covered = next(c for c in outcome.checks if c.id == "unscripted.harness.script-covered")
+    assert not covered.passed
+    assert "no scenario rule matched request" in covered.observed[0]
+    assert "kind=main, turn=1" in covered.observed[0]
+
+
+def test_unknown_version_is_a_clear_install_error(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "probes", "clients", "install", "claude-code@0.0.999"],
+        capture_output=True, text=True, timeout=300, cwd=ROOT,
+        env={**os.environ, "LOOPPROBE_CACHE": str(tmp_path)})
+    assert done.returncode == 2
+    assert "@anthropic-ai/claude-code@0.0.999: not a published version" in done.stderr \
+        or "is not a published version" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def _stable(report: dict) -> dict:
+    return {k: v for k, v in report.items() if k != "volatile"}
+
+
+def test_the_suite_through_the_cli_is_reproducible(claude_code_binary, tmp_path: Path) -> None:
+    outputs = []
+    for attempt in ("a", "b"):
+        out = tmp_path / attempt
+        done = subprocess.run(
+            [sys.executable, "-m", "probes", "run", "--client", claude_code_binary.version,
+             "--out", str(out), "--work-dir", str(tmp_path / f"work-{attempt}")],
+            capture_output=True, text=True, timeout=600, cwd=ROOT)
+        assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+        outputs.append(out)
+    names = sorted(p.name for p in outputs[0].glob("*.json"))
+    assert names == ["agent-loop-tool-result-resume.json", "runtime-controls.json",
+                     "subagent-loop.json"]
+    for name in names:
+        first, second = (json.loads((o / name).read_text()) for o in outputs)
+        assert first["client"]["binary_sha256"] == claude_code_binary.sha256
+        assert first["status"] == "passed"
+        assert _stable(first) == _stable(second), name
+    assert (outputs[0] / "EVIDENCE.md").read_text().count("PASSED") == 8
