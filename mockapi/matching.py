@@ -29,6 +29,8 @@ KINDS = ("main", "compaction", "subagent", "warmup", "side")
 COMPACTION_PROMPT = "Your task is to create a detailed summary of the conversation"
 COMPACTION_SYSTEM_2_0 = "tasked with summarizing conversations"
 SUBAGENT_SYSTEM = "You are an agent for Claude Code"
+# the notes every agent thread's system prompt carries (2.0.77 sends no other subagent sign)
+SUBAGENT_NOTES = "Agent threads always have their cwd reset"
 SUBAGENT_BILLING_FLAG = "cc_is_subagent=true"
 SUBAGENT_HEADER = "x-claude-code-agent-id"
 
@@ -114,7 +116,7 @@ def classify_claude_code(facts: RequestFacts) -> str:
     if facts.first_user_text.strip() == "Warmup":
         return "warmup"
     if (SUBAGENT_BILLING_FLAG in facts.system_first or SUBAGENT_HEADER in facts.headers
-            or SUBAGENT_SYSTEM in facts.system_text):
+            or SUBAGENT_SYSTEM in facts.system_text or SUBAGENT_NOTES in facts.system_text):
         return "subagent"
     if not facts.tool_names or facts.thinking_type == "disabled" or facts.has_temperature:
         return "side"

@@ -193,7 +193,8 @@ def _child_shares_parent(ev: Evidence) -> None:
 
 
 def _no_child(ev: Evidence) -> None:
-    ev.journal[:] = [r for r in ev.journal if r.get("kind") != "subagent"]
+    ev.journal[:] = [r for r in ev.journal
+                     if "SUBAGENT_CHILD_SYSTEM_MARKER" not in str((r.get("body") or {}).get("system"))]
 
 
 def _child_result_in_ack(ev: Evidence) -> None:

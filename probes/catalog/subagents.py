@@ -43,12 +43,14 @@ def _tools(record: dict) -> list[str] | None:
 
 
 def check(ev: Evidence, c: Checks) -> None:
-    parents = ev.requests("parent")
-    children = ev.requests("parent", kind="subagent")
+    # told apart by the child definition's marker, not by the mock's kind heuristics
+    everything = ev.requests("parent", kind=None)
+    children = [r for r in everything if CHILD_SYSTEM in _system_text(r)]
+    parents = [r for r in everything if r.get("kind") == "main" and r not in children]
     parent, child = (parents[0] if parents else {}), (children[0] if children else {})
     c.that("child-requests", ISOLATION, "the child made its own model requests",
            passed=len(children) >= 1, expected="at least one subagent request",
-           observed=len(children), evidence="journal: requests classified subagent")
+           observed=len(children), evidence="journal: requests whose system holds the child marker")
     c.that("child-own-system", ISOLATION,
            "the child's system prompt is its definition's, not the parent's",
            passed=CHILD_SYSTEM in _system_text(child) and CHILD_SYSTEM not in _system_text(parent),
@@ -115,7 +117,7 @@ PROBE = Probe(
                         "requests and ends with its final answer."),
     ),
     scenario=Scenario(name="subagent-loop", rules=[
-        Rule(id="child-answer", match=Match(kind="subagent", last_user_text_contains=CHILD_PROMPT),
+        Rule(id="child-answer", match=Match(kind="any", system_contains=CHILD_SYSTEM),
              reply=text(CHILD_RESULT)),
         Rule(id="parent-after-notification",
              match=Match(last_user_text_contains=[NOTIFICATION, CHILD_RESULT]),
