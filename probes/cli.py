@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 from mockapi.cli import add_serve_arguments, serve
 from probes.catalog import REPORTS
@@ -14,12 +16,14 @@ from probes.clients.claude_code import ClaudeCode
 from probes.clients.npm import cache_root
 from probes.guide import write_guide
 from probes.model import ReportSpec
-from probes.report import build_report, write_report
+from probes.diff import diff_directories, render_markdown
+from probes.matrix import build_matrix, render_matrix
+from probes.report import ReportError, build_report, write_fingerprint, write_json, write_report
 from probes.runner import ProbeOutcome, run_probe
 
 __all__ = ["main"]
 
-EXIT_PASSED, EXIT_FAILED, EXIT_HARNESS = 0, 1, 2
+EXIT_PASSED, EXIT_FAILED, EXIT_HARNESS, EXIT_INTERRUPTED = 0, 1, 2, 130
 
 
 def _say(message: str) -> None:
@@ -43,61 +47,119 @@ def _select(reports: tuple[ReportSpec, ...], probe: str | None,
     return chosen
 
 
-def cmd_run(args: argparse.Namespace) -> int:
+def run_suite(client_spec: str, out: Path, *, probe: str | None = None,
+              report: str | None = None, work_dir: str | None = None) -> int:
+    """Run the selected probes on one client version and write its report directory."""
     try:
-        client, version = parse_client_spec(args.client)
+        client, version = parse_client_spec(client_spec)
         _say(f"loopprobe: client {client.name}@{version}")
         binary = client.install(version)
     except InstallError as error:
         print(f"loopprobe: {error}", file=sys.stderr)
         return EXIT_HARNESS
     _say(f"  binary {binary.entry} sha256 {binary.sha256}")
-    specs = _select(REPORTS, args.probe, args.report)
-    out = Path(args.out)
-    work = Path(args.work_dir) if args.work_dir else (
+    specs = _select(REPORTS, probe, report)
+    work = Path(work_dir) if work_dir else (
         cache_root() / "runs" / f"{binary.version}-{time.strftime('%Y%m%d-%H%M%S')}")
     _say(f"  sandboxes under {work}")
-    written: list[tuple[str, dict]] = []
+    written: list[tuple[str, dict[str, Any]]] = []
+    evidence = []
     interrupted = False
     for spec in specs:
         outcomes: list[ProbeOutcome] = []
         try:
-            for probe in spec.probes:
-                _say(f"probe {probe.name} ({spec.name})")
+            for one in spec.probes:
+                _say(f"probe {one.name} ({spec.name})")
                 started = time.monotonic()
-                outcome = run_probe(probe, client, binary, work, progress=_say)
+                outcome = run_probe(one, client, binary, work, progress=_say)
                 outcomes.append(outcome)
-                failed = [c for c in outcome.checks if not c.passed]
-                verdict = ("NOT APPLICABLE: " + outcome.not_applicable if outcome.not_applicable
-                           else "HARNESS ERROR: " + outcome.error if outcome.error
-                           else f"{len(outcome.checks) - len(failed)}/{len(outcome.checks)} checks passed")
-                _say(f"  -> {verdict} ({time.monotonic() - started:.1f}s)")
-                for check in failed:
-                    _say(f"     FAIL {check.id}: expected {check.expected!r}, observed "
-                         f"{str(check.observed)[:160]!r}")
+                _say(f"  -> {_verdict(outcome)} ({time.monotonic() - started:.1f}s)")
+                for check in outcome.checks:
+                    if not check.passed:
+                        _say(f"     FAIL {check.id}: expected {check.expected!r}, observed "
+                             f"{str(check.observed)[:160]!r}")
         except KeyboardInterrupt:
             interrupted = True
             _say("loopprobe: interrupted; writing what was gathered, marked incomplete")
-        report, journal = build_report(spec, outcomes, binary, complete=not interrupted)
-        path = write_report(report, journal, out)
-        written.append((spec.name, report))
-        _say(f"  wrote {path}")
+        evidence += [o.evidence for o in outcomes if o.evidence is not None]
+        built, journal = build_report(spec, outcomes, binary, complete=not interrupted)
+        _say(f"  wrote {write_report(built, journal, out)}")
+        written.append((spec.name, built))
         if interrupted:
             break
-    write_guide(out)
-    _say(f"  wrote {out / 'EVIDENCE.md'}")
+    if evidence and probe is None and report is None and not interrupted:
+        _say(f"  wrote {write_fingerprint(evidence, binary, out)}")
+    _say(f"  wrote {write_guide(out)}")
     _say("")
     _say(f"{'report':<40} {'status':<15} claims passed")
-    for name, report in written:
-        claims = report["claims"]
-        passed = sum(1 for c in claims if c["passed"])
-        _say(f"{name:<40} {report['status']:<15} {passed}/{len(claims)}")
+    for name, built in written:
+        claims = built["claims"]
+        _say(f"{name:<40} {built['status']:<15} {sum(c['passed'] for c in claims)}/{len(claims)}")
     if interrupted:
-        return 130
-    statuses = {report["status"] for _, report in written}
+        return EXIT_INTERRUPTED
+    statuses = {built["status"] for _, built in written}
     if "error" in statuses:
         return EXIT_HARNESS
     return EXIT_FAILED if "failed" in statuses else EXIT_PASSED
+
+
+def _verdict(outcome: ProbeOutcome) -> str:
+    if outcome.not_applicable:
+        return "NOT APPLICABLE: " + outcome.not_applicable
+    if outcome.error:
+        return "HARNESS ERROR: " + outcome.error
+    failed = sum(1 for c in outcome.checks if not c.passed)
+    return f"{len(outcome.checks) - failed}/{len(outcome.checks)} checks passed"
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    return run_suite(args.client, Path(args.out), probe=args.probe, report=args.report,
+                     work_dir=args.work_dir)
+
+
+def cmd_matrix(args: argparse.Namespace) -> int:
+    versions = [v.strip() for v in args.clients.split(",") if v.strip()]
+    out = Path(args.out)
+    codes = {}
+    for version in versions:
+        codes[version] = run_suite(version, out / version.rpartition("@")[2])
+    directories = [out / v.rpartition("@")[2] for v in versions]
+    matrix = build_matrix([d for d in directories if d.is_dir()])
+    write_json(out / "matrix.json", matrix)
+    (out / "MATRIX.md").write_text(render_matrix(matrix))
+    _say(f"wrote {out / 'MATRIX.md'}")
+    baseline = args.baseline
+    if baseline:
+        for version in versions:
+            other = version.rpartition("@")[2]
+            if other == baseline or not (out / other).is_dir() or not (out / baseline).is_dir():
+                continue
+            result = diff_directories(out / baseline, out / other)
+            target = out / f"diff-{baseline}-to-{other}.md"
+            target.write_text(render_markdown(result))
+            _say(f"wrote {target}")
+    if EXIT_HARNESS in codes.values():
+        return EXIT_HARNESS
+    return EXIT_FAILED if EXIT_FAILED in codes.values() else EXIT_PASSED
+
+
+def cmd_diff(args: argparse.Namespace) -> int:
+    try:
+        result = diff_directories(Path(args.a), Path(args.b))
+    except ReportError as error:
+        print(f"loopprobe: {error}", file=sys.stderr)
+        return EXIT_HARNESS
+    text = json.dumps(result, indent=2, sort_keys=True) if args.json else render_markdown(result)
+    if args.out:
+        Path(args.out).write_text(text)
+    else:
+        sys.stdout.write(text)
+    regressions = result.regressions
+    if regressions:
+        print(f"loopprobe: {len(regressions)} claim(s) regressed: "
+              f"{', '.join(c['id'] for c in regressions)}", file=sys.stderr)
+        return EXIT_FAILED
+    return EXIT_PASSED
 
 
 def cmd_clients_install(args: argparse.Namespace) -> int:
@@ -155,6 +217,21 @@ def build_parser() -> argparse.ArgumentParser:
     install.set_defaults(func=cmd_clients_install)
     listing = client_commands.add_parser("list", help="list installed client versions")
     listing.set_defaults(func=cmd_clients_list)
+
+    matrix = commands.add_parser("matrix", help="run the suite on several versions, tabulate")
+    matrix.add_argument("--clients", required=True,
+                        help="comma-separated versions, e.g. 2.0.77,2.1.235,latest")
+    matrix.add_argument("--out", required=True, help="directory; one folder per version")
+    matrix.add_argument("--baseline", help="also write diff-<baseline>-to-<version>.md files")
+    matrix.set_defaults(func=cmd_matrix)
+
+    diff = commands.add_parser("diff", help="what changed between two report directories "
+                                            "(exit 1 when a claim regressed)")
+    diff.add_argument("a", help="reports of the version you trust")
+    diff.add_argument("b", help="reports of the version to check")
+    diff.add_argument("--json", action="store_true", help="machine-readable output")
+    diff.add_argument("--out", help="write to this file instead of stdout")
+    diff.set_defaults(func=cmd_diff)
 
     guide = commands.add_parser("guide", help="regenerate EVIDENCE.md for a report directory")
     guide.add_argument("reports")

@@ -7,7 +7,7 @@ import shlex
 from pathlib import Path
 from typing import Any
 
-from probes.report import ReportError, load_report
+from probes.report import FINGERPRINT_FILE, ReportError, load_report
 
 __all__ = ["render_guide", "write_guide"]
 
@@ -116,6 +116,8 @@ def render_guide(reports: list[dict[str, Any]]) -> str:
 def write_guide(directory: Path) -> Path:
     reports = []
     for path in sorted(directory.glob("*.json")):
+        if path.name == FINGERPRINT_FILE:
+            continue
         try:
             reports.append(load_report(path))
         except ReportError:

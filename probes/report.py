@@ -23,13 +23,15 @@ from typing import Any
 from probes import __version__
 from probes.clients.base import ClientBinary
 from probes.evidence import Evidence, message_outline
+from probes.fingerprint import fingerprint
 from probes.model import ReportSpec
 from probes.runner import ProbeOutcome
 
-__all__ = ["REPORT_SCHEMA_VERSION", "ReportError", "build_report", "load_report", "write_json",
-           "write_report"]
+__all__ = ["FINGERPRINT_FILE", "REPORT_SCHEMA_VERSION", "ReportError", "build_report",
+           "load_fingerprint", "load_report", "write_fingerprint", "write_json", "write_report"]
 
 REPORT_SCHEMA_VERSION = 1
+FINGERPRINT_FILE = "fingerprint.json"
 # client-made random identifiers, each numbered by first appearance
 RANDOM_IDS = re.compile(
     r"\b(?P<UUID>[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})\b"
@@ -244,15 +246,37 @@ def write_report(report: dict[str, Any], journal_lines: list[str], out_dir: Path
     return path
 
 
-def load_report(path: Path) -> dict[str, Any]:
+def _load_json(path: Path, what: str) -> dict[str, Any]:
     try:
         data = json.loads(path.read_text())
     except FileNotFoundError:
-        raise ReportError(f"{path}: no such report") from None
+        raise ReportError(f"{path}: no such {what}") from None
     except ValueError as error:
         raise ReportError(f"{path}: not JSON: {error}") from None
     if not isinstance(data, dict) or data.get("schema_version") != REPORT_SCHEMA_VERSION:
         found = data.get("schema_version") if isinstance(data, dict) else type(data).__name__
-        raise ReportError(f"{path}: expected a loopprobe report with schema_version "
+        raise ReportError(f"{path}: expected a loopprobe {what} with schema_version "
                           f"{REPORT_SCHEMA_VERSION}, found {found!r}")
+    return data
+
+
+def load_report(path: Path) -> dict[str, Any]:
+    data = _load_json(path, "report")
+    missing = [k for k in ("report", "client", "claims", "checks", "probes") if k not in data]
+    if missing:
+        raise ReportError(f"{path}: not a loopprobe report (no {', '.join(missing)})")
+    return data
+
+
+def write_fingerprint(evidence: list[Evidence], binary: ClientBinary, out_dir: Path) -> Path:
+    path = out_dir / FINGERPRINT_FILE
+    write_json(path, {"schema_version": REPORT_SCHEMA_VERSION, "kind": "fingerprint",
+                      "client": binary.identity(), "fingerprint": fingerprint(evidence)})
+    return path
+
+
+def load_fingerprint(path: Path) -> dict[str, Any]:
+    data = _load_json(path, "fingerprint")
+    if data.get("kind") != "fingerprint" or "fingerprint" not in data:
+        raise ReportError(f"{path}: not a loopprobe fingerprint")
     return data
