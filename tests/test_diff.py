@@ -1,0 +1,94 @@
+"""loopprobe diff and matrix over report directories (committed evidence and injected changes)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from probes.diff import diff_directories, render_markdown
+from probes.matrix import build_matrix, render_matrix
+from probes.report import ReportError
+
+ROOT = Path(__file__).resolve().parent.parent
+REPORTS = ROOT / "reports"
+
+
+def _loopprobe(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "probes", *args], capture_output=True,
+                          text=True, timeout=120, cwd=ROOT)
+
+
+def _copy(version: str, tmp_path: Path) -> Path:
+    target = tmp_path / version
+    shutil.copytree(REPORTS / version, target)
+    return target
+
+
+def test_identical_directories_show_no_change(tmp_path: Path) -> None:
+    result = diff_directories(REPORTS / "2.1.235", _copy("2.1.235", tmp_path))
+    assert result.regressions == []
+    assert result["checks_flipped"] == []
+    assert {c["change"] for c in result["claims"]} == {"same"}
+    assert _loopprobe("diff", str(REPORTS / "2.1.235"), str(REPORTS / "2.1.235")).returncode == 0
+
+
+def test_an_injected_regression_exits_1_and_names_it(tmp_path: Path) -> None:
+    broken = _copy("2.1.235", tmp_path)
+    path = broken / "runtime-controls.json"
+    report = json.loads(path.read_text())
+    claim = next(c for c in report["claims"] if c["id"] == "probe.stop-hook-reentry")
+    claim.update(status="failed", passed=False, reason="failed checks: injected")
+    check = next(c for c in report["checks"] if c["id"] == "stop-hook-reentry.hook-calls")
+    check.update(passed=False, observed=1)
+    path.write_text(json.dumps(report))
+    done = _loopprobe("diff", str(REPORTS / "2.1.235"), str(broken))
+    assert done.returncode == 1
+    assert "probe.stop-hook-reentry" in done.stderr
+    assert "| `probe.stop-hook-reentry` | passed | failed | **regressed** |" in done.stdout
+    assert "| `stop-hook-reentry.hook-calls` | True | False | 2 | 2 | 1 |" in done.stdout
+    # the other way round it is a fix, not a regression
+    assert _loopprobe("diff", str(broken), str(REPORTS / "2.1.235")).returncode == 0
+
+
+def test_diff_of_2_0_77_names_tools_betas_and_subagent_mode() -> None:
+    result = diff_directories(REPORTS / "2.1.235", REPORTS / "2.0.77")
+    fp = result["fingerprint"]
+    assert ("Task" in fp["tools"]["added"], "Agent" in fp["tools"]["removed"]) == (True, True)
+    assert "context-management-2025-06-27" in fp["anthropic_beta"]["removed"]
+    assert "system/task_notification" in fp["stream_event_types"]["removed"]
+    flipped = {c["id"] for c in result["checks_flipped"]}
+    assert "subagent-loop.immediate-result-is-ack" in flipped  # synchronous Task in 2.0.77
+    assert "POST /v1/messages warmup" in fp["requests_seen"]["added"]
+    text = render_markdown(result)
+    assert "**tools**: added ['Task'], removed ['Agent']" in text
+
+
+def test_diff_of_2_1_332_names_the_changed_betas() -> None:
+    fp = diff_directories(REPORTS / "2.1.235", REPORTS / "2.1.332")["fingerprint"]
+    assert fp["anthropic_beta"]["added"] or fp["anthropic_beta"]["removed"]
+    assert fp["system_blocks"], "the system prompt changed between these versions"
+
+
+def test_diff_refuses_what_is_not_a_report_directory(tmp_path: Path) -> None:
+    with pytest.raises(ReportError, match="no loopprobe reports"):
+        diff_directories(REPORTS / "2.1.235", tmp_path)
+    (tmp_path / "x.json").write_text('{"schema_version": 99}')
+    done = _loopprobe("diff", str(REPORTS / "2.1.235"), str(tmp_path))
+    assert done.returncode == 2
+    assert "expected a loopprobe report with schema_version 1, found 99" in done.stderr
+
+
+def test_matrix_tabulates_every_claim_per_version() -> None:
+    matrix = build_matrix([REPORTS / v for v in ("2.0.77", "2.1.235", "2.1.332")])
+    assert [v["version"] for v in matrix["versions"]] == ["2.0.77", "2.1.235", "2.1.332"]
+    for claim in matrix["claims"]:
+        assert set(claim["results"]) == {"2.0.77", "2.1.235", "2.1.332"}
+        for cell in claim["results"].values():
+            assert cell["status"] in ("passed", "failed", "not_applicable", "error")
+            assert cell["reason"]
+    assert render_matrix(matrix) == (REPORTS / "MATRIX.md").read_text()
