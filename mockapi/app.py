@@ -137,7 +137,7 @@ class MockApp:
 
     def _record_end(self, seq: int, reason: str, events: int, size: int) -> None:
         self.journal.append({
-            "type": "response_end", "seq": seq, "run": self.run,
+            "type": "response_end", "seq": seq, "run": self.run, "time": time.time(),
             "elapsed": round(time.monotonic() - self.started, 6),
             "reason": reason, "events_sent": events, "bytes_sent": size,
         })
@@ -262,6 +262,12 @@ class MockApp:
         reply = prepared.reply
         events = (start, *prepared.tail)
         faulty = reply.stall or reply.stream_error or reply.disconnect or reply.truncate
+        stall_at = None
+        if reply.stall is not None:
+            stall_at = reply.stall.after_events
+            if reply.stall.before_event is not None:
+                name = b"event: " + reply.stall.before_event.encode() + b"\n"
+                stall_at = next((i for i, e in enumerate(events) if e.startswith(name)), None)
         sent = size = 0
         reason = "client_disconnected"
         self.open_streams += 1
@@ -272,7 +278,7 @@ class MockApp:
                 sent, size, reason = len(events), len(chunk), "complete"
                 return
             for position in range(len(events) + 1):
-                if reply.stall and reply.stall.after_events == position:
+                if reply.stall and stall_at == position:
                     await asyncio.sleep(reply.stall.seconds)
                 if reply.disconnect and reply.disconnect.after_events == position:
                     reason = "disconnected_by_script"

@@ -119,8 +119,17 @@ Block = Annotated[
 
 
 class StreamStall(_Model):
-    after_events: int = Field(ge=0)
+    """Pause the stream after N events, or just before the first event of a type."""
+
+    after_events: int | None = Field(default=None, ge=0)
+    before_event: str | None = Field(default=None, description="e.g. message_delta")
     seconds: float = Field(ge=0)
+
+    @model_validator(mode="after")
+    def _one_position(self) -> StreamStall:
+        if (self.after_events is None) == (self.before_event is None):
+            raise ValueError("give exactly one of `after_events` or `before_event`")
+        return self
 
 
 class StreamError(_Model):

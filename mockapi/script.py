@@ -18,7 +18,7 @@ import orjson
 
 from mockapi.events import PreparedMessage, PreparedReply, prepare
 from mockapi.matching import CLASSIFIERS, Miss, RequestFacts
-from mockapi.replies import Message, TextBlock
+from mockapi.replies import Message, TextBlock, ToolUseBlock
 from mockapi.scenario import Rule, Scenario
 
 __all__ = ["Decision", "Script"]
@@ -36,9 +36,19 @@ class _RuleState:
     def next_reply(self) -> tuple[int, PreparedReply] | None:
         if self.served < len(self.replies):
             return self.served, self.replies[self.served]
-        if self.rule.repeat == "always":
-            return len(self.replies) - 1, self.replies[-1]
-        return None
+        if self.rule.repeat != "always":
+            return None
+        last = len(self.replies) - 1
+        prepared = self.replies[last]
+        if _has_auto_tool_ids(prepared):
+            # as from the real API, every repetition gets tool_use ids of its own
+            prepared = prepare(prepared.reply, f"{self.id}_{last}_{self.served + 1}")
+        return last, prepared
+
+
+def _has_auto_tool_ids(prepared: PreparedReply) -> bool:
+    return isinstance(prepared, PreparedMessage) and any(
+        isinstance(b, ToolUseBlock) and b.id is None for b in prepared.reply.blocks())
 
 
 @dataclass(slots=True)

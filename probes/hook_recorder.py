@@ -9,8 +9,11 @@ policy maps a hook event name to a rule or a list of rules (the first that appli
                     {"action": "update_input", "tools": ["Read"], "input": {...}}],
      "PostToolUse": {"action": "record", "sleep": 0.5}}
 
-``times`` limits how many calls of that event the action applies to (default:
-all); ``unless_active`` skips Stop blocks on a re-entry (``stop_hook_active``).
+A rule applies to the calls its ``tools`` (tool names) and ``input_contains`` (a
+substring of the JSON tool input) select; ``sleep`` holds the call that long
+(to widen a tool's time window); ``times`` limits how many calls of that event
+the action applies to (default: all); ``unless_active`` skips Stop blocks on a
+re-entry (``stop_hook_active``).
 """
 
 from __future__ import annotations
@@ -31,11 +34,16 @@ def _count_previous(log_path: str, event: str) -> int:
         return 0
 
 
-def _decide(event: str, payload: dict, rule: dict, seen: int) -> dict | None:
-    action = rule.get("action", "record")
+def _applies(payload: dict, rule: dict) -> bool:
     tools = rule.get("tools")
     if tools is not None and payload.get("tool_name") not in tools:
-        return None
+        return False
+    needle = rule.get("input_contains")
+    return needle is None or needle in json.dumps(payload.get("tool_input"))
+
+
+def _decide(event: str, payload: dict, rule: dict, seen: int) -> dict | None:
+    action = rule.get("action", "record")
     if "times" in rule and seen >= rule["times"]:
         return None
     if action == "block" and event in ("Stop", "SubagentStop"):
@@ -70,12 +78,13 @@ def main(argv: list[str]) -> int:
     with open(log_path, "a+", encoding="utf-8") as log:
         fcntl.flock(log, fcntl.LOCK_EX)
         seen = _count_previous(log_path, event)
+        applicable = [r for r in rules if _applies(payload, r)]
         decision = None
-        for rule in rules:
+        for rule in applicable:
             decision = _decide(event, payload, rule, seen)
             if decision is not None:
                 break
-        sleep = max([float(r.get("sleep", 0)) for r in rules] or [0])
+        sleep = max([float(r.get("sleep", 0)) for r in applicable] or [0])
         entry = {"event": event, "started": started, "pid": os.getpid(), "index": seen,
                  "input": payload, "decision": decision}
         log.write(json.dumps(entry, sort_keys=True) + "\n")

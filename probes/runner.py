@@ -55,9 +55,12 @@ def session_id_for(probe: str, invocation: str) -> str:
     return str(uuid.uuid5(uuid.NAMESPACE_URL, f"loopprobe:{probe}:{invocation}"))
 
 
-def _hook_settings(probe: Probe, box: Sandbox) -> dict[str, Any]:
+def _hook_settings(probe: Probe, box: Sandbox, context: dict[str, str]) -> dict[str, Any]:
     policy = box.artefacts / "hook-policy.json"
-    policy.write_text(json.dumps(probe.hooks or {}, indent=2, sort_keys=True))
+    rendered = json.dumps(probe.hooks or {}, indent=2, sort_keys=True)
+    for name, value in context.items():
+        rendered = rendered.replace("{" + name + "}", value)
+    policy.write_text(rendered)
     log = box.artefacts / "hooks.jsonl"
     command = " ".join(shlex.quote(part) for part in (
         sys.executable, "-I", "-S", hook_recorder.__file__, str(policy), str(log)))
@@ -102,7 +105,7 @@ def run_probe(probe: Probe, client: Client, binary: ClientBinary, work_dir: Path
     box = Sandbox.create(work_dir, probe.name)
     box.write_files(probe.fixtures)
     context = {"workspace": str(box.workspace), "home": str(box.home)}
-    hook_settings = _hook_settings(probe, box) if probe.hooks is not None else None
+    hook_settings = _hook_settings(probe, box, context) if probe.hooks is not None else None
     journal_path = box.artefacts / "journal.jsonl"
     session_ids: dict[str, str] = {}
     runs: dict[str, RunRecord] = {}

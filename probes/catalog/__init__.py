@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
-from probes.catalog import runtime_controls, subagents, tool_result_resume
+from probes.catalog import (
+    runtime_controls,
+    subagents,
+    tool_pipeline,
+    tool_result_resume,
+    tool_scheduling,
+)
 from probes.model import ReportSpec
 
 __all__ = ["REPORTS", "find_report"]
@@ -25,8 +31,22 @@ REPORTS: tuple[ReportSpec, ...] = (
         name="subagent-loop",
         title="Subagents: an isolated child loop and notification feedback",
         probes=(subagents.PROBE,),
-        summary="The parent launches the general-purpose agent; the child runs its own loop "
+        summary="The parent launches a project agent; the child runs its own loop "
                 "and its result returns to the parent as a task notification.",
+    ),
+    ReportSpec(
+        name="tool-scheduling",
+        title="Tool scheduling: streaming start, concurrency, barriers, pairing",
+        probes=(tool_scheduling.STREAMING_PROBE, tool_scheduling.BATCH_PROBE,
+                tool_scheduling.PAIRING_PROBE),
+        summary="When tools start relative to the stream, which calls overlap, which wait, "
+                "and how results find their calls.",
+    ),
+    ReportSpec(
+        name="tool-pipeline",
+        title="Tool pipeline: unknown tools, invalid input, denials, failures, rewritten input",
+        probes=(tool_pipeline.PROBE,),
+        summary="Each way a single call can go wrong, and a hook changing its input.",
     ),
 )
 

@@ -1,0 +1,187 @@
+"""The single-tool pipeline: unknown tools, invalid input, denials, failures, rewritten input.
+
+Every path must end in a tool_result with the call's own id (so the history
+stays paired) and the loop must go on to the model's next answer.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mockapi import Match, Message, Rule, Scenario, ToolUseBlock, text
+from probes.catalog.common import check_ended
+from probes.checks import Checks
+from probes.evidence import Evidence, blocks_of_type
+from probes.model import Claim, Invocation, Probe
+
+UNKNOWN = "probe.unknown-tool-error-result"
+INVALID = "probe.input-validation-error"
+DENIED = "probe.permission-denied-no-side-effect"
+FAILED = "probe.failed-tool-no-rollback"
+REWRITTEN = "probe.pretooluse-updated-input"
+
+IDS = {"unknown": "toolu_pipeline_unknown", "invalid": "toolu_pipeline_invalid",
+       "hook_denied": "toolu_pipeline_hook_denied", "rule_denied": "toolu_pipeline_rule_denied",
+       "read_before_edit": "toolu_pipeline_read", "edit": "toolu_pipeline_edit",
+       "failing": "toolu_pipeline_failing", "rewritten": "toolu_pipeline_rewritten"}
+
+
+def _result(ev: Evidence, run: str, tool_id: str) -> dict[str, Any]:
+    for record in ev.requests(run):
+        for _, block in blocks_of_type(record, "tool_result"):
+            if block.get("tool_use_id") == tool_id:
+                return block
+    return {}
+
+
+def _content(block: dict[str, Any]) -> str:
+    content = block.get("content")
+    if isinstance(content, list):
+        return "\n".join(str(b.get("text", "")) for b in content if isinstance(b, dict))
+    return str(content or "")
+
+
+def _first_line(block: dict[str, Any]) -> str | None:
+    return _content(block).strip().splitlines()[0][:160] if block else None
+
+
+def _error_result(c: Checks, claim: str, ev: Evidence, run: str, key: str, what: str) -> None:
+    block = _result(ev, run, IDS[key])
+    c.that(f"{key}.error-result", claim,
+           f"{what} gives an error tool_result carrying the call's own id",
+           passed=bool(block) and block.get("is_error") is True,
+           expected={"tool_use_id": IDS[key], "is_error": True},
+           observed={"tool_use_id": block.get("tool_use_id"), "is_error": block.get("is_error"),
+                     "content": _first_line(block)} if block else "no tool_result with that id",
+           evidence=f"run {run}: tool_result blocks of the next request")
+
+
+def _not_run(c: Checks, claim: str, ev: Evidence, key: str, what: str) -> None:
+    calls = [h for h in ev.hooks("PreToolUse") + ev.hooks("PostToolUse")
+             if (h.get("input") or {}).get("tool_use_id") == IDS[key]]
+    c.equal(f"{key}.not-run", claim, what, expected=[],
+            observed=[h.get("event") for h in calls], evidence="hook log for the call")
+
+
+def check(ev: Evidence, c: Checks) -> None:
+    # unknown tool
+    _error_result(c, UNKNOWN, ev, "unknown", "unknown", "a call to a tool that does not exist")
+    c.contains("unknown.names-the-tool", UNKNOWN, "the error names the unknown tool",
+               needle="NoSuchTool", haystack=_content(_result(ev, "unknown", IDS["unknown"]))
+               if _result(ev, "unknown", IDS["unknown"]) else None,
+               evidence="run unknown: the tool_result content")
+    check_ended(c, UNKNOWN, ev, "unknown", final_text="UNKNOWN_DONE", prefix="unknown.result")
+    # invalid input
+    _error_result(c, INVALID, ev, "invalid", "invalid", "a Read whose input breaks its schema")
+    c.contains("invalid.validation-error", INVALID, "the error is an InputValidationError",
+               needle="InputValidationError",
+               haystack=_content(_result(ev, "invalid", IDS["invalid"]))
+               if _result(ev, "invalid", IDS["invalid"]) else None,
+               evidence="run invalid: the tool_result content")
+    _not_run(c, INVALID, ev, "invalid", "the invalid call never reaches the hooks or the tool")
+    check_ended(c, INVALID, ev, "invalid", final_text="INVALID_DONE", prefix="invalid.result")
+    # denials
+    _error_result(c, DENIED, ev, "denied", "hook_denied", "a Write denied by a PreToolUse hook")
+    _error_result(c, DENIED, ev, "denied", "rule_denied", "a Bash denied by a settings deny rule")
+    c.equal("denied.no-side-effect", DENIED, "neither denied call changed the workspace",
+            expected=[], observed=sorted(p for p in ev.workspace_files if "denied" in p),
+            evidence="workspace files after the run")
+    check_ended(c, DENIED, ev, "denied", final_text="DENIED_DONE", prefix="denied.result")
+    # a failing tool after an edit
+    _error_result(c, FAILED, ev, "failing", "failing", "a Bash command that exits 3")
+    c.equal("failing.edit-kept", FAILED, "the earlier Edit stays on disk",
+            expected="EDITED_BEFORE_FAILURE\n", observed=ev.workspace_files.get("kept.txt"),
+            evidence="workspace kept.txt after the run")
+    edit = _result(ev, "failing", IDS["edit"])
+    c.equal("failing.edit-succeeded", FAILED, "the Edit itself succeeded",
+            expected=False, observed=edit.get("is_error", False) if edit else None,
+            evidence="run failing: the Edit's tool_result")
+    check_ended(c, FAILED, ev, "failing", final_text="FAILING_DONE", prefix="failing.result")
+    # updatedInput
+    block = _result(ev, "rewritten", IDS["rewritten"])
+    c.that("rewritten.tool-used-new-input", REWRITTEN,
+           "the Read returns the file the hook substituted, not the one the model asked for",
+           passed="REPLACEMENT_FILE" in _content(block)
+           and "ORIGINAL_FILE" not in _content(block),
+           expected="REPLACEMENT_FILE and not ORIGINAL_FILE",
+           observed=[m for m in ("REPLACEMENT_FILE", "ORIGINAL_FILE") if m in _content(block)]
+           if block else "no tool_result", evidence="run rewritten: the tool_result content")
+    check_ended(c, REWRITTEN, ev, "rewritten", final_text="REWRITTEN_DONE",
+                prefix="rewritten.result")
+
+
+def _call(key: str, name: str, tool_input: dict[str, Any]) -> ToolUseBlock:
+    return ToolUseBlock(name=name, id=IDS[key], input=tool_input)
+
+
+def _final(key: str, answer: str) -> Rule:
+    return Rule(id=f"{key}-final", match=Match(tool_result_for=IDS[key]), reply=text(answer))
+
+
+def _first(prompt: str, *calls: ToolUseBlock) -> Rule:
+    return Rule(id=f"{prompt.lower()}-calls", match=Match(last_user_text_contains=prompt),
+                reply=Message(content=list(calls)))
+
+
+PROBE = Probe(
+    name="tool-pipeline",
+    title="Every tool path ends in a paired tool_result and the loop continues",
+    claims=(
+        Claim(UNKNOWN, "A call to an unknown tool name becomes an error tool_result with the "
+                       "same id; the loop continues and the next request carries it."),
+        Claim(INVALID, "Input that breaks the tool's schema becomes an InputValidationError "
+                       "tool_result; the tool (and its hooks) do not run."),
+        Claim(DENIED, "A denied call (PreToolUse hook deny, settings deny rule) becomes an "
+                      "error tool_result and leaves no side effect."),
+        Claim(FAILED, "A failing tool (Bash exiting non-zero) gives an is_error tool_result; "
+                      "earlier side effects (an Edit) are kept, not rolled back."),
+        Claim(REWRITTEN, "A PreToolUse hook's updatedInput is what the tool runs with."),
+    ),
+    scenario=Scenario(name="tool-pipeline", rules=[
+        _final("unknown", "UNKNOWN_DONE"),
+        _final("invalid", "INVALID_DONE"),
+        _final("rule_denied", "DENIED_DONE"),
+        _final("failing", "FAILING_DONE"),
+        _final("rewritten", "REWRITTEN_DONE"),
+        _first("UNKNOWN_TOOL_PROMPT", _call("unknown", "NoSuchTool", {"x": 1})),
+        _first("INVALID_INPUT_PROMPT", _call("invalid", "Read", {"file_path": 42})),
+        _first("DENIED_PROMPT",
+               _call("hook_denied", "Write", {"file_path": "{workspace}/hook-denied.txt",
+                                              "content": "SHOULD_NOT_EXIST"}),
+               _call("rule_denied", "Bash", {"command": "touch {workspace}/rule-denied.txt",
+                                             "description": "create a file"})),
+        _first("FAILING_TOOL_PROMPT",
+               _call("read_before_edit", "Read", {"file_path": "{workspace}/kept.txt"}),
+               _call("edit", "Edit", {"file_path": "{workspace}/kept.txt",
+                                      "old_string": "BEFORE", "new_string": "EDITED_BEFORE_FAILURE"}),
+               _call("failing", "Bash", {"command": "echo failing; exit 3",
+                                         "description": "fail on purpose"})),
+        _first("REWRITTEN_INPUT_PROMPT",
+               _call("rewritten", "Read", {"file_path": "{workspace}/original.txt"})),
+    ]),
+    fixtures={"kept.txt": "BEFORE\n", "original.txt": "ORIGINAL_FILE\n",
+              "replacement.txt": "REPLACEMENT_FILE\n"},
+    hooks={"PreToolUse": [
+        {"action": "deny", "tools": ["Write"], "input_contains": "hook-denied.txt",
+         "reason": "loopprobe denies this write"},
+        {"action": "update_input", "tools": ["Read"], "input_contains": "original.txt",
+         "input": {"file_path": "{workspace}/replacement.txt"}},
+    ]},
+    invocations=(
+        Invocation("unknown", "UNKNOWN_TOOL_PROMPT"),
+        Invocation("invalid", "INVALID_INPUT_PROMPT"),
+        Invocation("denied", "DENIED_PROMPT", tools=("Read", "Write", "Bash"),
+                   settings={"permissions": {"deny": ["Bash(touch:*)"]}}),
+        Invocation("failing", "FAILING_TOOL_PROMPT", tools=("Read", "Edit", "Bash")),
+        Invocation("rewritten", "REWRITTEN_INPUT_PROMPT"),
+    ),
+    check=check,
+    boundaries=(
+        "Permission prompts (ask) cannot be answered in print mode; denials come from a hook "
+        "and a settings rule, with bypassPermissions mode otherwise.",
+        "PostToolUse output rewriting applies to MCP tools only (updatedMCPToolOutput); no MCP "
+        "server is configured, so it is not exercised.",
+        "Unparsable (not only schema-breaking) tool input is not sent here: invalid JSON inside "
+        "a stream makes the client fall back to a non-streaming request instead.",
+    ),
+)
