@@ -88,7 +88,7 @@ class MockApp:
         self.max_body_bytes = max_body_bytes
         self.max_streams = max_streams
         self.open_streams = 0
-        self.run = 1
+        self.run = journal.last_run + 1  # a restarted server starts a new run
         self.started = time.monotonic()
         self.app = Starlette(routes=[
             Route("/v1/messages", self.messages, methods=["POST"]),

@@ -57,9 +57,13 @@ class Journal:
         self.path = Path(path)
         self.fsync = fsync
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        torn = _set_aside_torn_tail(self.path)
         self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-        self._seq = _last_seq(self.path)
+        self._seq, self.last_run = _last_numbers(self.path)
         self._lock = threading.Lock()
+        if torn is not None:
+            self.append({"type": "journal_note", "note": "a torn last line (a write cut by a "
+                         "kill) was moved aside before appending", **torn})
 
     @property
     def last_seq(self) -> int:
@@ -90,14 +94,46 @@ class Journal:
             self._fd = -1
 
 
-def _last_seq(path: Path) -> int:
-    """Continue numbering after an existing journal (a restarted server appends)."""
-    last = 0
+def _last_numbers(path: Path) -> tuple[int, int]:
+    """The last seq and run of an existing journal (a restarted server continues them)."""
+    seq = run = 0
     for record in read_journal(path).records:
-        seq = record.get("seq")
-        if isinstance(seq, int) and seq > last:
-            last = seq
-    return last
+        if isinstance(record.get("seq"), int):
+            seq = max(seq, record["seq"])
+        if isinstance(record.get("run"), int):
+            run = max(run, record["run"])
+    return seq, run
+
+
+def _set_aside_torn_tail(path: Path) -> dict[str, Any] | None:
+    """Move a last line without a newline (a write cut by a kill) to a side file.
+
+    Appending after it would glue the next record onto the fragment and make the
+    journal unreadable; the fragment is kept, never dropped.
+    """
+    try:
+        handle = path.open("rb+")
+    except FileNotFoundError:
+        return None
+    with handle:
+        size = end = handle.seek(0, os.SEEK_END)
+        keep = 0
+        while end > 0:
+            start = max(0, end - 65536)
+            handle.seek(start)
+            newline = handle.read(end - start).rfind(b"\n")
+            if newline >= 0:
+                keep = start + newline + 1
+                break
+            end = start
+        if keep == size:
+            return None
+        handle.seek(keep)
+        fragment = handle.read()
+        side = path.with_name(f"{path.name}.torn-at-{keep}")
+        side.write_bytes(fragment)
+        handle.truncate(keep)
+        return {"offset": keep, "bytes": len(fragment), "moved_to": side.name}
 
 
 @dataclass

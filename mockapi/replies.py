@@ -118,11 +118,16 @@ Block = Annotated[
 ]
 
 
+STREAM_EVENT_TYPES = ("message_start", "ping", "content_block_start", "content_block_delta",
+                      "content_block_stop", "message_delta", "message_stop")
+
+
 class StreamStall(_Model):
     """Pause the stream after N events, or just before the first event of a type."""
 
     after_events: int | None = Field(default=None, ge=0)
-    before_event: str | None = Field(default=None, description="e.g. message_delta")
+    before_event: Literal[STREAM_EVENT_TYPES] | None = Field(  # type: ignore[valid-type]
+        default=None, description="e.g. message_delta")
     seconds: float = Field(ge=0)
 
     @model_validator(mode="after")
@@ -169,6 +174,10 @@ class Message(_Model):
     stream_error: StreamError | None = None
     disconnect: EventCount | None = Field(default=None, description="abort the connection")
     truncate: EventCount | None = Field(default=None, description="end the stream cleanly")
+    replay_to_fallback: bool = Field(
+        default=True,
+        description="a non-streaming re-send of this turn (the client's fallback after a broken "
+                    "stream) gets this same message; false: it gets the rule's next reply")
 
     @model_validator(mode="after")
     def _one_content_form(self) -> Message:

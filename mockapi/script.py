@@ -115,7 +115,8 @@ class Script:
         decision = Decision(kind, turn.number, turn.attempts)
 
         if (not facts.stream and turn.last_stream
-                and isinstance(turn.last_reply, PreparedMessage)):
+                and isinstance(turn.last_reply, PreparedMessage)
+                and turn.last_reply.reply.replay_to_fallback):
             decision.rule, decision.reply_index = turn.last_rule, turn.last_index
             decision.prepared, decision.replay_of = turn.last_reply, turn.last_seq
         else:

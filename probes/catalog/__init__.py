@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from probes.catalog import (
+    recovery,
     runtime_controls,
     subagents,
     tool_pipeline,
@@ -47,6 +48,13 @@ REPORTS: tuple[ReportSpec, ...] = (
         title="Tool pipeline: unknown tools, invalid input, denials, failures, rewritten input",
         probes=(tool_pipeline.PROBE,),
         summary="Each way a single call can go wrong, and a hook changing its input.",
+    ),
+    ReportSpec(
+        name="recovery",
+        title="Recovery: max_tokens, malformed tool use, thinking-only, prompt too long, "
+              "compaction, retries, fallback model",
+        probes=recovery.PROBES,
+        summary="The loop's branches that send another request for the same turn.",
     ),
 )
 
