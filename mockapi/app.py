@@ -13,9 +13,10 @@ the real API:
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import time
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import Any
 
 import orjson
@@ -24,6 +25,7 @@ from starlette.applications import Starlette
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
+from starlette.types import Receive, Scope, Send
 
 from mockapi.events import PreparedError, PreparedMessage, PreparedRaw, error_body
 from mockapi.journal import Journal, encode_body_field, read_journal, redact_headers
@@ -59,6 +61,17 @@ class _QuietDeliberateDisconnects(logging.Filter):
 
 
 logging.getLogger("uvicorn.error").addFilter(_QuietDeliberateDisconnects())
+
+
+class _AnyMethod:
+    """Serve ``endpoint`` for any HTTP method, so that every request is recorded."""
+
+    def __init__(self, endpoint: Callable[[Request], Awaitable[Response]]):
+        self.endpoint = endpoint
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        response = await self.endpoint(Request(scope, receive))
+        await response(scope, receive, send)
 
 
 class _BadRequest(Exception):
@@ -100,8 +113,8 @@ class MockApp:
             Route(f"{ADMIN_PREFIX}/state", self.admin_state, methods=["GET"]),
             Route(f"{ADMIN_PREFIX}/scenario", self.admin_scenario, methods=["PUT", "POST"]),
             Route(f"{ADMIN_PREFIX}/reset", self.admin_reset, methods=["POST"]),
-            Route("/{path:path}", self.not_found,
-                  methods=["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]),
+            # an ASGI endpoint matches every method (a function endpoint defaults to GET)
+            Route("/{path:path}", _AnyMethod(self.not_found)),
         ])
 
     # ---- play state -------------------------------------------------------
@@ -157,7 +170,8 @@ class MockApp:
             facts = facts_from_body(request.url.path, body, request.headers)
             decision = self.script.decide(facts, body, raw, seq)
         except _BadRequest as bad:
-            self._record(request, seq, arrival, raw, parsed_ok, outcome=bad.outcome,
+            self._record(request, seq, arrival, raw, parsed_ok or _is_json(raw),
+                         outcome=bad.outcome,
                          status=bad.status, error=bad.message)
             return _json(error_body(bad.error_type, bad.message, request_id), bad.status,
                          {"request-id": request_id})
@@ -330,18 +344,19 @@ class MockApp:
                 "created_at": "2025-01-01T00:00:00Z"}
 
     async def models(self, request: Request) -> Response:
-        await self._record_simple(request, "models", 200)
+        seq = await self._record_simple(request, "models", 200)
         ids = self.script.scenario.models
         return _json(orjson.dumps({
             "data": [self._model_entry(m) for m in ids], "has_more": False,
             "first_id": ids[0] if ids else None, "last_id": ids[-1] if ids else None,
-        }))
+        }), headers={"request-id": f"req_loopprobe_{seq:06d}"})
 
     async def model(self, request: Request) -> Response:
         model_id = request.path_params["model_id"]
         if model_id in self.script.scenario.models:
-            await self._record_simple(request, "models", 200)
-            return _json(orjson.dumps(self._model_entry(model_id)))
+            seq = await self._record_simple(request, "models", 200)
+            return _json(orjson.dumps(self._model_entry(model_id)),
+                         headers={"request-id": f"req_loopprobe_{seq:06d}"})
         return await self.not_found(request)
 
     async def hello(self, request: Request) -> Response:
@@ -351,7 +366,9 @@ class MockApp:
     async def not_found(self, request: Request) -> Response:
         seq = await self._record_simple(request, "not_found", 404)
         message = f"Not found: {request.method} {request.url.path}"
-        return _json(error_body("not_found_error", message, f"req_loopprobe_{seq:06d}"), 404)
+        request_id = f"req_loopprobe_{seq:06d}"
+        return _json(error_body("not_found_error", message, request_id), 404,
+                     {"request-id": request_id})
 
     async def _record_simple(self, request: Request, outcome: str, status: int) -> int:
         arrival = time.time()
@@ -376,7 +393,11 @@ class MockApp:
         if denied := self._admin_denied(request):
             return denied
         contents = read_journal(self.journal.path)
-        after = int(request.query_params.get("after", "0") or 0)
+        after_text = request.query_params.get("after", "0") or "0"
+        if not after_text.isdigit():
+            return _json(orjson.dumps({"error": f"after: expected a journal seq (an integer "
+                                                f"≥ 0), found {after_text!r}"}), 400)
+        after = int(after_text)
         run = request.query_params.get("run", "current")
         records = [r for r in contents.records if r.get("seq", 0) > after
                    and (run == "all" or r.get("run") == self.run)]
@@ -405,6 +426,11 @@ class MockApp:
                     raise ScenarioError("request body", [
                         "(top level): expected {\"scenario\": {...}, \"context\": {...}}"])
                 data, context = envelope["scenario"], envelope.get("context")
+                if context is not None and not (isinstance(context, dict) and all(
+                        isinstance(v, str) for v in context.values())):
+                    raise ScenarioError("request body", [
+                        "context: expected a mapping of placeholder names to strings, found "
+                        f"{json.dumps(context)[:80]}"])
             self.install(parse_scenario(data, "request body"), context)
         except ScenarioError as error:
             return _json(orjson.dumps({"installed": False, "problems": error.problems}), 400)
@@ -424,6 +450,9 @@ def _is_json(raw: bytes | None) -> bool:
     except orjson.JSONDecodeError:
         return False
     return True
+
+
+_TYPE_NAMES = {str: "string", int: "integer", list: "list"}  # pydantic's wording, as the API
 
 
 def _parse_body(raw: bytes, request: Request) -> dict[str, Any]:
@@ -451,7 +480,6 @@ def _parse_body(raw: bytes, request: Request) -> dict[str, Any]:
         value = body[name]
         if not isinstance(value, expected) or (expected is int and isinstance(value, bool)):
             raise _BadRequest(400, "invalid_request_error",
-                              f"{name}: Input should be a valid "
-                              f"{'integer' if expected is int else expected.__name__}, "
+                              f"{name}: Input should be a valid {_TYPE_NAMES[expected]}, "
                               f"got {type(value).__name__}", "invalid_request")
     return body

@@ -73,7 +73,8 @@ def _block_events(index: int, block: Any, tool_id: str) -> tuple[list[bytes], di
         for piece in _chunks(partial, block.chunk_size):
             if piece:
                 delta({"type": "input_json_delta", "partial_json": piece})
-        complete = {"type": "tool_use", "id": tool_id, "name": block.name, "input": block.input}
+        complete = {"type": "tool_use", "id": tool_id, "name": block.name,
+                    "input": _streamed_input(block)}
     elif isinstance(block, ThinkingBlock):
         signature = block.resolved_signature()
         emit({"type": "content_block_start", "index": index,
@@ -89,6 +90,17 @@ def _block_events(index: int, block: Any, tool_id: str) -> tuple[list[bytes], di
         raise TypeError(f"unknown block {block!r}")
     emit({"type": "content_block_stop", "index": index})
     return events, complete
+
+
+def _streamed_input(block: ToolUseBlock) -> dict[str, Any]:
+    """The input a client assembles from the stream; ``input`` when ``input_json`` is unusable."""
+    if block.input_json is None:
+        return block.input
+    try:
+        parsed = orjson.loads(block.input_json)
+    except orjson.JSONDecodeError:
+        return block.input
+    return parsed if isinstance(parsed, dict) else block.input
 
 
 def _output_tokens(blocks: list[Any]) -> int:

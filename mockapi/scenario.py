@@ -179,9 +179,11 @@ def _location(loc: tuple[Any, ...]) -> str:
     return path or "(top level)"
 
 
-def _problems(error: ValidationError) -> list[str]:
+def _problems(error: ValidationError, *, skip_top_level: bool = False) -> list[str]:
     problems = []
     for e in error.errors(include_url=False):
+        if skip_top_level and not e["loc"]:
+            continue  # the model-level duplicate-id check; _duplicate_ids locates it
         where = _location(tuple(e["loc"]))
         found = e.get("input")
         shown = json.dumps(found, default=str)
@@ -191,15 +193,38 @@ def _problems(error: ValidationError) -> list[str]:
     return problems
 
 
+def _duplicate_ids(data: dict[str, Any]) -> list[str]:
+    """Every reused rule id, at the place it is reused."""
+    rules = data.get("rules")
+    if not isinstance(rules, list):
+        return []
+    first: dict[str, int] = {}
+    problems = []
+    for position, rule in enumerate(rules):
+        if not isinstance(rule, dict):
+            continue
+        rule_id = rule.get("id") or f"rule-{position + 1}"
+        if not isinstance(rule_id, str):
+            continue
+        if rule_id in first:
+            problems.append(f"rules[{position}].id: rule id {rule_id!r} is used twice, first by "
+                            f"rules[{first[rule_id]}] (found {json.dumps(rule_id)})")
+        else:
+            first[rule_id] = position
+    return problems
+
+
 def parse_scenario(data: Any, source: str = "<scenario>") -> Scenario:
     """Validate already-decoded scenario data; raise ScenarioError listing every problem."""
     if not isinstance(data, dict):
         raise ScenarioError(source, [
             f"(top level): expected a mapping with `rules`, found {type(data).__name__}"])
+    duplicates = _duplicate_ids(data)
     try:
         return Scenario.model_validate(data)
     except ValidationError as error:
-        raise ScenarioError(source, _problems(error)) from None
+        problems = _problems(error, skip_top_level=bool(duplicates))
+        raise ScenarioError(source, problems + duplicates) from None
 
 
 def decode_scenario_text(content: str | bytes, source: str) -> Any:
