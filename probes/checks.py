@@ -57,8 +57,11 @@ class Checks:
     def contains(self, check_id: str, claim: str | None, description: str, *, needle: str,
                  haystack: str | None, evidence: str) -> bool:
         found = haystack is not None and needle in haystack
+        # a short text is shown whole; a long one (a request, a whole stdout) is summarised
         shown = None if haystack is None else (
-            f"contains {needle!r}" if found else _excerpt(haystack))
+            f"contains {needle!r}" if found else
+            haystack.strip() if len(haystack.strip()) <= 240 else
+            f"does not contain {needle!r}")
         return self._add(check_id, claim, description, found, f"contains {needle!r}", shown,
                          evidence)
 
@@ -70,7 +73,3 @@ class Checks:
         return self._add(check_id, claim, description, not present,
                          f"does not contain {needle!r}", shown, evidence)
 
-
-def _excerpt(text: str, limit: int = 240) -> str:
-    text = text.strip()
-    return text if len(text) <= limit else text[:limit] + f"… ({len(text)} chars)"

@@ -6,6 +6,7 @@ from probes.catalog import (
     recovery,
     runtime_controls,
     subagents,
+    termination,
     tool_pipeline,
     tool_result_resume,
     tool_scheduling,
@@ -55,6 +56,12 @@ REPORTS: tuple[ReportSpec, ...] = (
               "compaction, retries, fallback model",
         probes=recovery.PROBES,
         summary="The loop's branches that send another request for the same turn.",
+    ),
+    ReportSpec(
+        name="termination",
+        title="Termination: Stop-hook cap, max turns, budget, hook-made terminal reasons",
+        probes=termination.PROBES,
+        summary="What ends the loop, and what the final result says about it.",
     ),
 )
 

@@ -1,0 +1,205 @@
+"""Termination: the Stop-hook block cap, what --max-turns counts, the budget, and the
+terminal reasons hooks can cause."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mockapi import Match, Message, Rule, Scenario, ToolUseBlock, text, tool_use
+from mockapi.replies import Usage
+from probes.catalog.common import check_ended
+from probes.checks import Checks
+from probes.evidence import Evidence
+from probes.model import Claim, Invocation, Probe
+
+CAP = "probe.stop-hook-block-cap"
+TURNS = "probe.max-turns-counts-model-turns"
+BUDGET = "probe.max-budget-usd"
+HOOK_STOPPED = "probe.hook-stopped-terminal"
+STOP_PREVENTED = "probe.stop-hook-prevented-terminal"
+DEFERRED = "probe.tool-deferred-terminal"
+
+
+def _result(ev: Evidence, run: str) -> dict[str, Any]:
+    record = ev.run(run)
+    return (record.result if record else None) or {}
+
+
+def _terminal(c: Checks, claim: str, ev: Evidence, run: str, expected: str) -> None:
+    c.equal(f"{run}.terminal-reason", claim, f"the terminal reason is {expected}",
+            expected=expected, observed=_result(ev, run).get("terminal_reason"),
+            evidence=f"run {run}: result.terminal_reason")
+
+
+def _post_tool_uses(ev: Evidence, run: str) -> int:
+    record = ev.run(run)
+    session = record.session_id if record else None
+    return sum(1 for h in ev.hooks("PostToolUse") if (h.get("input") or {}).get("session_id") == session)
+
+
+# ---- Stop hook block cap -------------------------------------------------------------
+
+def check_cap(ev: Evidence, c: Checks) -> None:
+    for run, cap in (("cap-3", 3), ("cap-default", 8)):
+        record = ev.run(run)
+        session = record.session_id if record else None
+        calls = [h for h in ev.hooks("Stop") if (h.get("input") or {}).get("session_id") == session]
+        c.equal(f"{run}.requests", CAP,
+                f"with a cap of {cap}, {cap} blocks are honoured: {cap + 1} model requests",
+                expected=cap + 1, observed=len(ev.requests(run)), evidence="journal: main requests")
+        c.equal(f"{run}.hook-calls", CAP,
+                f"the hook is asked {cap + 1} times; the last block is overridden",
+                expected=cap + 1, observed=len(calls), evidence="hook log: Stop calls of the run")
+        # the feedback messages mention the Stop hook too; the override's own wording is
+        # "A hook blocked the turn from ending N consecutive times — overriding and ending turn."
+        seen = ((record.stdout + record.stderr) if record else "") + "".join(
+            ev.session_files.values())
+        c.contains(f"{run}.warning", CAP, "the override is reported as a warning",
+                   needle="overriding", haystack=seen if record else None,
+                   evidence=f"run {run}: stdout, stderr and the session transcripts")
+        _terminal(c, CAP, ev, run, "completed")
+
+
+CAP_PROBE = Probe(
+    name="stop-hook-block-cap",
+    title="A Stop hook that always blocks is overridden at the cap",
+    claims=(Claim(CAP, "Consecutive Stop-hook blocks are capped (8 by default, "
+                       "CLAUDE_CODE_STOP_HOOK_BLOCK_CAP to change it): past the cap the client "
+                       "overrides the hook and ends the loop (completed) with a warning."),),
+    scenario=Scenario(name="stop-hook-block-cap", rules=[
+        Rule(id="answer", match=Match(), reply=text("STILL_ANSWERING"), repeat="always"),
+    ]),
+    hooks={"Stop": {"action": "block", "reason": "STOP_CAP_MARKER: keep going"}},
+    invocations=(
+        Invocation("cap-3", "STOP_CAP_PROMPT", env={"CLAUDE_CODE_STOP_HOOK_BLOCK_CAP": "3"}),
+        Invocation("cap-default", "STOP_CAP_PROMPT"),
+    ),
+    check=check_cap,
+)
+
+
+# ---- what --max-turns counts ------------------------------------------------------------
+
+def check_turns(ev: Evidence, c: Checks) -> None:
+    for run, limit, tools in (("turns-1", 1, 1), ("turns-2", 2, 2), ("turns-3", 3, 3),
+                              ("two-tools", 2, 3)):
+        c.equal(f"{run}.requests", TURNS, f"--max-turns {limit} allows {limit} model requests",
+                expected=limit, observed=len(ev.requests(run)), evidence="journal: main requests")
+        c.equal(f"{run}.tools-run", TURNS, f"all {tools} tool calls of those turns ran",
+                expected=tools, observed=_post_tool_uses(ev, run),
+                evidence="hook log: PostToolUse calls of the run")
+        c.equal(f"{run}.subtype", TURNS, "the run ends with error_max_turns",
+                expected="error_max_turns", observed=_result(ev, run).get("subtype"),
+                evidence=f"run {run}: result.subtype")
+
+
+TURNS_PROBE = Probe(
+    name="max-turns-counting",
+    title="--max-turns counts model iterations, not requests or tools",
+    claims=(Claim(TURNS, "--max-turns N allows N model iterations: N requests, every tool "
+                         "call of those iterations runs (two tools in one response count as "
+                         "one turn), then error_max_turns."),),
+    scenario=Scenario(name="max-turns-counting", rules=[
+        Rule(id="two-tools", match=Match(last_user_text_contains="TWO_TOOLS_PROMPT"),
+             reply=Message(content=[
+                 ToolUseBlock(name="Read", input={"file_path": "{workspace}/turns.txt"}),
+                 ToolUseBlock(name="Read", input={"file_path": "{workspace}/turns.txt",
+                                                  "offset": 1}),
+             ])),
+        Rule(id="one-tool", match=Match(), repeat="always",
+             reply=tool_use("Read", {"file_path": "{workspace}/turns.txt"})),
+    ]),
+    fixtures={"turns.txt": "TURNS\n"},
+    hooks={},
+    invocations=(
+        Invocation("turns-1", "TURNS_PROMPT", max_turns=1),
+        Invocation("turns-2", "TURNS_PROMPT", max_turns=2),
+        Invocation("turns-3", "TURNS_PROMPT", max_turns=3),
+        Invocation("two-tools", "TWO_TOOLS_PROMPT", max_turns=2),
+    ),
+    check=check_turns,
+)
+
+
+# ---- budget --------------------------------------------------------------------------------
+
+def check_budget(ev: Evidence, c: Checks) -> None:
+    c.equal("requests", BUDGET, "the loop stops after the request that spent the budget",
+            expected=1, observed=len(ev.requests("budget")), evidence="journal: main requests")
+    _terminal(c, BUDGET, ev, "budget", "budget_exhausted")
+    check_ended(c, BUDGET, ev, "budget", final_text=None, subtype="error_max_budget_usd",
+                exit_code=1, is_error=True, prefix="result")
+
+
+BUDGET_PROBE = Probe(
+    name="max-budget-usd",
+    title="--max-budget-usd ends the loop once the scripted usage costs more",
+    claims=(Claim(BUDGET, "With --max-budget-usd, a turn whose usage costs more than the "
+                          "budget ends the loop: error_max_budget_usd, terminal reason "
+                          "budget_exhausted, is_error, exit 1."),),
+    scenario=Scenario(name="max-budget-usd", rules=[
+        Rule(id="expensive", match=Match(), repeat="always",
+             reply=tool_use("Read", {"file_path": "{workspace}/budget.txt"},
+                            usage=Usage(input_tokens=1_000_000, output_tokens=1000))),
+    ]),
+    fixtures={"budget.txt": "BUDGET\n"},
+    invocations=(Invocation("budget", "BUDGET_PROMPT", extra_args=("--max-budget-usd", "0.05")),),
+    check=check_budget,
+    boundaries=("The cost is the client's own estimate from the scripted usage "
+                "(1,000,000 input tokens per response).",),
+)
+
+
+# ---- terminal reasons caused by hooks ---------------------------------------------------------
+
+def _hook_probe(name: str, claim: str, statement: str, hooks: dict[str, Any], terminal: str,
+                title: str) -> Probe:
+    def check(ev: Evidence, c: Checks) -> None:
+        _terminal(c, claim, ev, "run", terminal)
+        c.equal("requests", claim, "no model request after the hook's decision",
+                expected=1, observed=len(ev.requests("run")), evidence="journal: main requests")
+    return Probe(
+        name=name, title=title, claims=(Claim(claim, statement),),
+        scenario=Scenario(name=name, rules=[
+            Rule(id="read", match=Match(last_user_text_contains="HOOK_TERMINAL_PROMPT"),
+                 reply=tool_use("Read", {"file_path": "{workspace}/hook.txt"})),
+            Rule(id="after", match=Match(), reply=text("AFTER_THE_HOOK"), repeat="always"),
+        ]),
+        fixtures={"hook.txt": "HOOK\n"}, hooks=hooks,
+        invocations=(Invocation("run", "HOOK_TERMINAL_PROMPT"),), check=check)
+
+
+HOOK_STOPPED_PROBE = _hook_probe(
+    "hook-stopped", HOOK_STOPPED,
+    "A PreToolUse hook answering continue:false stops the loop after the tool batch "
+    "(terminal reason hook_stopped), without another model request.",
+    {"PreToolUse": {"action": "output",
+                    "output": {"continue": False, "stopReason": "HOOK_STOPPED_MARKER"}}},
+    "hook_stopped", "A hook's continue:false ends the loop after the tool batch")
+
+STOP_PREVENTED_PROBE = Probe(
+    name="stop-hook-prevented",
+    title="A Stop hook's continue:false ends the loop as stop_hook_prevented",
+    claims=(Claim(STOP_PREVENTED, "A Stop hook answering continue:false ends the loop with "
+                                  "terminal reason stop_hook_prevented."),),
+    scenario=Scenario(name="stop-hook-prevented", rules=[
+        Rule(id="answer", match=Match(), reply=text("ANSWERED"), repeat="always")]),
+    hooks={"Stop": {"action": "output",
+                    "output": {"continue": False, "stopReason": "STOP_PREVENTED_MARKER"}}},
+    invocations=(Invocation("run", "STOP_PREVENTED_PROMPT"),),
+    check=lambda ev, c: (_terminal(c, STOP_PREVENTED, ev, "run", "stop_hook_prevented"),
+                         c.equal("requests", STOP_PREVENTED, "one model request",
+                                 expected=1, observed=len(ev.requests("run")),
+                                 evidence="journal: main requests")) and None,
+)
+
+DEFERRED_PROBE = _hook_probe(
+    "tool-deferred", DEFERRED,
+    "In print mode a PreToolUse hook can defer a single tool call: the loop ends with "
+    "terminal reason tool_deferred, without running the tool or asking the model again.",
+    {"PreToolUse": {"action": "output", "output": {"hookSpecificOutput": {
+        "hookEventName": "PreToolUse", "permissionDecision": "defer"}}}},
+    "tool_deferred", "A PreToolUse defer suspends the only tool call")
+
+PROBES = (CAP_PROBE, TURNS_PROBE, BUDGET_PROBE, HOOK_STOPPED_PROBE, STOP_PREVENTED_PROBE,
+          DEFERRED_PROBE)
