@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from mockapi import Match, Rule, Scenario, load_scenario, text
+from probes.catalog import REPORTS
 from probes.checks import Checks
 from probes.clients.claude_code import ClaudeCode
 from probes.evidence import Evidence
@@ -117,15 +118,23 @@ def test_the_suite_through_the_cli_is_reproducible(claude_code_binary, tmp_path:
         done = subprocess.run(
             [sys.executable, "-m", "probes", "run", "--client", claude_code_binary.version,
              "--out", str(out), "--work-dir", str(tmp_path / f"work-{attempt}")],
-            capture_output=True, text=True, timeout=600, cwd=ROOT)
-        assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+            capture_output=True, text=True, timeout=900, cwd=ROOT)
+        # 1: some claims fail on this version (findings, not harness errors)
+        assert done.returncode in (0, 1), done.stdout[-3000:] + done.stderr[-3000:]
         outputs.append(out)
     names = sorted(p.name for p in outputs[0].glob("*.json"))
-    assert names == ["agent-loop-tool-result-resume.json", "runtime-controls.json",
-                     "subagent-loop.json"]
+    assert names == sorted(f"{spec.name}.json" for spec in REPORTS) + ["fingerprint.json"] \
+        or sorted(names) == sorted([f"{spec.name}.json" for spec in REPORTS] + ["fingerprint.json"])
+    guide = (outputs[0] / "EVIDENCE.md").read_text()
     for name in names:
+        if name == "fingerprint.json":
+            continue
         first, second = (json.loads((o / name).read_text()) for o in outputs)
         assert first["client"]["binary_sha256"] == claude_code_binary.sha256
-        assert first["status"] == "passed"
+        assert first["status"] in ("passed", "failed"), (name, first["status"])
+        if first["report"] in ("agent-loop-tool-result-resume", "runtime-controls",
+                               "subagent-loop"):
+            assert first["status"] == "passed", name
         assert _stable(first) == _stable(second), name
-    assert (outputs[0] / "EVIDENCE.md").read_text().count("PASSED") == 8
+        for claim in first["claims"]:
+            assert f"`{claim['id']}`" in guide
