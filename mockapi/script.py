@@ -102,10 +102,19 @@ class Script:
         ]
         self._turn_counts: dict[tuple[str, str], int] = {}
         self._turns: dict[tuple[str, str, int], _Turn] = {}
+        self._streamed_kinds: dict[tuple[str, int], str] = {}
 
     def decide(self, facts: RequestFacts, body: dict[str, Any], raw: bytes, seq: int) -> Decision:
+        fingerprint = _fingerprint(body, raw)
         kind = self.classify(facts)
-        key = (facts.path, kind, _fingerprint(body, raw))
+        streamed = self._streamed_kinds.get((facts.path, fingerprint))
+        if not facts.stream and streamed is not None:
+            # a non-streaming re-send of a streamed conversation is the client's fallback and
+            # keeps its kind (2.0.x's fallback adds a temperature, which reads as a side request)
+            kind = streamed
+        elif facts.stream:
+            self._streamed_kinds[(facts.path, fingerprint)] = kind
+        key = (facts.path, kind, fingerprint)
         turn = self._turns.get(key)
         if turn is None:
             count = self._turn_counts.get(key[:2], 0) + 1

@@ -446,3 +446,16 @@ def test_explicit_stop_reason_none_survives_into_the_script() -> None:
     decision = Player(scenario).send(body_for("a"))
     assert isinstance(decision.prepared, PreparedMessage)
     assert decision.prepared.stop_reason is None
+
+
+def test_a_non_streaming_fallback_keeps_the_kind_of_the_streamed_turn() -> None:
+    # 2.0.x's fallback re-sends the conversation with a temperature and a smaller max_tokens,
+    # which alone would read as a side request
+    player = Player(Scenario(rules=[Rule(id="main", reply=text("answer"))]))
+    streamed = player.send(body_for("hi"))
+    fallback = player.send(body_for("hi", stream=False, temperature=1, max_tokens=50))
+    assert summary(streamed) == ("main", 1, 1, "main", 0)
+    assert summary(fallback) == ("main", 1, 2, "main", 0)
+    assert fallback.replay_of == 1  # the streamed request's seq
+    side = player.send(body_for("hi", temperature=1))  # streamed: classified as it reads
+    assert side.kind == "side"

@@ -71,8 +71,10 @@ CAP_PROBE = Probe(
     ]),
     hooks={"Stop": {"action": "block", "reason": "STOP_CAP_MARKER: keep going"}},
     invocations=(
-        Invocation("cap-3", "STOP_CAP_PROMPT", env={"CLAUDE_CODE_STOP_HOOK_BLOCK_CAP": "3"}),
-        Invocation("cap-default", "STOP_CAP_PROMPT"),
+        # a client without a cap loops until the timeout: keep it short
+        Invocation("cap-3", "STOP_CAP_PROMPT", env={"CLAUDE_CODE_STOP_HOOK_BLOCK_CAP": "3"},
+                   timeout=30),
+        Invocation("cap-default", "STOP_CAP_PROMPT", timeout=30),
     ),
     check=check_cap,
 )
