@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import sys
 import time
@@ -47,8 +48,24 @@ def _select(reports: tuple[ReportSpec, ...], probe: str | None,
     return chosen
 
 
+def load_catalog(name: str | None) -> tuple[ReportSpec, ...]:
+    """The built-in reports, or ``REPORTS`` of a module of your own (``--catalog my.probes``)."""
+    if name is None:
+        return REPORTS
+    try:
+        module = importlib.import_module(name)
+    except ImportError as error:
+        raise SystemExit(f"loopprobe: cannot import the catalog {name!r}: {error}") from None
+    reports = getattr(module, "REPORTS", None)
+    if not isinstance(reports, tuple) or not all(isinstance(r, ReportSpec) for r in reports):
+        raise SystemExit(f"loopprobe: {name!r} has no REPORTS tuple of ReportSpec "
+                         f"(found {type(reports).__name__})")
+    return reports
+
+
 def run_suite(client_spec: str, out: Path, *, probe: str | None = None,
-              report: str | None = None, work_dir: str | None = None) -> int:
+              report: str | None = None, work_dir: str | None = None,
+              catalog: tuple[ReportSpec, ...] = REPORTS) -> int:
     """Run the selected probes on one client version and write its report directory."""
     try:
         client, version = parse_client_spec(client_spec)
@@ -58,7 +75,7 @@ def run_suite(client_spec: str, out: Path, *, probe: str | None = None,
         print(f"loopprobe: {error}", file=sys.stderr)
         return EXIT_HARNESS
     _say(f"  binary {binary.entry} sha256 {binary.sha256}")
-    specs = _select(REPORTS, probe, report)
+    specs = _select(catalog, probe, report)
     work = Path(work_dir) if work_dir else (
         cache_root() / "runs" / f"{binary.version}-{time.strftime('%Y%m%d-%H%M%S')}")
     _say(f"  sandboxes under {work}")
@@ -114,7 +131,7 @@ def _verdict(outcome: ProbeOutcome) -> str:
 
 def cmd_run(args: argparse.Namespace) -> int:
     return run_suite(args.client, Path(args.out), probe=args.probe, report=args.report,
-                     work_dir=args.work_dir)
+                     work_dir=args.work_dir, catalog=load_catalog(args.catalog))
 
 
 def cmd_matrix(args: argparse.Namespace) -> int:
@@ -204,6 +221,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--probe", help="run only this probe")
     run.add_argument("--report", help="run only the probes of this report")
     run.add_argument("--work-dir", help="where sandboxes go (default: under the cache)")
+    run.add_argument("--catalog", help="a module whose REPORTS replace the built-in probes")
     run.set_defaults(func=cmd_run)
 
     serve_cmd = commands.add_parser("serve", help="run the Messages API mock")

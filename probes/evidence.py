@@ -56,6 +56,8 @@ class Evidence:
     torn_journal: str | None = None
     placeholders: dict[str, str] = field(default_factory=dict)  # real path -> $NAME
     mock_url: str = ""
+    egress: list[dict[str, Any]] = field(default_factory=list)  # connections the guard refused
+    egress_guarded: bool = False
 
     def path(self, placeholder: str) -> str:
         """The real path behind a placeholder such as ``$WORKSPACE``."""

@@ -106,6 +106,18 @@ def render_guide(reports: list[dict[str, Any]]) -> str:
         out.append(f"| [{report['report']}]({report['report']}.json) | {report['status']} | "
                    f"{passed}/{len(report['claims'])} |")
     out.append("")
+    out += ["## How every run ended", "",
+            "The final `result` of every client run in these reports (terminal reasons the "
+            "loop reached in print mode):", "",
+            "| report | probe | run | terminal_reason | subtype | is_error | exit |",
+            "|---|---|---|---|---|---|---|"]
+    for report in reports:
+        for row in report.get("terminal_reasons", []):
+            exit_code = "timeout" if row.get("timed_out") else row.get("exit_code")
+            out.append(f"| {report['report']} | {row['probe']} | {row['run']} | "
+                       f"{row.get('terminal_reason') or '—'} | {row.get('subtype') or '—'} | "
+                       f"{row.get('is_error')} | {exit_code} |")
+    out.append("")
     for report in reports:
         out += [f"## {report['title']}", "", report.get("summary", ""), ""]
         for claim in report["claims"]:

@@ -44,7 +44,7 @@ class Invocation:
     max_turns: int | None = None
     settings: dict[str, Any] | None = None
     extra_args: tuple[str, ...] = ()
-    env: dict[str, str] = field(default_factory=dict)
+    env: dict[str, str | None] = field(default_factory=dict)  # None unsets a variable
     timeout: float = 90.0
     model: str = "claude-sonnet-4-5"
 

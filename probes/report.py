@@ -150,6 +150,7 @@ def _probe_section(outcome: ProbeOutcome,
         section["hook_calls"] = [norm({k: v for k, v in h.items() if k != "pid"}, volatile=True)
                                  for h in ev.hook_calls if "input" in h]
         section["journal_torn_tail"] = ev.torn_journal
+        section["egress_attempts"] = [norm(a, volatile=True) for a in ev.egress]
     return section, {"runs": timing}
 
 
@@ -199,13 +200,19 @@ def build_report(spec: ReportSpec, outcomes: list[ProbeOutcome], binary: ClientB
         status = "not_applicable"
     else:
         status = "passed" if all(o.passed for o in ran) else "failed"
+    terminal = [
+        {"probe": o.probe.name, "run": name, "terminal_reason": (run.result or {}).get(
+            "terminal_reason"), "subtype": (run.result or {}).get("subtype"),
+         "is_error": (run.result or {}).get("is_error"), "exit_code": run.exit_code,
+         "timed_out": run.timed_out}
+        for o in outcomes if o.evidence is not None for name, run in o.evidence.runs.items()]
     report = {
         "schema_version": REPORT_SCHEMA_VERSION,
         "report": spec.name, "title": spec.title, "summary": spec.summary,
         "generator": {"name": "loopprobe", "version": __version__},
         "client": binary.identity(),
         "status": status, "passed": status == "passed", "complete": complete,
-        "claims": claims, "checks": checks, "probes": probes,
+        "claims": claims, "checks": checks, "probes": probes, "terminal_reasons": terminal,
         "boundaries": sorted({b for o in outcomes for b in o.probe.boundaries}),
         "journal": f"{spec.name}.journal.jsonl",
         "volatile": volatile,

@@ -14,6 +14,7 @@ import sys
 import traceback
 import uuid
 from collections.abc import Callable
+from contextlib import nullcontext
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -23,6 +24,7 @@ from mockapi.journal import read_journal
 from probes import hook_recorder
 from probes.checks import CheckResult, Checks
 from probes.clients.base import Client, ClientBinary
+from probes.egress import EgressSink
 from probes.evidence import Evidence, RunRecord
 from probes.model import Invocation, Probe
 from probes.process import run_process
@@ -88,6 +90,12 @@ def harness_checks(evidence: Evidence, checks: Checks) -> None:
                               f"{run.last_events()}") if run.timed_out
                     else f"exited with {run.exit_code}",
                     evidence=f"run {name}")
+    hosts = sorted({attempt["host"] for attempt in evidence.egress})
+    if evidence.egress_guarded:
+        checks.that("harness.no-egress", None,
+                    "the client connected to nothing but the mock (the proxy refused the rest)",
+                    passed=not hosts, expected=[], observed=hosts,
+                    evidence="egress guard: connections made through the refusing proxy")
     unmatched = [r for r in evidence.journal
                  if r.get("type") == "request" and r.get("outcome") in ("no_rule", "mock_error")]
     checks.that("harness.script-covered", None,
@@ -98,7 +106,10 @@ def harness_checks(evidence: Evidence, checks: Checks) -> None:
 
 
 def run_probe(probe: Probe, client: Client, binary: ClientBinary, work_dir: Path | None, *,
-              keep: bool = True, progress: Callable[[str], None] = lambda _: None) -> ProbeOutcome:
+              keep: bool = True, egress_guard: bool = True,
+              progress: Callable[[str], None] = lambda _: None) -> ProbeOutcome:
+    """Run one probe in a fresh sandbox; ``egress_guard=False`` runs without the refusing proxy
+    (a proxy changes client behaviour: 2.1.235 then skips its HEAD /api/hello warm-up)."""
     not_applicable = probe.applies_to(binary)
     if not_applicable:
         return ProbeOutcome(probe, None, [], None, not_applicable=not_applicable)
@@ -111,12 +122,16 @@ def run_probe(probe: Probe, client: Client, binary: ClientBinary, work_dir: Path
     runs: dict[str, RunRecord] = {}
     scenario = probe.scenario.render(context)
     try:
-        with MockServer(probe.scenario, journal_path, context=context) as mock:
+        with EgressSink() if egress_guard else nullcontext() as sink, \
+                MockServer(probe.scenario, journal_path, context=context) as mock:
             for invocation in probe.invocations:
-                runs[invocation.name] = _run_one(probe, invocation, client, binary, box,
-                                                 mock, session_ids, hook_settings, progress)
+                runs[invocation.name] = _run_one(probe, invocation, client, binary, box, mock,
+                                                 session_ids, hook_settings, sink, progress)
         evidence = _gather(probe, binary, box, runs, journal_path)
         evidence.mock_url = mock.url
+        evidence.egress_guarded = sink is not None
+        evidence.egress = [{"time": a.time, "method": a.method, "target": a.target,
+                            "host": a.host} for a in (sink.attempts if sink else [])]
     except KeyboardInterrupt:
         raise
     except Exception as error:
@@ -137,7 +152,7 @@ def run_probe(probe: Probe, client: Client, binary: ClientBinary, work_dir: Path
 
 def _run_one(probe: Probe, invocation: Invocation, client: Client, binary: ClientBinary,
              box: Sandbox, mock: MockServer, session_ids: dict[str, str],
-             hook_settings: dict[str, Any] | None,
+             hook_settings: dict[str, Any] | None, sink: EgressSink | None,
              progress: Callable[[str], None]) -> RunRecord:
     if invocation.session == "new":
         session_ids[invocation.name] = session_id_for(probe.name, invocation.name)
@@ -145,7 +160,8 @@ def _run_one(probe: Probe, invocation: Invocation, client: Client, binary: Clien
         merged = dict(invocation.settings or {})
         merged["hooks"] = {**hook_settings["hooks"], **merged.get("hooks", {})}
         invocation = replace(invocation, settings=merged)
-    command = client.command(binary, invocation, box, mock.url, session_ids)
+    command = client.command(binary, invocation, box, mock.url, session_ids,
+                             extra_env=sink.environment() if sink else None)
     for path, content in command.files.items():
         Path(path).parent.mkdir(parents=True, exist_ok=True)
         Path(path).write_text(content)

@@ -120,7 +120,8 @@ class ClaudeCode:
         return env
 
     def command(self, binary: ClientBinary, invocation: Invocation, box: Sandbox,
-                base_url: str, session_ids: dict[str, str]) -> Command:
+                base_url: str, session_ids: dict[str, str],
+                extra_env: dict[str, str] | None = None) -> Command:
         argv = [*binary.launcher, "--print", invocation.prompt,
                 "--output-format", "stream-json", "--verbose",
                 "--model", invocation.model,
@@ -139,7 +140,8 @@ class ClaudeCode:
             if invocation.fork:
                 argv.append("--fork-session")
         argv += list(invocation.extra_args)
-        env = {**self.environment(box, base_url), **invocation.env}
+        merged = {**self.environment(box, base_url), **(extra_env or {}), **invocation.env}
+        env = {k: v for k, v in merged.items() if v is not None}
         files = {}
         if invocation.settings is not None:
             files[str(box.config_dir / "settings.json")] = json.dumps(
