@@ -31,7 +31,7 @@ from mockapi.events import PreparedError, PreparedMessage, PreparedRaw, error_bo
 from mockapi.journal import Journal, encode_body_field, read_journal, redact_headers
 from mockapi.matching import facts_from_body
 from mockapi.scenario import Scenario, ScenarioError, decode_scenario_text, parse_scenario
-from mockapi.script import Decision, Script
+from mockapi.script import Script
 from mockapi.sse import encode_event
 
 __all__ = ["ADMIN_PREFIX", "DeliberateDisconnect", "MockApp"]
@@ -194,7 +194,7 @@ class MockApp:
             if request.url.path.endswith("/count_tokens"):
                 return self._count_tokens(request, seq, arrival, raw, common, request_id)
             message = decision.no_rule_message(seq)
-            self._record(request, seq, arrival, raw, True, outcome="no_rule", status=400,
+            self._record(request, seq, arrival, raw, True, None, outcome="no_rule", status=400,
                          error=message, nearest=decision.nearest, **common)
             return _json(error_body("invalid_request_error", message, request_id), 400,
                          {"request-id": request_id, "x-should-retry": "false"})

@@ -251,7 +251,9 @@ def _reply_tag(value: Any) -> str:
         if "raw" in value:
             return "raw"
         return "message"
-    return {Message: "message", ApiError: "error", Raw: "raw"}.get(type(value), "message")
+    if isinstance(value, ApiError):
+        return "error"
+    return "raw" if isinstance(value, Raw) else "message"
 
 
 Reply = Annotated[

@@ -71,7 +71,7 @@ class Rule(BaseModel):
 class Scenario(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    schema_version: Literal[1] = SCHEMA_VERSION
+    schema_version: Literal[1] = 1
     name: str = "unnamed"
     description: str = ""
     classifier: Literal["claude-code", "plain"] = Field(

@@ -17,7 +17,7 @@ from typing import Any
 import orjson
 
 from mockapi.events import PreparedMessage, PreparedReply, prepare
-from mockapi.matching import CLASSIFIERS, Miss, RequestFacts
+from mockapi.matching import CLASSIFIERS, RequestFacts
 from mockapi.replies import Message, TextBlock, ToolUseBlock
 from mockapi.scenario import Rule, Scenario
 

@@ -15,10 +15,10 @@ from probes.catalog import REPORTS
 from probes.clients import InstallError, parse_client_spec
 from probes.clients.claude_code import ClaudeCode
 from probes.clients.npm import cache_root
-from probes.guide import write_guide
-from probes.model import ReportSpec
 from probes.diff import diff_directories, render_markdown
+from probes.guide import write_guide
 from probes.matrix import build_matrix, render_matrix
+from probes.model import ReportSpec
 from probes.report import ReportError, build_report, write_fingerprint, write_json, write_report
 from probes.runner import ProbeOutcome, run_probe
 

@@ -37,8 +37,8 @@ def _rule_lines(scenario: dict[str, Any]) -> list[str]:
 
 def _reply_view(reply: dict[str, Any]) -> Any:
     keep = {k: v for k, v in reply.items()
-            if v not in (None, [], {}, False) and k not in ("usage", "ping", "headers")
-            or k == "stop_reason" and v is not None}
+            if (v not in (None, [], {}, False) and k not in ("usage", "ping", "headers"))
+            or (k == "stop_reason" and v is not None)}
     if "content" in keep:
         keep["content"] = [{k: v for k, v in b.items() if k not in ("chunk_size",) and v is not None}
                            for b in keep["content"]]
@@ -46,7 +46,8 @@ def _reply_view(reply: dict[str, Any]) -> Any:
 
 
 def _claim_section(report: dict[str, Any], claim: dict[str, Any]) -> list[str]:
-    probe = next((p for p in report["probes"] if p["name"] == claim["probe"]), {})
+    probe: dict[str, Any] = next(
+        (p for p in report["probes"] if p["name"] == claim["probe"]), {})
     checks = {c["id"]: c for c in report["checks"]}
     out = [f"### `{claim['id']}` — {claim['status'].upper()}", "",
            f"**Claim.** {claim['statement']}", "",
@@ -58,7 +59,7 @@ def _claim_section(report: dict[str, Any], claim: dict[str, Any]) -> list[str]:
         out += [f"# {run['name']}\n{_command(run['argv'])}" for run in runs]
         out += ["```", ""]
     if probe.get("scenario"):
-        out += ["**Scripted model responses:**", ""] + _rule_lines(probe["scenario"]) + [""]
+        out += ["**Scripted model responses:**", "", *_rule_lines(probe["scenario"]), ""]
     if runs:
         out += ["**What the client did:**", "", "| run | exit | result subtype | result text |",
                 "|---|---|---|---|"]

@@ -23,6 +23,7 @@ import json
 import os
 import sys
 import time
+from typing import Any
 
 
 def _count_previous(log_path: str, event: str) -> int:
@@ -34,7 +35,7 @@ def _count_previous(log_path: str, event: str) -> int:
         return 0
 
 
-def _applies(payload: dict, rule: dict) -> bool:
+def _applies(payload: dict[str, Any], rule: dict[str, Any]) -> bool:
     tools = rule.get("tools")
     if tools is not None and payload.get("tool_name") not in tools:
         return False
@@ -42,7 +43,8 @@ def _applies(payload: dict, rule: dict) -> bool:
     return needle is None or needle in json.dumps(payload.get("tool_input"))
 
 
-def _decide(event: str, payload: dict, rule: dict, seen: int) -> dict | None:
+def _decide(event: str, payload: dict[str, Any], rule: dict[str, Any],
+            seen: int) -> dict[str, Any] | None:
     action = rule.get("action", "record")
     if "times" in rule and seen >= rule["times"]:
         return None
@@ -59,7 +61,8 @@ def _decide(event: str, payload: dict, rule: dict, seen: int) -> dict | None:
         return {"hookSpecificOutput": {"hookEventName": event, "permissionDecision": "allow",
                                        "updatedInput": rule["input"]}}
     if action == "output":
-        return rule["output"]
+        output: dict[str, Any] = rule["output"]
+        return output
     return None
 
 

@@ -138,16 +138,16 @@ def run_probe(probe: Probe, client: Client, binary: ClientBinary, work_dir: Path
         return ProbeOutcome(probe, None, [], box.root, scenario=scenario.model_dump(mode="json"),
                             error=f"{type(error).__name__}: {error}")
     checks = Checks(probe.name)
-    error = None
+    check_error = None
     try:
         probe.check(evidence, checks)
     except Exception:
-        error = "a check raised instead of failing: " + traceback.format_exc(limit=4)
+        check_error = "a check raised instead of failing: " + traceback.format_exc(limit=4)
     harness_checks(evidence, checks)
     if not keep:
         box.remove()
     return ProbeOutcome(probe, evidence, checks.results, box.root if keep else None,
-                        error=error, scenario=scenario.model_dump(mode="json"))
+                        error=check_error, scenario=scenario.model_dump(mode="json"))
 
 
 def _run_one(probe: Probe, invocation: Invocation, client: Client, binary: ClientBinary,

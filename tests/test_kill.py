@@ -245,7 +245,7 @@ def kill_during_journal_write(workdir: Path) -> tuple[Path, Path, Path, int]:
         outcome = Outcome("huge")
         progress = Progress()
         client = httpx.Client(timeout=CLIENT_TIMEOUT)
-        sender = threading.Thread(target=lambda: send_raw(client, url, body, outcome, progress))
+        sender = threading.Thread(target=send_raw, args=(client, url, body, outcome, progress))
         try:
             sender.start()
             deadline = time.monotonic() + LOAD_TIMEOUT

@@ -152,8 +152,8 @@ def _fork_reuses_session(ev: Evidence) -> None:
 
 def _fork_keeps_history(ev: Evidence) -> None:
     record = _request(ev, "fork", 0)
-    record["body"]["messages"] = messages(_request(ev, "resume", 0)) + [
-        {"role": "user", "content": "no marker here"}]
+    record["body"]["messages"] = [*messages(_request(ev, "resume", 0)),
+                                  {"role": "user", "content": "no marker here"}]
 
 
 def _stop_hook_never_reenters(ev: Evidence) -> None:
@@ -431,8 +431,8 @@ def _errors_printed(ev: Evidence) -> None:
         run.stdout += "\n".join(messages_)
 
 
-GENERIC = (_errors_printed, _phantom_hooks, _results_broken, _no_hooks, _requests_doubled, _requests_gone, _requests_scrambled,
-           _workspace_changed, _timing_inverted, _events_gone)
+GENERIC = (_errors_printed, _phantom_hooks, _results_broken, _no_hooks, _requests_doubled,
+           _requests_gone, _requests_scrambled, _workspace_changed, _timing_inverted, _events_gone)
 
 
 def test_alterations_reach_every_claim_check(real_outcomes: dict[str, ProbeOutcome]) -> None:

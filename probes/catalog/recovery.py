@@ -24,7 +24,7 @@ from mockapi import (
 from mockapi.replies import StreamError, Usage
 from probes.catalog.common import body_text, check_ended, last_user_locations
 from probes.checks import Checks
-from probes.evidence import Evidence, blocks_of_type, messages
+from probes.evidence import Evidence, messages
 from probes.model import Claim, Invocation, Probe
 
 MAX_TOKENS = "probe.max-tokens-recovery"
@@ -48,16 +48,22 @@ def _terminal(c: Checks, claim: str, ev: Evidence, run: str, expected: str) -> N
             evidence=f"run {run}: result.terminal_reason")
 
 
+def _texts(record: dict[str, Any], role: str) -> list[str]:
+    texts = []
+    for message in messages(record):
+        content = message.get("content")
+        if message.get("role") == role and isinstance(content, list):
+            texts += [str(b.get("text")).strip() for b in content
+                      if isinstance(b, dict) and b.get("type") == "text"]
+    return texts
+
+
 def _user_texts(record: dict[str, Any]) -> list[str]:
-    return [str(b.get("text")).strip() for m in messages(record) if m.get("role") == "user"
-            for b in (m.get("content") if isinstance(m.get("content"), list) else [])
-            if isinstance(b, dict) and b.get("type") == "text"]
+    return _texts(record, "user")
 
 
 def _assistant_texts(record: dict[str, Any]) -> list[str]:
-    return [str(b.get("text")) for m in messages(record) if m.get("role") == "assistant"
-            for b in (m.get("content") if isinstance(m.get("content"), list) else [])
-            if isinstance(b, dict) and b.get("type") == "text"]
+    return _texts(record, "assistant")
 
 
 # ---- max_tokens ------------------------------------------------------------------------
@@ -132,7 +138,7 @@ def check_thinking(ev: Evidence, c: Checks) -> None:
     requests = ev.requests("thinking")
     c.equal("request-count", THINKING, "one nudge, then the answer is accepted",
             expected=2, observed=len(requests), evidence="journal: main requests")
-    first, nudge = (requests + [{}, {}])[:2]
+    first, nudge = ([*requests, {}, {}])[:2]
     added = [t for t in _user_texts(nudge) if t not in _user_texts(first)]
     c.that("nudge-asks-for-visible-output", THINKING,
            "the second request adds a prompt for a visible answer to the user turn",

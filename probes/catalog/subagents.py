@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from mockapi import Match, Rule, Scenario, text, tool_use
 from probes.catalog.common import body_text, check_ended, last_user_locations
 from probes.checks import Checks
@@ -32,12 +34,12 @@ LAUNCH_INPUT = {"description": "loopprobe child", "prompt": f"{CHILD_PROMPT}: an
                 "subagent_type": CHILD_AGENT}
 
 
-def _system_text(record: dict) -> str:
+def _system_text(record: dict[str, Any]) -> str:
     body = record.get("body") if record else None
     return str(body.get("system")) if isinstance(body, dict) else ""
 
 
-def _tools(record: dict) -> list[str] | None:
+def _tools(record: dict[str, Any]) -> list[str] | None:
     body = record.get("body") if record else None
     return [t.get("name") for t in body.get("tools", [])] if isinstance(body, dict) else None
 
@@ -98,9 +100,9 @@ def check(ev: Evidence, c: Checks) -> None:
     check_ended(c, FEEDBACK, ev, "parent", final_text=PARENT_OK, prefix="result")
 
 
-def _block_text_at(record: dict, loc: Location) -> str:
+def _block_text_at(record: dict[str, Any], loc: Location) -> str:
     content = messages(record)[loc.message].get("content")
-    block = content if isinstance(content, str) else content[loc.block]
+    block = content[loc.block] if isinstance(content, list) else content
     return block_text(block)
 
 

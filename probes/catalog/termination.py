@@ -179,6 +179,12 @@ HOOK_STOPPED_PROBE = _hook_probe(
                     "output": {"continue": False, "stopReason": "HOOK_STOPPED_MARKER"}}},
     "hook_stopped", "A hook's continue:false ends the loop after the tool batch")
 
+def _check_single_stop(ev: Evidence, c: Checks, claim: str, terminal: str) -> None:
+    _terminal(c, claim, ev, "run", terminal)
+    c.equal("requests", claim, "one model request", expected=1,
+            observed=len(ev.requests("run")), evidence="journal: main requests")
+
+
 STOP_PREVENTED_PROBE = Probe(
     name="stop-hook-prevented",
     title="A Stop hook's continue:false ends the loop as stop_hook_prevented",
@@ -189,10 +195,7 @@ STOP_PREVENTED_PROBE = Probe(
     hooks={"Stop": {"action": "output",
                     "output": {"continue": False, "stopReason": "STOP_PREVENTED_MARKER"}}},
     invocations=(Invocation("run", "STOP_PREVENTED_PROMPT"),),
-    check=lambda ev, c: (_terminal(c, STOP_PREVENTED, ev, "run", "stop_hook_prevented"),
-                         c.equal("requests", STOP_PREVENTED, "one model request",
-                                 expected=1, observed=len(ev.requests("run")),
-                                 evidence="journal: main requests")) and None,
+    check=lambda ev, c: _check_single_stop(ev, c, STOP_PREVENTED, "stop_hook_prevented"),
 )
 
 DEFERRED_PROBE = _hook_probe(

@@ -78,7 +78,7 @@ def _check_feedback(ev: Evidence, c: Checks) -> None:
             expected=2, observed=len(requests), evidence="journal: main requests of run initial")
     tools = [t.get("name") for t in (first.get("body") or {}).get("tools", [])] if first else None
     c.that("request-1.declares-read", FEEDBACK, "the first request declares the Read tool",
-           passed=bool(tools) and "Read" in tools, expected="tools include Read",
+           passed="Read" in (tools or []), expected="tools include Read",
            observed=tools, evidence=f"request #{first.get('seq')} body.tools")
     c.that("request-1.holds-prompt", FEEDBACK, "the first request's last user turn is the prompt",
            passed=bool(last_user_locations(first, INITIAL)),
@@ -182,7 +182,8 @@ def _check_compact(ev: Evidence, c: Checks) -> None:
     c.equal("compact.summary-request", COMPACTED,
             "the client asked the model for a summary once",
             expected=1, observed=len(compactions), evidence="journal: compaction requests")
-    entries = ev.transcript(ev.run("initial").session_id if ev.run("initial") else None)
+    initial = ev.run("initial")
+    entries = ev.transcript(initial.session_id if initial else None)
     marks = [e for e in entries if e.get("subtype") == "compact_boundary"]
     metadata = (marks[0].get("compactMetadata") or {}) if marks else {}
     recorded = {k: metadata[k] for k in ("trigger", "preTokens") if k in metadata}

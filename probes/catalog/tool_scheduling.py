@@ -112,7 +112,7 @@ def _overlap(a: dict[str, Any], b: dict[str, Any]) -> bool:
 def _after(later: dict[str, Any], earlier: dict[str, Any]) -> bool | None:
     if not (later.get("start") and earlier.get("end")):
         return None
-    return later["start"] >= earlier["end"]
+    return bool(later["start"] >= earlier["end"])
 
 
 def check_batch(ev: Evidence, c: Checks) -> None:

@@ -40,7 +40,8 @@ def sha256_file(path: Path) -> str:
     return digest.hexdigest()
 
 
-def _npm(*args: str, cwd: Path | None = None, timeout: float = NPM_TIMEOUT) -> subprocess.CompletedProcess[str]:
+def _npm(*args: str, cwd: Path | None = None,
+         timeout: float = NPM_TIMEOUT) -> subprocess.CompletedProcess[str]:
     npm = shutil.which("npm")
     if npm is None:
         raise InstallError("npm is not on PATH; install Node.js (20+) and npm to install clients")

@@ -1,0 +1,302 @@
+"""A bounded soak: 200 concurrent streaming clients, no failed or lost request, flat memory.
+
+The mock runs as its own process (``python -m mockapi``) in its own session, so
+its memory is measured alone (VmRSS from ``/proc/<pid>/status``, once a second)
+and it is stopped by its process group, never by name. 200 asyncio clients share
+one httpx connection pool with a connection each and send streaming requests
+back to back until the soak time is up; each reads the whole SSE stream and
+checks it runs from ``message_start`` to ``message_stop``. Every request carries a
+unique marker, so the journal can be checked request by request afterwards.
+
+The soak lasts ``LOOPPROBE_SOAK_SECONDS`` (default 20). Its length is the only
+time in this file: nothing asserts how fast a request is answered.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import selectors
+import signal
+import statistics
+import subprocess
+import sys
+import time
+import uuid
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+import orjson
+import pytest
+
+from mockapi import read_journal
+from mockapi.sse import decode_events
+
+SOAK_SECONDS = float(os.environ.get("LOOPPROBE_SOAK_SECONDS", "20"))
+CLIENTS = 200
+POOLS = int(os.environ.get('POOLS', '10'))
+SAMPLE_EVERY = 1.0  # seconds between two RSS samples
+START_TIMEOUT = 15.0
+STOP_TIMEOUT = 10.0
+# Generous: a request is never timed, but one that hangs this long is a failure, not a wait.
+CLIENT_TIMEOUT = httpx.Timeout(60.0)
+HEADERS = {"x-api-key": "sk-soak", "anthropic-version": "2023-06-01",
+           "content-type": "application/json"}
+MODEL = "claude-sonnet-4-5"
+# Every request is the same conversation; only its marker (in metadata, which no rule looks
+# at) differs. The script remembers each distinct `messages` value it has seen, by design (it
+# numbers turns), so unique conversations would grow memory by a few hundred bytes each; one
+# conversation makes any per-request growth a leak.
+MESSAGES = [{"role": "user", "content": "soak: say something long enough to stream"}]
+ANSWER = "The quick brown fox jumps over the lazy dog. " * 6  # 270 characters
+SCENARIO: dict[str, Any] = {
+    "name": "soak",
+    "classifier": "plain",
+    "rules": [{
+        "id": "stream",
+        "match": {"kind": "any"},
+        "repeat": "always",
+        "reply": {"content": [{"type": "text", "text": ANSWER, "chunk_size": 24}]},
+    }],
+}
+# message_start, ping, content_block_start, 12 deltas, content_block_stop, message_delta,
+# message_stop
+EVENTS_PER_STREAM = 3 + -(-len(ANSWER) // 24) + 3
+
+# ---- the memory bound ---------------------------------------------------------------------
+# RSS is compared between the two halves of the soak (the median of each half's samples),
+# after a warm-up: sampling starts once every client has had a first complete answer, so the
+# first half does not include the growth from 0 to 200 open connections. Between the two
+# medians lie about half of all requests (N/2). A leak of L bytes per request moves the second
+# median up by about L * N/2; allocator noise and the first-half/second-half high-water marks
+# of a steady server stay within a few MB. The bound is the larger of 20% of the first half's
+# median and 24 MiB. At the ~1,000 requests/s a 2-core machine sustains, a 20 s soak puts
+# ~10,000 requests between the medians, so a leak of ~2.5 KB per request (24 MiB / 10,000)
+# fails the test; a 60 s soak halves that. The test prints the smallest leak this run could
+# have seen.
+GROWTH_FLOOR = 24 * 1024 * 1024
+GROWTH_RATIO = 0.20
+
+
+@dataclass
+class Soak:
+    url: str
+    pid: int
+    deadline: float = 0.0
+    sent: list[str] = field(default_factory=list)
+    completed: int = 0
+    failures: list[str] = field(default_factory=list)
+    first_answers: set[int] = field(default_factory=set)
+    warm: asyncio.Event = field(default_factory=asyncio.Event)
+    samples: list[tuple[float, int, int]] = field(default_factory=list)  # (time, RSS, completed)
+
+    def fail(self, marker: str, what: str) -> None:
+        self.failures.append(f"{marker}: {what}")
+
+
+def start_mock(workdir: Path) -> tuple[subprocess.Popen[bytes], str, Path, Path]:
+    scenario, journal, log = (workdir / "scenario.json", workdir / "journal.jsonl",
+                              workdir / "mock.log")
+    scenario.write_bytes(orjson.dumps(SCENARIO))
+    command = [sys.executable, "-m", "mockapi", "--port", "0", "--journal", str(journal),
+               "--scenario", str(scenario)]
+    with log.open("ab") as stderr:
+        process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=stderr,
+                                   cwd=workdir, start_new_session=True)
+    try:
+        line = read_line(process, START_TIMEOUT)
+        prefix = "mockapi listening on "
+        assert line.startswith(prefix), (line, log.read_text())
+        return process, line[len(prefix):].split()[0], journal, log
+    except BaseException:
+        stop_group(process, signal.SIGKILL)
+        raise
+
+
+def read_line(process: subprocess.Popen[bytes], timeout: float) -> str:
+    assert process.stdout is not None
+    fd = process.stdout.fileno()
+    buffer = b""
+    deadline = time.monotonic() + timeout
+    with selectors.DefaultSelector() as selector:
+        selector.register(fd, selectors.EVENT_READ)
+        while b"\n" not in buffer:
+            left = deadline - time.monotonic()
+            if left <= 0 or not selector.select(left):
+                raise TimeoutError(f"the mock printed no address within {timeout}s: {buffer!r}")
+            chunk = os.read(fd, 4096)
+            if not chunk:
+                raise RuntimeError(f"the mock exited before listening: {buffer!r}")
+            buffer += chunk
+    return buffer.split(b"\n", 1)[0].decode()
+
+
+def stop_group(process: subprocess.Popen[bytes], sig: signal.Signals) -> None:
+    """Signal the mock's own process group (it was started in a new session); SIGKILL if stuck."""
+    if process.poll() is None:
+        os.killpg(process.pid, sig)
+        try:
+            process.wait(STOP_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait(STOP_TIMEOUT)
+    if process.stdout is not None:
+        process.stdout.close()
+
+
+def rss_bytes(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) * 1024
+    raise AssertionError(f"no VmRSS for pid {pid}")
+
+
+def check_stream(body: bytes) -> str | None:
+    """Why ``body`` is not one whole message stream, or None if it is."""
+    try:
+        names = [name for name, _ in decode_events(body)]
+    except UnicodeDecodeError as error:
+        return f"undecodable stream: {error}"
+    if names[:1] != ["message_start"] or names[-1:] != ["message_stop"]:
+        return f"stream from {names[:1]} to {names[-1:]}, {len(body)} bytes"
+    if len(names) != EVENTS_PER_STREAM:
+        return f"{len(names)} events, expected {EVENTS_PER_STREAM}"
+    return None
+
+
+async def client_loop(soak: Soak, client: httpx.AsyncClient, number: int) -> None:
+    sequence = 0
+    while time.monotonic() < soak.deadline:
+        sequence += 1
+        marker = f"soak-{number:03d}-{sequence:06d}-{uuid.uuid4().hex[:12]}"
+        body = orjson.dumps({"model": MODEL, "max_tokens": 256, "stream": True,
+                             "metadata": {"user_id": marker}, "messages": MESSAGES})
+        soak.sent.append(marker)
+        try:
+            async with client.stream("POST", f"{soak.url}/v1/messages", headers=HEADERS,
+                                     content=body) as response:
+                received = await response.aread()
+        except httpx.HTTPError as error:
+            soak.fail(marker, f"{type(error).__name__}: {error}")
+            continue
+        if response.status_code != 200:
+            soak.fail(marker, f"status {response.status_code}: {received[:200]!r}")
+            continue
+        problem = check_stream(received)
+        if problem is not None:
+            soak.fail(marker, problem)
+            continue
+        soak.completed += 1
+        if number not in soak.first_answers:
+            soak.first_answers.add(number)
+            if len(soak.first_answers) == CLIENTS:
+                soak.warm.set()
+
+
+async def sample_memory(soak: Soak) -> None:
+    """VmRSS once a second from the moment every client has been answered once."""
+    await soak.warm.wait()
+    while time.monotonic() < soak.deadline:
+        soak.samples.append((time.monotonic(), rss_bytes(soak.pid), soak.completed))
+        await asyncio.sleep(SAMPLE_EVERY)
+
+
+async def run_soak(soak: Soak) -> float:
+    per_pool = CLIENTS // POOLS
+    limits = httpx.Limits(max_connections=per_pool, max_keepalive_connections=per_pool)
+    async with contextlib.AsyncExitStack() as stack:
+        pools = [await stack.enter_async_context(
+            httpx.AsyncClient(timeout=CLIENT_TIMEOUT, limits=limits)) for _ in range(POOLS)]
+        started = time.monotonic()
+        soak.deadline = started + SOAK_SECONDS
+        sampler = asyncio.create_task(sample_memory(soak))
+        await asyncio.gather(*(client_loop(soak, pools[n % POOLS], n) for n in range(CLIENTS)))
+        elapsed = time.monotonic() - started
+        soak.warm.set()  # if some client was never answered, the sampler must still end
+        await sampler
+    return elapsed
+
+
+def mib(size: float) -> str:
+    return f"{size / (1024 * 1024):.1f} MiB"
+
+
+@pytest.mark.slow
+def test_200_streaming_clients_soak(tmp_path: Path,
+                                    record_property: Callable[[str, object], None]) -> None:
+    process, url, journal, log = start_mock(tmp_path)
+    soak = Soak(url, process.pid)
+    try:
+        elapsed = asyncio.run(run_soak(soak))
+        assert process.poll() is None, f"the mock died during the soak: {log.read_text()}"
+    finally:
+        stop_group(process, signal.SIGINT)  # uvicorn's graceful shutdown
+
+    # ---- what happened, for the report ----
+    samples = soak.samples
+    half = len(samples) // 2
+    first = [rss for _, rss, _ in samples[:half]]
+    second = [rss for _, rss, _ in samples[half:]]
+    requests_between = (samples[-1][2] - samples[0][2]) / 2 if samples else 0
+    report = {
+        "soak_seconds": round(elapsed, 1),
+        "clients": CLIENTS,
+        "requests_sent": len(soak.sent),
+        "requests_completed": soak.completed,
+        "requests_failed": len(soak.failures),
+        "requests_per_second": round(soak.completed / elapsed, 1),
+        "rss_samples": len(samples),
+        "rss_min": mib(min(first + second)) if samples else None,
+        "rss_max": mib(max(first + second)) if samples else None,
+        "rss_first_half_median": mib(statistics.median(first)) if first else None,
+        "rss_second_half_median": mib(statistics.median(second)) if second else None,
+    }
+    if first and second:
+        growth = statistics.median(second) - statistics.median(first)
+        bound = max(GROWTH_FLOOR, GROWTH_RATIO * statistics.median(first))
+        report["rss_growth"] = mib(growth)
+        report["rss_growth_bound"] = mib(bound)
+        report["smallest_detectable_leak_bytes_per_request"] = round(
+            bound / max(requests_between, 1))
+    for name, value in report.items():
+        record_property(name, value)
+    print("\nsoak:", ", ".join(f"{k}={v}" for k, v in report.items()))
+    print("soak RSS samples (MiB):", " ".join(f"{rss / 1048576:.1f}" for _, rss, _ in samples))
+
+    # ---- no failed request ----
+    assert not soak.failures, (f"{len(soak.failures)} of {len(soak.sent)} requests failed; "
+                               f"first ones: {soak.failures[:10]}")
+    assert soak.completed == len(soak.sent)
+    assert soak.completed >= CLIENTS, "the soak did not even answer every client once"
+
+    # ---- no lost request: each marker recorded once, each stream ended complete ----
+    contents = read_journal(journal)
+    assert contents.torn_tail is None, contents.torn_tail
+    requests = contents.requests()
+    markers = Counter(r["body"]["metadata"]["user_id"] for r in requests)
+    twice = [m for m, count in markers.items() if count > 1]
+    assert not twice, f"recorded more than once: {twice[:10]}"
+    missing = set(soak.sent) - set(markers)
+    assert not missing, f"{len(missing)} requests not in the journal, e.g. {sorted(missing)[:10]}"
+    assert len(requests) == len(soak.sent), "the journal holds requests nobody sent"
+    assert all(r["outcome"] == "replied" and r["status"] == 200 for r in requests)
+    ends = contents.ends()
+    not_complete = [(r["seq"], ends.get(r["seq"], {}).get("reason")) for r in requests
+                    if ends.get(r["seq"], {}).get("reason") != "complete"]
+    assert not not_complete, f"{len(not_complete)} streams not complete: {not_complete[:10]}"
+    assert len(ends) == len(requests)
+
+    # ---- flat memory ----
+    assert len(samples) >= 4, f"too few RSS samples to judge memory: {samples}"
+    assert report["rss_growth"] is not None
+    growth = statistics.median(second) - statistics.median(first)
+    bound = max(GROWTH_FLOOR, GROWTH_RATIO * statistics.median(first))
+    assert growth < bound, (
+        f"server RSS grew by {mib(growth)} between the soak's halves (bound {mib(bound)}) "
+        f"over ~{requests_between:.0f} requests: about {growth / requests_between:.0f} bytes "
+        "per request")
