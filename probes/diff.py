@@ -130,6 +130,10 @@ def diff_directories(a_dir: Path, b_dir: Path) -> DiffResult:
                                   "count_b": len(seq_b.get(probe, [])),
                                   "a": seq_a.get(probe, []), "b": seq_b.get(probe, [])})
     first_a, first_b = next(iter(a_reports.values())), next(iter(b_reports.values()))
+    egress_a = sorted({h for r in a_reports.values()
+                       for h in r.get("trust", {}).get("egress_refused", [])})
+    egress_b = sorted({h for r in b_reports.values()
+                       for h in r.get("trust", {}).get("egress_refused", [])})
     return DiffResult({
         "a": {"dir": str(a_dir), "client": first_a["client"]},
         "b": {"dir": str(b_dir), "client": first_b["client"]},
@@ -137,6 +141,7 @@ def diff_directories(a_dir: Path, b_dir: Path) -> DiffResult:
         "checks_flipped": checks,
         "fingerprint": _fingerprint_changes(a_fp, b_fp),
         "request_sequences": sequences,
+        "egress": _set_change(egress_a, egress_b),
     })
 
 
@@ -166,6 +171,10 @@ def render_markdown(result: DiffResult) -> str:
         for c in result["checks_flipped"]:
             out.append(f"| `{c['id']}` | {c['a']} | {c['b']} | {_show(c['expected'], 70)} | "
                        f"{_show(c['observed_a'])} | {_show(c['observed_b'])} |")
+    egress = result["egress"]
+    out += ["", "## Egress", "",
+            f"Hosts the client tried to reach besides the mock: added {egress['added']}, "
+            f"removed {egress['removed']}."]
     out += ["", "## Request shape", ""]
     fp = result["fingerprint"]
     if "missing" in fp:

@@ -107,6 +107,10 @@ def render_guide(reports: list[dict[str, Any]]) -> str:
         out.append(f"| [{report['report']}]({report['report']}.json) | {report['status']} | "
                    f"{passed}/{len(report['claims'])} |")
     out.append("")
+    refused = sorted({h for r in reports for h in r.get("trust", {}).get("egress_refused", [])})
+    out += ["**Egress:** " + (f"the client tried to reach {', '.join(refused)}; the egress guard "
+                              "refused every attempt (see each probe's `egress_attempts`)."
+                              if refused else "the client connected to nothing but the mock."), ""]
     out += ["## How every run ended", "",
             "The final `result` of every client run in these reports (terminal reasons the "
             "loop reached in print mode):", "",

@@ -32,6 +32,7 @@ __all__ = ["FINGERPRINT_FILE", "REPORT_SCHEMA_VERSION", "ReportError", "build_re
 
 REPORT_SCHEMA_VERSION = 1
 FINGERPRINT_FILE = "fingerprint.json"
+TRUST_CHECK = "harness.no-egress"
 # client-made random identifiers, each numbered by first appearance
 RANDOM_IDS = re.compile(
     r"\b(?P<UUID>[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})\b"
@@ -176,8 +177,10 @@ def build_report(spec: ReportSpec, outcomes: list[ProbeOutcome], binary: ClientB
         for claim in outcome.probe.claims:
             own = [c for c in probe_checks if c["claim"] == claim.id]
             failed = [c["id"] for c in own if not c["passed"]]
-            harness_failed = [c["id"] for c in probe_checks
-                              if c["claim"] is None and not c["passed"]]
+            # a timeout or an unscripted request undermines the evidence of every claim of the
+            # probe; an egress attempt does not (it is reported on its own, in `trust`)
+            harness_failed = [c["id"] for c in probe_checks if c["claim"] is None
+                              and not c["passed"] and not c["id"].endswith(TRUST_CHECK)]
             if outcome.not_applicable:
                 status, reason = "not_applicable", outcome.not_applicable
             elif outcome.error:
@@ -191,6 +194,10 @@ def build_report(spec: ReportSpec, outcomes: list[ProbeOutcome], binary: ClientB
             claims.append({"id": claim.id, "statement": claim.statement, "source": claim.source,
                            "probe": outcome.probe.name, "status": status, "passed": status == "passed",
                            "reason": reason, "checks": [c["id"] for c in own]})
+    trust = {"egress_refused": sorted({host for c in checks if c["id"].endswith(TRUST_CHECK)
+                                       and not c["passed"] for host in c["observed"]}),
+             "note": "connections the client tried to make to hosts other than the mock; "
+                     "all were refused by the egress guard"}
     ran = [o for o in outcomes if not o.not_applicable]
     if not complete:
         status = "incomplete"
@@ -199,7 +206,8 @@ def build_report(spec: ReportSpec, outcomes: list[ProbeOutcome], binary: ClientB
     elif not ran:
         status = "not_applicable"
     else:
-        status = "passed" if all(o.passed for o in ran) else "failed"
+        status = "passed" if all(c["passed"] for c in claims if c["status"] != "not_applicable") \
+            and not trust["egress_refused"] else "failed"
     terminal = [
         {"probe": o.probe.name, "run": name, "terminal_reason": (run.result or {}).get(
             "terminal_reason"), "subtype": (run.result or {}).get("subtype"),
@@ -213,6 +221,7 @@ def build_report(spec: ReportSpec, outcomes: list[ProbeOutcome], binary: ClientB
         "client": binary.identity(),
         "status": status, "passed": status == "passed", "complete": complete,
         "claims": claims, "checks": checks, "probes": probes, "terminal_reasons": terminal,
+        "trust": trust,
         "boundaries": sorted({b for o in outcomes for b in o.probe.boundaries}),
         "journal": f"{spec.name}.journal.jsonl",
         "volatile": volatile,

@@ -162,9 +162,7 @@ THINKING_PROBE = Probe(
 )
 
 
-# a conversation worth compacting: the client skips compaction when the messages are tiny
-LARGE_FILE = "".join(f"{i:05d} {'conversation filler to make the history worth summarising ' * 2}\n"
-                     for i in range(1500))
+FILLER_FILE = "".join(f"{i:05d} conversation filler for the history\n" for i in range(20))
 
 def _reads(prefix: str, count: int, last_usage: int | None = None) -> list[Message]:
     """``count`` Read turns (distinct files); the last one may report a large input."""
@@ -225,7 +223,7 @@ PTL_PROBE = Probe(
         Rule(id="turns", match=Match(),
              replies=[*_reads("ptl", GROUPS), prompt_too_long(), text("PTL_RECOVERED")]),
     ]),
-    fixtures={f"ptl{i}.txt": LARGE_FILE for i in range(1, GROUPS + 1)},
+    fixtures={f"ptl{i}.txt": FILLER_FILE for i in range(1, GROUPS + 1)},
     invocations=(Invocation("ptl", "PTL_PROMPT"),),
     check=check_ptl_recovered,
 )
@@ -280,7 +278,7 @@ AUTO_COMPACT_PROBE = Probe(
         Rule(id="turns", match=Match(),
              replies=[*_reads("auto", GROUPS, last_usage=99000), text("AUTO_COMPACT_DONE")]),
     ]),
-    fixtures={f"auto{i}.txt": LARGE_FILE for i in range(1, GROUPS + 1)},
+    fixtures={f"auto{i}.txt": FILLER_FILE for i in range(1, GROUPS + 1)},
     invocations=(Invocation("auto", "AUTO_COMPACT_PROMPT",
                             env={"CLAUDE_CODE_AUTO_COMPACT_WINDOW": "100000"}),),
     check=check_auto_compact,
