@@ -139,7 +139,8 @@ def cmd_matrix(args: argparse.Namespace) -> int:
     out = Path(args.out)
     codes = {}
     for version in versions:
-        codes[version] = run_suite(version, out / version.rpartition("@")[2])
+        if not args.skip_run:
+            codes[version] = run_suite(version, out / version.rpartition("@")[2])
     directories = [out / v.rpartition("@")[2] for v in versions]
     matrix = build_matrix([d for d in directories if d.is_dir()])
     write_json(out / "matrix.json", matrix)
@@ -241,6 +242,8 @@ def build_parser() -> argparse.ArgumentParser:
                         help="comma-separated versions, e.g. 2.0.77,2.1.235,latest")
     matrix.add_argument("--out", required=True, help="directory; one folder per version")
     matrix.add_argument("--baseline", help="also write diff-<baseline>-to-<version>.md files")
+    matrix.add_argument("--skip-run", action="store_true",
+                        help="only rebuild the tables and diffs from the existing folders")
     matrix.set_defaults(func=cmd_matrix)
 
     diff = commands.add_parser("diff", help="what changed between two report directories "

@@ -69,7 +69,10 @@ CAP_PROBE = Probe(
     scenario=Scenario(name="stop-hook-block-cap", rules=[
         Rule(id="answer", match=Match(), reply=text("STILL_ANSWERING"), repeat="always"),
     ]),
-    hooks={"Stop": {"action": "block", "reason": "STOP_CAP_MARKER: keep going"}},
+    # 15 blocks in all cover both runs (4 + 9 calls with a cap); a client without a cap is let
+    # go after them instead of looping until the timeout
+    hooks={"Stop": {"action": "block", "reason": "STOP_CAP_MARKER: keep going",
+                    "times": 15}},
     invocations=(
         # a client without a cap loops until the timeout: keep it short
         Invocation("cap-3", "STOP_CAP_PROMPT", env={"CLAUDE_CODE_STOP_HOOK_BLOCK_CAP": "3"},
@@ -77,6 +80,9 @@ CAP_PROBE = Probe(
         Invocation("cap-default", "STOP_CAP_PROMPT", timeout=30),
     ),
     check=check_cap,
+    boundaries=("The hook blocks its first 15 calls only (both runs together need 13 with a "
+                "cap), so a client without a cap ends instead of looping: its counts then "
+                "show 16 requests, not a cap.",),
 )
 
 
