@@ -60,7 +60,8 @@ class Probe:
     fixtures: dict[str, str] = field(default_factory=dict)
     hooks: dict[str, Any] | None = None  # policy for probes.hook_recorder
     boundaries: tuple[str, ...] = ()
-    applies_to: Callable[[Any], str | None] = field(default=lambda client: None)
+    # flags beyond the client's base ones; a client whose --help lacks one is not applicable
+    requires_flags: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

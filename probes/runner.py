@@ -105,12 +105,21 @@ def harness_checks(evidence: Evidence, checks: Checks) -> None:
                 evidence="journal outcome")
 
 
+def _missing_flags(probe: Probe, client: Client, binary: ClientBinary) -> str | None:
+    text = binary.help_text()
+    missing = [flag for flag in (*client.base_flags, *probe.requires_flags) if flag not in text]
+    if missing:
+        return (f"{binary.name} {binary.version} has no {', '.join(missing)} "
+                f"(not in its --help), which this probe needs")
+    return None
+
+
 def run_probe(probe: Probe, client: Client, binary: ClientBinary, work_dir: Path | None, *,
               keep: bool = True, egress_guard: bool = True,
               progress: Callable[[str], None] = lambda _: None) -> ProbeOutcome:
     """Run one probe in a fresh sandbox; ``egress_guard=False`` runs without the refusing proxy
     (a proxy changes client behaviour: 2.1.235 then skips its HEAD /api/hello warm-up)."""
-    not_applicable = probe.applies_to(binary)
+    not_applicable = _missing_flags(probe, client, binary)
     if not_applicable:
         return ProbeOutcome(probe, None, [], None, not_applicable=not_applicable)
     box = Sandbox.create(work_dir, probe.name)
@@ -123,7 +132,7 @@ def run_probe(probe: Probe, client: Client, binary: ClientBinary, work_dir: Path
     scenario = probe.scenario.render(context)
     try:
         with EgressSink() if egress_guard else nullcontext() as sink, \
-                MockServer(probe.scenario, journal_path, context=context) as mock:
+                MockServer(probe.scenario, journal_path, context=context, fsync=True) as mock:
             for invocation in probe.invocations:
                 runs[invocation.name] = _run_one(probe, invocation, client, binary, box, mock,
                                                  session_ids, hook_settings, sink, progress)

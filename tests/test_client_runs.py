@@ -138,3 +138,22 @@ def test_the_suite_through_the_cli_is_reproducible(claude_code_binary, tmp_path:
         assert _stable(first) == _stable(second), name
         for claim in first["claims"]:
             assert f"`{claim['id']}`" in guide
+
+
+def test_a_probe_needing_a_flag_the_client_lacks_is_not_applicable(claude_code_binary,
+                                                                   tmp_path: Path) -> None:
+    from dataclasses import replace
+
+    from probes.catalog.tool_result_resume import PROBE
+    from probes.model import ReportSpec
+    from probes.report import build_report
+    probe = replace(PROBE, requires_flags=("--flag-from-the-future",))
+    outcome = run_probe(probe, ClaudeCode(), claude_code_binary, tmp_path)
+    assert outcome.not_applicable == (
+        f"claude-code {claude_code_binary.version} has no --flag-from-the-future "
+        "(not in its --help), which this probe needs")
+    assert outcome.evidence is None and outcome.checks == []
+    report, _ = build_report(ReportSpec("r", "r", (probe,)), [outcome], claude_code_binary)
+    assert report["status"] == "not_applicable"
+    assert {c["status"] for c in report["claims"]} == {"not_applicable"}
+    assert all("--flag-from-the-future" in c["reason"] for c in report["claims"])

@@ -382,6 +382,7 @@ FALLBACK_PROBE = Probe(
                             extra_args=("--fallback-model", FALLBACK_MODEL),
                             env={"CLAUDE_CODE_MAX_RETRIES": "4"}),),
     check=check_fallback,
+    requires_flags=("--fallback-model",),
     boundaries=("The primary model first streams a partial text (ABANDONED_PARTIAL) and breaks "
                 "with overloaded_error, then answers every request with 529.",),
 )

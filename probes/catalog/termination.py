@@ -153,6 +153,7 @@ BUDGET_PROBE = Probe(
     fixtures={"budget.txt": "BUDGET\n"},
     invocations=(Invocation("budget", "BUDGET_PROMPT", extra_args=("--max-budget-usd", "0.05")),),
     check=check_budget,
+    requires_flags=("--max-budget-usd",),
     boundaries=("The cost is the client's own estimate from the scripted usage "
                 "(1,000,000 input tokens per response).",),
 )

@@ -245,6 +245,7 @@ PROBE = Probe(
         Invocation("fork", FORK, session="resume", resume_from="initial", fork=True),
     ),
     check=check,
+    requires_flags=("--resume", "--fork-session"),
     boundaries=(
         "Uses only the Read tool against a local mock; says nothing about Bash, sandboxing, "
         "network tools, MCP or remote model quality.",

@@ -9,12 +9,14 @@ tool runner fit the same protocol.
 from __future__ import annotations
 
 import json
+import subprocess
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
 from probes.model import Invocation
-from probes.sandbox import Sandbox
+from probes.sandbox import BASE_PATH, Sandbox
 
 __all__ = ["Client", "ClientBinary", "Command", "Output"]
 
@@ -29,6 +31,18 @@ class ClientBinary:
     entry: Path
     launcher: tuple[str, ...]
     sha256: str
+
+    def help_text(self) -> str:
+        """The client's ``--help`` output, read once and kept beside the install."""
+        cached = self.root / "help.txt"
+        if not cached.is_file():
+            with tempfile.TemporaryDirectory(prefix="loopprobe-help.") as home:
+                env = {"PATH": BASE_PATH, "HOME": home, "TERM": "dumb",
+                       "CLAUDE_CONFIG_DIR": f"{home}/.claude", "DISABLE_AUTOUPDATER": "1"}
+                done = subprocess.run([*self.launcher, "--help"], capture_output=True, text=True,
+                                      timeout=60, env=env, stdin=subprocess.DEVNULL)
+            cached.write_text(done.stdout + done.stderr)
+        return cached.read_text()
 
     def identity(self) -> dict[str, Any]:
         return {"name": self.name, "version": self.version, "platform": self.platform,
@@ -83,6 +97,7 @@ class Output:
 class Client(Protocol):
     name: str
     package: str
+    base_flags: tuple[str, ...]  # what every run passes (as listed by --help)
 
     def install(self, version: str) -> ClientBinary: ...
 

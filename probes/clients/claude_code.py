@@ -47,6 +47,9 @@ def _locate_entry(prefix: Path) -> tuple[Path, list[str | Path]]:
 class ClaudeCode:
     name = "claude-code"
     package = PACKAGE
+    # --max-turns works but is not listed by --help (2.0.77 to 2.1.332), so it is not here
+    base_flags: tuple[str, ...] = ("--print", "--output-format", "--verbose", "--model", "--permission-mode",
+                  "--dangerously-skip-permissions", "--session-id")
 
     def __init__(self, cache: Path | None = None):
         self.cache = (cache or cache_root()) / "clients" / self.name
@@ -127,7 +130,10 @@ class ClaudeCode:
                 "--model", invocation.model,
                 "--permission-mode", "bypassPermissions", "--dangerously-skip-permissions"]
         if invocation.tools is not None:
-            argv += ["--tools", ",".join(invocation.tools)]
+            # before --tools existed (2.0.3x and older) the closest is --allowedTools, which
+            # allows the tools without removing the others from the list the model sees
+            flag = "--tools" if "--tools" in binary.help_text() else "--allowedTools"
+            argv += [flag, ",".join(invocation.tools)]
         if invocation.max_turns is not None:
             argv += ["--max-turns", str(invocation.max_turns)]
         if invocation.session == "new":
