@@ -40,14 +40,30 @@ def redact_headers(raw: Iterable[tuple[bytes, bytes]]) -> dict[str, str]:
 
 def encode_body_field(raw: bytes, parsed_ok: bool) -> bytes:
     """The journal's body field: the raw JSON if it parsed, else text or base64."""
-    if parsed_ok and b"\n" not in raw and b"\r" not in raw:
-        return b'"body":' + raw
     if parsed_ok:
-        return b'"body":' + orjson.dumps(orjson.loads(raw))
+        # CR and LF can only be whitespace in JSON (inside strings they must be escaped), so
+        # blanking them keeps the body's value and makes it one line at any depth (re-encoding
+        # it with orjson fails beyond 254 levels).
+        line = raw
+        if b"\n" in raw or b"\r" in raw:
+            line = raw.replace(b"\r", b" ").replace(b"\n", b" ")
+        if _fits_in_a_record(line):
+            return b'"body":' + line
     try:
         return b'"body_text":' + orjson.dumps(raw.decode("utf-8"))
     except UnicodeDecodeError:
         return b'"body_base64":' + orjson.dumps(base64.b64encode(raw).decode())
+
+
+def _fits_in_a_record(body: bytes) -> bool:
+    """Whether a record holding ``body`` stays within the 1024 levels orjson reads back."""
+    if body.count(b"[") + body.count(b"{") < 1023:
+        return True
+    try:
+        orjson.loads(b"[" + body + b"]")
+    except orjson.JSONDecodeError:
+        return False
+    return True
 
 
 class Journal:

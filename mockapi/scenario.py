@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import re
+import reprlib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
@@ -27,6 +28,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, model_validator
 
+from mockapi.events import prepare
 from mockapi.matching import Match
 from mockapi.replies import Reply
 
@@ -166,8 +168,10 @@ def _location(loc: tuple[Any, ...]) -> str:
             len(previous) >= 2 and previous[-2] == "replies" and isinstance(previous[-1], int))
         after_block = (len(previous) >= 2 and previous[-2] == "content"
                        and isinstance(previous[-1], int))
+        after_union = previous[-1:] in (["kind"], ["last_user_text_contains"])
         is_tag = (after_reply and part in ("message", "error", "raw")) or (
-            after_block and part in _BLOCK_TYPES) or (isinstance(part, str) and "[" in part)
+            after_block and part in _BLOCK_TYPES) or (isinstance(part, str) and "[" in part) or (
+            after_union and part == "str")  # the member of `str | list[str]` that failed
         previous.append(part)
         if is_tag:
             previous[-1] = None
@@ -179,17 +183,21 @@ def _location(loc: tuple[Any, ...]) -> str:
     return path or "(top level)"
 
 
+def _show(found: Any) -> str:
+    try:
+        shown = json.dumps(found, default=str)
+    except (TypeError, ValueError, RecursionError):  # non-string keys (YAML dates), cycles, depth
+        shown = reprlib.repr(found)
+    return shown if len(shown) <= 80 else shown[:77] + "..."
+
+
 def _problems(error: ValidationError, *, skip_top_level: bool = False) -> list[str]:
     problems = []
     for e in error.errors(include_url=False):
         if skip_top_level and not e["loc"]:
             continue  # the model-level duplicate-id check; _duplicate_ids locates it
         where = _location(tuple(e["loc"]))
-        found = e.get("input")
-        shown = json.dumps(found, default=str)
-        if len(shown) > 80:
-            shown = shown[:77] + "..."
-        problems.append(f"{where}: {e['msg']} (found {shown})")
+        problems.append(f"{where}: {e['msg']} (found {_show(e.get('input'))})")
     return problems
 
 
@@ -220,11 +228,85 @@ def parse_scenario(data: Any, source: str = "<scenario>") -> Scenario:
         raise ScenarioError(source, [
             f"(top level): expected a mapping with `rules`, found {type(data).__name__}"])
     duplicates = _duplicate_ids(data)
+    forms = _form_problems(data)
     try:
-        return Scenario.model_validate(data)
+        scenario = Scenario.model_validate(data)
     except ValidationError as error:
         problems = _problems(error, skip_top_level=bool(duplicates))
+        problems += [p for p in forms if p not in problems]
         raise ScenarioError(source, problems + duplicates) from None
+    unservable = _unservable(scenario, data)
+    if unservable:
+        raise ScenarioError(source, unservable)
+    return scenario
+
+
+def _one_of(where: str, value: Any, first: str, second: str, problems: list[str]) -> None:
+    if isinstance(value, dict) and (value.get(first) is None) == (value.get(second) is None):
+        problems.append(f"{where}: Value error, give exactly one of `{first}` or `{second}` "
+                        f"(found {_show(value)})")
+
+
+def _form_problems(data: dict[str, Any]) -> list[str]:
+    """Fields that must not come together (or apart), found even beside field errors.
+
+    pydantic runs a model's own checks only once all its fields are valid; these are
+    looked for in the raw data so that one load lists every problem.
+    """
+    problems: list[str] = []
+    rules = data.get("rules")
+    for i, rule in enumerate(rules if isinstance(rules, list) else []):
+        if not isinstance(rule, dict):
+            continue
+        _one_of(f"rules[{i}]", rule, "reply", "replies", problems)
+        replies = [(f"rules[{i}].reply", rule.get("reply"))]
+        if isinstance(rule.get("replies"), list):
+            replies += [(f"rules[{i}].replies[{j}]", r) for j, r in enumerate(rule["replies"])]
+        for where, reply in replies:
+            if not isinstance(reply, dict):
+                continue
+            if "error" in reply:
+                continue
+            if "raw" in reply:
+                raw = reply["raw"]
+                chunks = raw.get("chunks") if isinstance(raw, dict) else None
+                for k, chunk in enumerate(chunks if isinstance(chunks, list) else []):
+                    _one_of(f"{where}.raw.chunks[{k}]", chunk, "data", "data_base64", problems)
+                continue
+            if reply.get("text") is not None and reply.get("content"):
+                problems.append(f"{where}: Value error, give either `text` or `content`, not "
+                                f"both (found {_show(reply)})")
+            if "stall" in reply:
+                _one_of(f"{where}.stall", reply["stall"], "after_events", "before_event",
+                        problems)
+    return problems
+
+
+def _unservable(scenario: Scenario, data: dict[str, Any]) -> list[str]:
+    """Replies the models accept but the mock cannot encode: invalid base64, integers
+    beyond 64 bits, JSON nested deeper than orjson writes."""
+    problems = []
+    for i, rule in enumerate(scenario.rules):
+        places = ([(f"rules[{i}].reply", rule.reply)] if rule.reply is not None else
+                  [(f"rules[{i}].replies[{j}]", r) for j, r in enumerate(rule.replies or [])])
+        for where, reply in places:
+            try:
+                prepare(reply, "check")
+            except (TypeError, ValueError) as error:  # orjson's errors, binascii.Error
+                problems.append(f"{where}: cannot be served: {error} "
+                                f"(found {_show(_raw_at(data, where, reply))})")
+    return problems
+
+
+def _raw_at(data: Any, where: str, default: Any) -> Any:
+    """The value at ``where`` (rules[0].replies[1]) in the data as given, else ``default``."""
+    node = data
+    for index, key in re.findall(r"\[(\d+)\]|(\w+)", where):
+        try:
+            node = node[int(index)] if index else node[key]
+        except (LookupError, TypeError):
+            return default
+    return node
 
 
 def decode_scenario_text(content: str | bytes, source: str) -> Any:
@@ -236,6 +318,9 @@ def decode_scenario_text(content: str | bytes, source: str) -> Any:
     except (ValueError, yaml.YAMLError) as error:
         kind = "JSON" if suffix == ".json" else "YAML"
         raise ScenarioError(source, [f"not valid {kind}: {error}"]) from None
+    except RecursionError:
+        kind = "JSON" if suffix == ".json" else "YAML"
+        raise ScenarioError(source, [f"not valid {kind}: nested too deeply to be read"]) from None
 
 
 def load_scenario(path: str | Path) -> Scenario:

@@ -1,0 +1,254 @@
+"""``python -m bench`` (``scripts/bench``): race our mock against aimock and report ratios.
+
+Exit status: 0 when every case was measured on both servers without an error,
+1 when a request failed, 2 when the benchmark could not run (install, start,
+bodies, a reply that is not the expected one), 130 when interrupted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import platform
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+from bench import FIXED_TEXT
+from bench.bodies import Bodies, BodiesError, load_bodies
+from bench.load import LoadResult, build_requests, response_ok, run_load
+from bench.peers import AIMOCK_VERSION, InstallError, Server, ServerError, start_aimock, start_ours
+from bench.profile import ProfileError, print_profile, profile_ours
+from bench.report import OURS, PEER, case_ratios, merge, summarize, table, write_json
+from bench.verify import VerifyError, verify_reply
+
+ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_BODIES = ROOT / "reports" / "2.1.235"
+BUSY_LOAD = 0.5  # load average above which the machine is doing other work
+
+
+@dataclass(frozen=True)
+class Case:
+    stream: bool
+    concurrency: int
+
+    @property
+    def name(self) -> str:
+        return f"{'stream' if self.stream else 'json'} c={self.concurrency}"
+
+
+def _concurrency(text: str) -> list[int]:
+    try:
+        values = [int(v) for v in text.split(",") if v.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected numbers like 1,16, got {text!r}") from None
+    if not values or any(v < 1 for v in values):
+        raise argparse.ArgumentTypeError(f"expected positive numbers like 1,16, got {text!r}")
+    return values
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="scripts/bench", description="Race our mock against aimock with real Claude Code "
+        "request bodies; speed is reported as ratios against aimock measured in the same run.")
+    parser.add_argument("--out", type=Path, default=Path("bench-results.json"),
+                        help="JSON results file (default: %(default)s)")
+    parser.add_argument("--quick", action="store_true",
+                        help="smoke run: 1 s per case, short warm-up, one round (its ratios "
+                        "are not meaningful: aimock's JIT is still warming up)")
+    parser.add_argument("--duration", type=float, help="measured seconds per case, server "
+                        "and round (default 3, --quick 1)")
+    parser.add_argument("--warmup", type=float, help="seconds of load before each measurement "
+                        "(default 0.5, --quick 0.25); before the first case each server also "
+                        "gets 4x this per mode")
+    parser.add_argument("--rounds", type=int, help="rounds per case, alternating which server "
+                        "goes first: ours-aimock, aimock-ours, ... (default 4, --quick 1)")
+    parser.add_argument("--concurrency", type=_concurrency, default=[1, 16],
+                        help="connections per case, comma-separated (default: 1,16)")
+    parser.add_argument("--bodies", type=Path, default=DEFAULT_BODIES,
+                        help="directory of probe journals to take request bodies from "
+                        "(default: reports/2.1.235; its committed version if it has none)")
+    parser.add_argument("--aimock-version", default=AIMOCK_VERSION,
+                        help="aimock version to install and run (default: %(default)s)")
+    parser.add_argument("--no-pin", action="store_true",
+                        help="do not pin the servers and the generator to separate CPUs")
+    parser.add_argument("--profile", action="store_true",
+                        help="also sample our mock with py-spy under load (streaming and not) "
+                        "and summarise where its CPU goes; folded stacks go next to --out")
+    parser.add_argument("--profile-seconds", type=float, default=None,
+                        help="seconds of sampling per mode (default 5, --quick 2)")
+    args = parser.parse_args(argv)
+    quick = args.quick
+    args.duration = args.duration or (1.0 if quick else 3.0)
+    args.warmup = args.warmup if args.warmup is not None else (0.25 if quick else 0.5)
+    args.settle = 4 * args.warmup
+    args.rounds = args.rounds or (1 if quick else 4)
+    args.profile_seconds = args.profile_seconds or (2.0 if quick else 5.0)
+    if args.duration <= 0 or args.warmup < 0 or args.rounds < 1:
+        parser.error("--duration must be > 0, --warmup >= 0, --rounds >= 1")
+    return args
+
+
+def _pinning(enabled: bool) -> tuple[set[int] | None, set[int] | None]:
+    """(server CPUs, generator CPUs): the last CPU for the servers, the first for the load."""
+    if not enabled or not hasattr(os, "sched_getaffinity"):
+        return None, None
+    cpus = sorted(os.sched_getaffinity(0))
+    if len(cpus) < 2:
+        return None, None
+    return {cpus[-1]}, {cpus[0]}
+
+
+def _terminate(signum: int, frame: FrameType | None) -> None:
+    print(f"bench: stopped by signal {signum}; stopping the servers", file=sys.stderr)
+    raise SystemExit(128 + signum)
+
+
+def _node_version() -> str | None:
+    try:
+        return subprocess.run(["node", "--version"], capture_output=True, text=True,
+                              timeout=30).stdout.strip() or None
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
+def _measure(servers: dict[str, Server], bodies: Bodies, cases: list[Case],
+             args: argparse.Namespace) -> list[dict[str, Any]]:
+    requests = {(name, stream): build_requests(server.port, bodies.variant(stream))
+                for name, server in servers.items() for stream in (True, False)}
+    # once per server and mode before any case: JIT, caches and pools settle
+    for name, server in servers.items():
+        for stream in (True, False):
+            run_load(server.port, requests[(name, stream)], concurrency=max(args.concurrency),
+                     duration=args.settle, warmup=0, check=response_ok(stream, FIXED_TEXT))
+    measured = []
+    for case in cases:
+        rounds: dict[str, list[LoadResult]] = {OURS: [], PEER: []}
+        for number in range(args.rounds):
+            order = (OURS, PEER) if number % 2 == 0 else (PEER, OURS)
+            for name in order:
+                server = servers[name]
+                result = run_load(server.port, requests[(name, case.stream)],
+                                  concurrency=case.concurrency, duration=args.duration,
+                                  warmup=args.warmup, check=response_ok(case.stream, FIXED_TEXT),
+                                  server_cpu=server.cpu_seconds)
+                rounds[name].append(result)
+                print(f"  {case.name:<10} {name:<7} round {number + 1}: "
+                      f"{result.requests / result.elapsed:9.1f} req/s, {result.errors} errors",
+                      flush=True)
+        results = {name: summarize(merge(runs), runs) for name, runs in rounds.items()}
+        ratios = case_ratios(results[OURS], results[PEER])
+        ratios["throughput_ours_over_aimock_by_round"] = [
+            round((o.requests / o.elapsed) / (p.requests / p.elapsed), 3)
+            if o.elapsed and p.elapsed and p.requests else None
+            for o, p in zip(rounds[OURS], rounds[PEER], strict=True)]
+        measured.append({"name": case.name, "stream": case.stream,
+                         "concurrency": case.concurrency, "results": results,
+                         "ratios": ratios})
+    return measured
+
+
+def run(args: argparse.Namespace) -> int:
+    cases = [Case(stream, c) for c in args.concurrency for stream in (True, False)]
+    server_cpus, generator_cpus = _pinning(not args.no_pin)
+    load_before = os.getloadavg()
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    started = time.time()
+    try:
+        bodies = load_bodies(args.bodies, ROOT)
+    except BodiesError as error:
+        print(f"bench: {error}", file=sys.stderr)
+        return 2
+    print(f"bodies: {len(bodies.streaming)} distinct Claude Code request bodies from "
+          f"{bodies.source}", flush=True)
+    if load_before[0] > BUSY_LOAD:
+        print(f"bench: note: load average {load_before[0]:.2f}: the machine is doing other work; "
+              "the ratios are same-run but noisier", file=sys.stderr)
+    document: dict[str, Any] = {"schema": "loopprobe-bench/1"}
+    with tempfile.TemporaryDirectory(prefix="loopprobe-bench-") as tmp, \
+            contextlib.ExitStack() as stack:
+        servers: dict[str, Server] = {}
+        try:
+            print(f"starting our mock and aimock {args.aimock_version} (npm install into the "
+                  "cache on first use)", flush=True)
+            servers[OURS] = start_ours(Path(tmp), server_cpus)
+            stack.callback(servers[OURS].stop)
+            servers[PEER] = start_aimock(Path(tmp), server_cpus, args.aimock_version)
+            stack.callback(servers[PEER].stop)
+            replies = {name: {mode: verify_reply(server.url, bodies.variant(stream)[0], stream)
+                              for mode, stream in (("stream", True), ("json", False))}
+                       for name, server in servers.items()}
+        except (InstallError, ServerError, VerifyError, OSError) as error:
+            print(f"bench: {error}", file=sys.stderr)
+            return 2
+        if generator_cpus:
+            os.sched_setaffinity(0, generator_cpus)
+        print(f"measuring {len(cases)} cases x 2 servers x {args.rounds} round(s), "
+              f"{args.warmup:g} s warm-up + {args.duration:g} s each", flush=True)
+        measured = _measure(servers, bodies, cases, args)
+        profile = None
+        if args.profile:
+            try:
+                profile = profile_ours(servers[OURS], bodies, measured, max(args.concurrency),
+                                       args.profile_seconds, args.out)
+            except (ProfileError, OSError, subprocess.SubprocessError) as error:
+                print(f"bench: profiling failed: {error}", file=sys.stderr)
+        journal = Path(tmp) / "ours.journal.jsonl"
+        if journal.is_file():
+            servers[OURS].config["journal_bytes_written"] = journal.stat().st_size
+        errors = sum(c["results"][n]["errors"] for c in measured for n in (OURS, PEER))
+        document.update({
+            "ok": errors == 0,
+            "errors": errors,
+            "started_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(started)),
+            "seconds": round(time.time() - started, 1),
+            "settings": {"quick": args.quick, "duration_s": args.duration,
+                         "warmup_s": args.warmup, "settle_s": args.settle,
+                         "rounds": args.rounds,
+                         "concurrency": args.concurrency,
+                         "server_cpus": sorted(server_cpus) if server_cpus else None,
+                         "generator_cpus": sorted(generator_cpus) if generator_cpus else None,
+                         "headers": ["host", "x-api-key", "anthropic-version", "content-type",
+                                     "content-length"]},
+            "machine": {"cpus": os.cpu_count(), "platform": platform.platform(),
+                        "python": platform.python_version(), "node": _node_version(),
+                        "load_average_before": [round(v, 2) for v in load_before],
+                        "load_average_after": [round(v, 2) for v in os.getloadavg()]},
+            "bodies": bodies.describe(),
+            "servers": {name: {**server.describe(), "replies": replies[name]}
+                        for name, server in servers.items()},
+            "cases": measured,
+        })
+        if profile is not None:
+            document["profile"] = profile
+    write_json(args.out, document)
+    print()
+    print(table(measured))
+    if profile is not None:
+        print_profile(profile)
+    print(f"\nwrote {args.out}")
+    if errors:
+        print(f"bench: {errors} request(s) failed; see error_kinds in {args.out}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    signal.signal(signal.SIGTERM, _terminate)
+    try:
+        return run(args)
+    except KeyboardInterrupt:
+        print("bench: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())
