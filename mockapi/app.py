@@ -74,6 +74,37 @@ class _AnyMethod:
         await response(scope, receive, send)
 
 
+SSE_HEADERS = {"content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache",
+               "connection": "keep-alive", "x-accel-buffering": "no"}
+
+
+class _WholeStream:
+    """A stream with no scripted fault: every event in one chunked body write.
+
+    Same bytes and headers as the sse-starlette path used for faulty streams, without
+    its per-response task group, which costs more than everything else of a request.
+    """
+
+    def __init__(self, body: bytes, headers: Mapping[str, str],
+                 done: Callable[[str], None]):
+        self.body = body
+        self.raw_headers = [(k.lower().encode("latin-1"), v.encode("latin-1"))
+                            for k, v in headers.items()]
+        self.done = done
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        reason = "client_disconnected"
+        try:
+            await send({"type": "http.response.start", "status": 200,
+                        "headers": self.raw_headers})
+            await send({"type": "http.response.body", "body": self.body, "more_body": False})
+            reason = "complete"
+        except OSError:
+            pass
+        finally:
+            self.done(reason)
+
+
 class _BadRequest(Exception):
     def __init__(self, status: int, error_type: str, message: str, outcome: str):
         super().__init__(message)
@@ -230,7 +261,15 @@ class MockApp:
             return _json(error_body("overloaded_error",
                                     f"loopprobe mock: more than {self.max_streams} open streams",
                                     request_id), 529, {"request-id": request_id})
-        events = self._stream(prepared, prepared.message_start(message_id, model), seq)
+        headers.update(SSE_HEADERS)
+        start = prepared.message_start(message_id, model)
+        reply = prepared.reply
+        if not (reply.stall or reply.stream_error or reply.disconnect or reply.truncate):
+            body = start + prepared.joined_tail
+            return _WholeStream(body, headers, lambda reason: self._record_end(
+                seq, reason, len(prepared.tail) + 1 if reason == "complete" else 0,
+                len(body) if reason == "complete" else 0))
+        events = self._stream(prepared, start, seq)
         return EventSourceResponse(events, headers=headers, ping=0, sep="\n")
 
     def _count_tokens(self, request: Request, seq: int, arrival: float, raw: bytes | None,
@@ -275,7 +314,6 @@ class MockApp:
                       seq: int) -> AsyncIterator[bytes]:
         reply = prepared.reply
         events = (start, *prepared.tail)
-        faulty = reply.stall or reply.stream_error or reply.disconnect or reply.truncate
         stall_at = None
         if reply.stall is not None:
             stall_at = reply.stall.after_events
@@ -286,11 +324,6 @@ class MockApp:
         reason = "client_disconnected"
         self.open_streams += 1
         try:
-            if not faulty:
-                chunk = b"".join(events)
-                yield chunk
-                sent, size, reason = len(events), len(chunk), "complete"
-                return
             for position in range(len(events) + 1):
                 if reply.stall and stall_at == position:
                     await asyncio.sleep(reply.stall.seconds)

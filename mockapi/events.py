@@ -123,6 +123,7 @@ class PreparedMessage:
     reply: Message
     description: bytes  # the scripted reply as JSON, for the journal
     tail: tuple[bytes, ...]  # every stream event after message_start
+    joined_tail: bytes
     content: tuple[dict[str, Any], ...]
     stop_reason: str | None
     usage_start: dict[str, Any]
@@ -196,6 +197,7 @@ def prepare(reply: Reply, id_prefix: str) -> PreparedReply:
     }))
     tail.append(encode_event({"type": "message_stop"}))
     return PreparedMessage(
-        reply=reply, description=_describe(reply), tail=tuple(tail), content=tuple(content),
+        reply=reply, description=_describe(reply), tail=tuple(tail), joined_tail=b"".join(tail),
+        content=tuple(content),
         stop_reason=stop_reason, usage_start=usage_start, usage_final=usage_final,
     )

@@ -91,8 +91,10 @@ def test_open_streams_are_limited_with_a_clear_error(tmp_path: Path) -> None:
             httpx.Client(timeout=10) as client:
         with client.stream("POST", f"{mock.url}/v1/messages", headers=HEADERS,
                            json=BODY) as first:
-            next(first.iter_bytes())  # the first stream is open, stalled
+            chunks = first.iter_bytes()  # held: a dropped iterator closes the stream
+            next(chunks)  # the first stream is open, stalled
             second = client.post(f"{mock.url}/v1/messages", headers=HEADERS, json=BODY)
+            del chunks
         assert second.status_code == 529
         assert second.json()["error"] == {
             "type": "overloaded_error",
