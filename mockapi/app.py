@@ -78,7 +78,7 @@ SSE_HEADERS = {"content-type": "text/event-stream; charset=utf-8", "cache-contro
                "connection": "keep-alive", "x-accel-buffering": "no"}
 
 
-class _WholeStream:
+class _WholeStream(Response):
     """A stream with no scripted fault: every event in one chunked body write.
 
     Same bytes and headers as the sse-starlette path used for faulty streams, without
@@ -87,7 +87,9 @@ class _WholeStream:
 
     def __init__(self, body: bytes, headers: Mapping[str, str],
                  done: Callable[[str], None]):
+        super().__init__(status_code=200)
         self.body = body
+        # no content-length: the body goes out chunked, as a stream does
         self.raw_headers = [(k.lower().encode("latin-1"), v.encode("latin-1"))
                             for k, v in headers.items()]
         self.done = done
@@ -265,10 +267,10 @@ class MockApp:
         start = prepared.message_start(message_id, model)
         reply = prepared.reply
         if not (reply.stall or reply.stream_error or reply.disconnect or reply.truncate):
-            body = start + prepared.joined_tail
-            return _WholeStream(body, headers, lambda reason: self._record_end(
+            whole = start + prepared.joined_tail
+            return _WholeStream(whole, headers, lambda reason: self._record_end(
                 seq, reason, len(prepared.tail) + 1 if reason == "complete" else 0,
-                len(body) if reason == "complete" else 0))
+                len(whole) if reason == "complete" else 0))
         events = self._stream(prepared, start, seq)
         return EventSourceResponse(events, headers=headers, ping=0, sep="\n")
 

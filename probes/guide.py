@@ -69,6 +69,14 @@ def _claim_section(report: dict[str, Any], claim: dict[str, Any]) -> list[str]:
                        f"{' (timeout)' if run.get('timed_out') else ''} | "
                        f"{result.get('subtype')} | {_short(result.get('result'), 80)} |")
         out.append("")
+        for run in runs:
+            literal = [json.dumps(e, sort_keys=True) for e in run.get("stdout", [])
+                       if e.get("type") in ("result", "system") and e.get("subtype") != "init"]
+            if literal or run.get("stderr"):
+                out += [f"<details><summary>Literal output of <code>{run['name']}</code> "
+                        "(stream-json result and system events; stderr)</summary>", "",
+                        "```", *literal, *([run["stderr"].strip()] if run.get("stderr") else []),
+                        "```", "</details>", ""]
         requests = [r for r in probe.get("requests", []) if r.get("path") == "/v1/messages"]
         if requests:
             out += ["Requests the mock received:", ""]
