@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import os
 import random
-import selectors
 import signal
 import subprocess
 import sys
@@ -29,6 +28,7 @@ import orjson
 import pytest
 
 from mockapi import read_journal
+from tests.mock_process import read_line
 
 ITERATIONS = 10
 REQUESTS = 24  # per iteration
@@ -103,24 +103,6 @@ def start_mock(journal: Path, scenario: Path, log: Path) -> tuple[subprocess.Pop
     except BaseException:
         kill_group(process)
         raise
-
-
-def read_line(process: subprocess.Popen[bytes], timeout: float) -> str:
-    assert process.stdout is not None
-    fd = process.stdout.fileno()
-    buffer = b""
-    deadline = time.monotonic() + timeout
-    with selectors.DefaultSelector() as selector:
-        selector.register(fd, selectors.EVENT_READ)
-        while b"\n" not in buffer:
-            left = deadline - time.monotonic()
-            if left <= 0 or not selector.select(left):
-                raise TimeoutError(f"the mock printed no address within {timeout}s: {buffer!r}")
-            chunk = os.read(fd, 4096)
-            if not chunk:
-                raise RuntimeError(f"the mock exited before listening: {buffer!r}")
-            buffer += chunk
-    return buffer.split(b"\n", 1)[0].decode()
 
 
 def kill_group(process: subprocess.Popen[bytes]) -> None:

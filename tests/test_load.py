@@ -17,7 +17,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-import selectors
 import signal
 import statistics
 import subprocess
@@ -36,6 +35,7 @@ import pytest
 
 from mockapi import read_journal
 from mockapi.sse import decode_events
+from tests.mock_process import read_line
 
 SOAK_SECONDS = float(os.environ.get("LOOPPROBE_SOAK_SECONDS", "20"))
 CLIENTS = 200
@@ -123,24 +123,6 @@ def start_mock(workdir: Path) -> tuple[subprocess.Popen[bytes], str, Path, Path]
     except BaseException:
         stop_group(process, signal.SIGKILL)
         raise
-
-
-def read_line(process: subprocess.Popen[bytes], timeout: float) -> str:
-    assert process.stdout is not None
-    fd = process.stdout.fileno()
-    buffer = b""
-    deadline = time.monotonic() + timeout
-    with selectors.DefaultSelector() as selector:
-        selector.register(fd, selectors.EVENT_READ)
-        while b"\n" not in buffer:
-            left = deadline - time.monotonic()
-            if left <= 0 or not selector.select(left):
-                raise TimeoutError(f"the mock printed no address within {timeout}s: {buffer!r}")
-            chunk = os.read(fd, 4096)
-            if not chunk:
-                raise RuntimeError(f"the mock exited before listening: {buffer!r}")
-            buffer += chunk
-    return buffer.split(b"\n", 1)[0].decode()
 
 
 def stop_group(process: subprocess.Popen[bytes], sig: signal.Signals) -> None:

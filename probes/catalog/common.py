@@ -7,7 +7,20 @@ from typing import Any
 from probes.checks import Checks
 from probes.evidence import Evidence, RunRecord, block_text, blocks_of_type, locate, messages
 
-__all__ = ["body_text", "check_ended", "last_user_locations", "tool_pairs"]
+__all__ = ["body_text", "check_ended", "check_terminal", "last_user_locations", "result_of",
+           "tool_pairs"]
+
+
+def result_of(ev: Evidence, run: str) -> dict[str, Any]:
+    """The final result event of a run, or an empty dict."""
+    record = ev.run(run)
+    return (record.result if record else None) or {}
+
+
+def check_terminal(c: Checks, claim: str, ev: Evidence, run: str, expected: str) -> None:
+    c.equal(f"{run}.terminal-reason", claim, f"the terminal reason is {expected}",
+            expected=expected, observed=result_of(ev, run).get("terminal_reason"),
+            evidence=f"run {run}: result.terminal_reason")
 
 
 def check_ended(checks: Checks, claim: str, ev: Evidence, run_name: str, *,

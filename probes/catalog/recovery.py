@@ -22,7 +22,7 @@ from mockapi import (
     tool_use,
 )
 from mockapi.replies import StreamError, Usage
-from probes.catalog.common import body_text, check_ended, last_user_locations
+from probes.catalog.common import body_text, check_ended, check_terminal, last_user_locations, result_of
 from probes.checks import Checks
 from probes.evidence import Evidence, messages
 from probes.model import Claim, Invocation, Probe
@@ -35,17 +35,6 @@ PTL_SURFACED = "probe.prompt-too-long-surfaced"
 AUTO_COMPACT = "probe.auto-compaction-window"
 RETRIES = "probe.api-retry-backoff"
 FALLBACK = "probe.fallback-model-switch"
-
-
-def _result(ev: Evidence, run: str) -> dict[str, Any]:
-    record = ev.run(run)
-    return (record.result if record else None) or {}
-
-
-def _terminal(c: Checks, claim: str, ev: Evidence, run: str, expected: str) -> None:
-    c.equal(f"{run}.terminal-reason", claim, f"the terminal reason is {expected}",
-            expected=expected, observed=_result(ev, run).get("terminal_reason"),
-            evidence=f"run {run}: result.terminal_reason")
 
 
 def _texts(record: dict[str, Any], role: str) -> list[str]:
@@ -82,7 +71,7 @@ def check_max_tokens(ev: Evidence, c: Checks) -> None:
            passed=bool(recoveries) and all(continued), expected=[True] * 3, observed=continued,
            evidence="recovery requests: assistant text and last user turn")
     c.equal("is-error", MAX_TOKENS, "after the last recovery the error is surfaced",
-            expected=True, observed=_result(ev, "max-tokens").get("is_error"),
+            expected=True, observed=result_of(ev, "max-tokens").get("is_error"),
             evidence="run max-tokens: result.is_error")
 
 
@@ -108,9 +97,9 @@ MAX_TOKENS_PROBE = Probe(
 def check_malformed(ev: Evidence, c: Checks) -> None:
     c.equal("request-count", MALFORMED, "one retry after the malformed answer",
             expected=2, observed=len(ev.requests("malformed")), evidence="journal: main requests")
-    _terminal(c, MALFORMED, ev, "malformed", "malformed_tool_use_exhausted")
+    check_terminal(c, MALFORMED, ev, "malformed", "malformed_tool_use_exhausted")
     c.equal("is-error", MALFORMED, "the exhausted retry is an error",
-            expected=True, observed=_result(ev, "malformed").get("is_error"),
+            expected=True, observed=result_of(ev, "malformed").get("is_error"),
             evidence="run malformed: result.is_error")
     c.equal("no-tool-ran", MALFORMED, "no tool ran", expected=0,
             observed=len(ev.hooks("PreToolUse")), evidence="hook log PreToolUse")
@@ -230,12 +219,12 @@ PTL_PROBE = Probe(
 
 
 def check_ptl_surfaced(ev: Evidence, c: Checks) -> None:
-    _terminal(c, PTL_SURFACED, ev, "ptl-fails", "prompt_too_long")
+    check_terminal(c, PTL_SURFACED, ev, "ptl-fails", "prompt_too_long")
     c.equal("is-error", PTL_SURFACED, "the error is surfaced",
-            expected=True, observed=_result(ev, "ptl-fails").get("is_error"),
+            expected=True, observed=result_of(ev, "ptl-fails").get("is_error"),
             evidence="run ptl-fails: result.is_error")
     c.contains("error-text", PTL_SURFACED, "the result carries the prompt-too-long error",
-               needle="too long", haystack=str(_result(ev, "ptl-fails").get("result", ""))
+               needle="too long", haystack=str(result_of(ev, "ptl-fails").get("result", ""))
                if ev.run("ptl-fails") else None, evidence="run ptl-fails: result.result")
 
 

@@ -7,7 +7,7 @@ from typing import Any
 
 from mockapi import Match, Message, Rule, Scenario, ToolUseBlock, text, tool_use
 from mockapi.replies import Usage
-from probes.catalog.common import check_ended
+from probes.catalog.common import check_ended, check_terminal, result_of
 from probes.checks import Checks
 from probes.evidence import Evidence
 from probes.model import Claim, Invocation, Probe
@@ -18,17 +18,6 @@ BUDGET = "probe.max-budget-usd"
 HOOK_STOPPED = "probe.hook-stopped-terminal"
 STOP_PREVENTED = "probe.stop-hook-prevented-terminal"
 DEFERRED = "probe.tool-deferred-terminal"
-
-
-def _result(ev: Evidence, run: str) -> dict[str, Any]:
-    record = ev.run(run)
-    return (record.result if record else None) or {}
-
-
-def _terminal(c: Checks, claim: str, ev: Evidence, run: str, expected: str) -> None:
-    c.equal(f"{run}.terminal-reason", claim, f"the terminal reason is {expected}",
-            expected=expected, observed=_result(ev, run).get("terminal_reason"),
-            evidence=f"run {run}: result.terminal_reason")
 
 
 def _post_tool_uses(ev: Evidence, run: str) -> int:
@@ -57,7 +46,7 @@ def check_cap(ev: Evidence, c: Checks) -> None:
         c.contains(f"{run}.warning", CAP, "the override is reported as a warning",
                    needle="overriding", haystack=seen if record else None,
                    evidence=f"run {run}: stdout, stderr and the session transcripts")
-        _terminal(c, CAP, ev, run, "completed")
+        check_terminal(c, CAP, ev, run, "completed")
 
 
 CAP_PROBE = Probe(
@@ -97,7 +86,7 @@ def check_turns(ev: Evidence, c: Checks) -> None:
                 expected=tools, observed=_post_tool_uses(ev, run),
                 evidence="hook log: PostToolUse calls of the run")
         c.equal(f"{run}.subtype", TURNS, "the run ends with error_max_turns",
-                expected="error_max_turns", observed=_result(ev, run).get("subtype"),
+                expected="error_max_turns", observed=result_of(ev, run).get("subtype"),
                 evidence=f"run {run}: result.subtype")
 
 
@@ -134,7 +123,7 @@ TURNS_PROBE = Probe(
 def check_budget(ev: Evidence, c: Checks) -> None:
     c.equal("requests", BUDGET, "the loop stops after the request that spent the budget",
             expected=1, observed=len(ev.requests("budget")), evidence="journal: main requests")
-    _terminal(c, BUDGET, ev, "budget", "budget_exhausted")
+    check_terminal(c, BUDGET, ev, "budget", "budget_exhausted")
     check_ended(c, BUDGET, ev, "budget", final_text=None, subtype="error_max_budget_usd",
                 exit_code=1, is_error=True, prefix="result")
 
@@ -164,7 +153,7 @@ BUDGET_PROBE = Probe(
 def _hook_probe(name: str, claim: str, statement: str, hooks: dict[str, Any], terminal: str,
                 title: str) -> Probe:
     def check(ev: Evidence, c: Checks) -> None:
-        _terminal(c, claim, ev, "run", terminal)
+        check_terminal(c, claim, ev, "run", terminal)
         c.equal("requests", claim, "no model request after the hook's decision",
                 expected=1, observed=len(ev.requests("run")), evidence="journal: main requests")
     return Probe(
@@ -187,7 +176,7 @@ HOOK_STOPPED_PROBE = _hook_probe(
     "hook_stopped", "A hook's continue:false ends the loop after the tool batch")
 
 def _check_single_stop(ev: Evidence, c: Checks, claim: str, terminal: str) -> None:
-    _terminal(c, claim, ev, "run", terminal)
+    check_terminal(c, claim, ev, "run", terminal)
     c.equal("requests", claim, "one model request", expected=1,
             observed=len(ev.requests("run")), evidence="journal: main requests")
 
