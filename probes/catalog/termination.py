@@ -18,6 +18,7 @@ BUDGET = "probe.max-budget-usd"
 HOOK_STOPPED = "probe.hook-stopped-terminal"
 STOP_PREVENTED = "probe.stop-hook-prevented-terminal"
 DEFERRED = "probe.tool-deferred-terminal"
+BLOCKING = "probe.blocking-limit-terminal"
 
 
 def _post_tool_uses(ev: Evidence, run: str) -> int:
@@ -202,5 +203,35 @@ DEFERRED_PROBE = _hook_probe(
         "hookEventName": "PreToolUse", "permissionDecision": "defer"}}}},
     "tool_deferred", "A PreToolUse defer suspends the only tool call")
 
+def check_blocking(ev: Evidence, c: Checks) -> None:
+    c.equal("requests", BLOCKING, "the request known to be too large is never sent",
+            expected=1, observed=len(ev.requests("blocked")), evidence="journal: main requests")
+    check_terminal(c, BLOCKING, ev, "blocked", "blocking_limit")
+    c.equal("is-error", BLOCKING, "the run ends as an error", expected=True,
+            observed=result_of(ev, "blocked").get("is_error"), evidence="run blocked: result")
+
+
+BLOCKING_PROBE = Probe(
+    name="blocking-limit",
+    title="Past the blocking line with compaction off, the loop stops before the next call",
+    claims=(Claim(BLOCKING, "When the context is already past the blocking line before a "
+                            "model call and no compaction succeeded, the loop ends with "
+                            "blocking_limit instead of sending a request known to be too "
+                            "large."),),
+    scenario=Scenario(name="blocking-limit", rules=[
+        Rule(id="huge-turn", match=Match(last_user_text_contains="BLOCKING_PROMPT"),
+             reply=tool_use("Read", {"file_path": "{workspace}/blocking.txt"},
+                            usage=Usage(input_tokens=190000))),
+        Rule(id="after", match=Match(), reply=text("SHOULD_NOT_BE_ASKED"), repeat="always"),
+    ]),
+    fixtures={"blocking.txt": "BLOCKING\n"},
+    invocations=(Invocation("blocked", "BLOCKING_PROMPT",
+                            env={"CLAUDE_CODE_AUTO_COMPACT_WINDOW": "100000",
+                                 "DISABLE_AUTO_COMPACT": "1"}),),
+    check=check_blocking,
+    boundaries=("The context size is the scripted usage (190000 input tokens) against a "
+                "100000 window; automatic compaction is switched off with DISABLE_AUTO_COMPACT.",),
+)
+
 PROBES = (CAP_PROBE, TURNS_PROBE, BUDGET_PROBE, HOOK_STOPPED_PROBE, STOP_PREVENTED_PROBE,
-          DEFERRED_PROBE)
+          DEFERRED_PROBE, BLOCKING_PROBE)
