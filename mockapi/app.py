@@ -166,7 +166,7 @@ class MockApp:
     # ---- recording --------------------------------------------------------
 
     def _record(self, request: Request, seq: int, arrival: float, raw: bytes | None,
-                parsed_ok: bool, reply_json: bytes | None = None, **fields: Any) -> None:
+                parsed_ok: bool, *, reply_json: bytes | None = None, **fields: Any) -> None:
         record: dict[str, Any] = {
             "type": "request", "seq": seq, "run": self.run, "time": arrival,
             "elapsed": round(time.monotonic() - self.started, 6),
@@ -219,7 +219,7 @@ class MockApp:
             return _json(error_body("api_error", message, request_id), 500,
                          {"request-id": request_id, "x-should-retry": "false"})
 
-        common = {"kind": decision.kind, "turn": decision.turn, "attempt": decision.attempt,
+        common: dict[str, Any] = {"kind": decision.kind, "turn": decision.turn, "attempt": decision.attempt,
                   "stream": facts.stream, "model": facts.model, "rule": decision.rule,
                   "reply_index": decision.reply_index, "replay_of": decision.replay_of}
         prepared = decision.prepared
@@ -227,7 +227,7 @@ class MockApp:
             if request.url.path.endswith("/count_tokens"):
                 return self._count_tokens(request, seq, arrival, raw, common, request_id)
             message = decision.no_rule_message(seq)
-            self._record(request, seq, arrival, raw, True, None, outcome="no_rule", status=400,
+            self._record(request, seq, arrival, raw, True, outcome="no_rule", status=400,
                          error=message, nearest=decision.nearest, **common)
             return _json(error_body("invalid_request_error", message, request_id), 400,
                          {"request-id": request_id, "x-should-retry": "false"})
