@@ -12,8 +12,7 @@ from typing import Any
 
 from mockapi.cli import add_serve_arguments, serve
 from probes.catalog import REPORTS
-from probes.clients import InstallError, parse_client_spec
-from probes.clients.claude_code import ClaudeCode
+from probes.clients import InstallError, all_clients, parse_client_spec
 from probes.clients.npm import cache_root
 from probes.diff import diff_directories, render_markdown
 from probes.guide import write_guide
@@ -196,7 +195,7 @@ def cmd_clients_install(args: argparse.Namespace) -> int:
 
 
 def cmd_clients_list(args: argparse.Namespace) -> int:
-    found = ClaudeCode().installed()
+    found = [binary for client in all_clients() for binary in client.installed()]
     if not found:
         _say(f"no clients installed under {cache_root() / 'clients'}")
     for binary in found:

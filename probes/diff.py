@@ -153,7 +153,8 @@ def _show(value: Any, limit: int = 140) -> str:
 
 def render_markdown(result: DiffResult) -> str:
     a, b = result["a"]["client"], result["b"]["client"]
-    out = [f"# {a['name']} {a['version']} → {b['version']}: what changed in the loop", "",
+    right = b["version"] if b["name"] == a["name"] else f"{b['name']} {b['version']}"
+    out = [f"# {a['name']} {a['version']} → {right}: what changed in the loop", "",
            f"A: `{result['a']['dir']}` (sha256 `{a['binary_sha256'][:16]}…`); "
            f"B: `{result['b']['dir']}` (sha256 `{b['binary_sha256'][:16]}…`).", ""]
     regressions = result.regressions
