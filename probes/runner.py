@@ -139,6 +139,8 @@ def run_probe(probe: Probe, client: Client, binary: ClientBinary, work_dir: Path
         evidence = _gather(probe, binary, box, runs, journal_path)
         evidence.mock_url = mock.url
         evidence.egress_guarded = sink is not None
+        if sink is not None:
+            evidence.placeholders[sink.url] = "$EGRESS_PROXY"
         evidence.egress = [{"time": a.time, "method": a.method, "target": a.target,
                             "host": a.host} for a in (sink.attempts if sink else [])]
     except KeyboardInterrupt:
