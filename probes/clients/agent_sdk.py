@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 from probes.clients import agent_sdk_driver_path
-from probes.clients.base import ClientBinary, Command, Output
+from probes.clients.base import ClientBinary, Command, Output, scan_installs
 from probes.clients.claude_code import ClaudeCode
 from probes.clients.npm import InstallError, cache_root, sha256_file
 from probes.model import Invocation
@@ -54,10 +54,7 @@ class ClaudeAgentSdk:
                             manifest["sha256"])
 
     def installed(self) -> list[ClientBinary]:
-        if not self.cache.is_dir():
-            return []
-        found = [self._binary(d) for d in sorted(self.cache.iterdir()) if d.is_dir()]
-        return [b for b in found if b is not None]
+        return scan_installs(self.cache, self._binary)
 
     def install(self, version: str) -> ClientBinary:
         directory = self.cache / version

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import subprocess
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -18,7 +19,7 @@ from typing import Any, Protocol
 from probes.model import Invocation
 from probes.sandbox import BASE_PATH, Sandbox
 
-__all__ = ["Client", "ClientBinary", "Command", "Output"]
+__all__ = ["Client", "ClientBinary", "Command", "Output", "scan_installs"]
 
 
 @dataclass(frozen=True)
@@ -92,6 +93,14 @@ class Output:
             else:
                 unparsed.append(line)
         return cls(events, unparsed)
+
+
+def scan_installs(cache: Path, read: Callable[[Path], ClientBinary | None]) -> list[ClientBinary]:
+    """Every usable install under a client's cache folder (one folder per version)."""
+    if not cache.is_dir():
+        return []
+    found = [read(d) for d in sorted(cache.iterdir()) if d.is_dir()]
+    return [b for b in found if b is not None]
 
 
 class Client(Protocol):

@@ -13,7 +13,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from probes.clients.base import ClientBinary, Command, Output
+from probes.clients.base import ClientBinary, Command, Output, scan_installs
 from probes.clients.npm import InstallError, cache_root, install_package, resolve_version
 from probes.model import Invocation
 from probes.sandbox import BASE_PATH, Sandbox, base_environment
@@ -70,10 +70,7 @@ class ClaudeCode:
                             directory, entry, launcher, manifest["sha256"])
 
     def installed(self) -> list[ClientBinary]:
-        if not self.cache.is_dir():
-            return []
-        found = [self._binary(d) for d in sorted(self.cache.iterdir()) if d.is_dir()]
-        return [b for b in found if b is not None]
+        return scan_installs(self.cache, self._binary)
 
     def install(self, version: str) -> ClientBinary:
         """The cached install of ``version`` (``latest`` allowed), installing it if needed."""
