@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import importlib.util
 import json
 import sys
 import time
@@ -48,12 +49,20 @@ def _select(reports: tuple[ReportSpec, ...], probe: str | None,
 
 
 def load_catalog(name: str | None) -> tuple[ReportSpec, ...]:
-    """The built-in reports, or ``REPORTS`` of a module of your own (``--catalog my.probes``)."""
+    """The built-in reports, or ``REPORTS`` of your own module: a dotted name
+    (``--catalog my.probes``) or a file (``--catalog probes/mine.py``)."""
     if name is None:
         return REPORTS
     try:
-        module = importlib.import_module(name)
-    except ImportError as error:
+        if name.endswith(".py"):
+            spec = importlib.util.spec_from_file_location(Path(name).stem, name)
+            if spec is None or spec.loader is None:
+                raise ImportError(f"no Python module at {name}")
+            module = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(module)
+        else:
+            module = importlib.import_module(name)
+    except (ImportError, FileNotFoundError) as error:
         raise SystemExit(f"loopprobe: cannot import the catalog {name!r}: {error}") from None
     reports = getattr(module, "REPORTS", None)
     if not isinstance(reports, tuple) or not all(isinstance(r, ReportSpec) for r in reports):

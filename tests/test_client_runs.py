@@ -157,3 +157,20 @@ def test_a_probe_needing_a_flag_the_client_lacks_is_not_applicable(claude_code_b
     assert report["status"] == "not_applicable"
     assert {c["status"] for c in report["claims"]} == {"not_applicable"}
     assert all("--flag-from-the-future" in c["reason"] for c in report["claims"])
+
+
+def test_an_own_probe_file_runs_from_the_cli(claude_code_binary, tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "probes", "run", "--client", claude_code_binary.version,
+         "--catalog", str(ROOT / "examples/probes/read_twice.py"), "--out", str(tmp_path / "r"),
+         "--work-dir", str(tmp_path / "w")],
+        capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    report = json.loads((tmp_path / "r" / "read-twice.json").read_text())
+    assert [(c["id"], c["status"]) for c in report["claims"]] == [
+        ("example.two-reads-two-results", "passed")]
+    missing = subprocess.run(
+        [sys.executable, "-m", "probes", "run", "--catalog", "no/such/file.py", "--out", "x"],
+        capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert missing.returncode != 0
+    assert "cannot import the catalog 'no/such/file.py'" in missing.stderr
