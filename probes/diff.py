@@ -124,11 +124,11 @@ def diff_directories(a_dir: Path, b_dir: Path) -> DiffResult:
                                "observed_b": (kb or {}).get("observed")})
         seq_a, seq_b = _request_sequence(a or {"probes": []}), _request_sequence(b or {"probes": []})
         for probe in sorted(set(seq_a) | set(seq_b)):
-            if seq_a.get(probe) != seq_b.get(probe):
-                sequences.append({"report": name, "probe": probe,
-                                  "count_a": len(seq_a.get(probe, [])),
-                                  "count_b": len(seq_b.get(probe, [])),
-                                  "a": seq_a.get(probe, []), "b": seq_b.get(probe, [])})
+            left, right = seq_a.get(probe, []), seq_b.get(probe, [])
+            if left != right:
+                sequences.append({"report": name, "probe": probe, "count_a": len(left),
+                                  "count_b": len(right), "a": left, "b": right,
+                                  "order_only": sorted(left) == sorted(right)})
     first_a, first_b = next(iter(a_reports.values())), next(iter(b_reports.values()))
     egress_a = sorted({h for r in a_reports.values()
                        for h in r.get("trust", {}).get("egress_refused", [])})
@@ -213,6 +213,10 @@ def render_markdown(result: DiffResult) -> str:
     if not result["request_sequences"]:
         out.append("Same requests, in the same order, in every probe.")
     for s in result["request_sequences"]:
+        if s["order_only"]:
+            out += [f"### {s['probe']}: the same {s['count_a']} requests in another order "
+                    "(concurrent requests, e.g. a parent and its subagent, can race)", ""]
+            continue
         out += [f"### {s['probe']} ({s['count_a']} → {s['count_b']} requests)", "",
                 "| # | A | B |", "|---|---|---|"]
         for i in range(max(len(s["a"]), len(s["b"]))):

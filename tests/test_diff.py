@@ -92,3 +92,17 @@ def test_matrix_tabulates_every_claim_per_version() -> None:
             assert cell["status"] in ("passed", "failed", "not_applicable", "error")
             assert cell["reason"]
     assert render_matrix(matrix) == (REPORTS / "MATRIX.md").read_text()
+
+
+def test_a_reordering_alone_is_named_as_such(tmp_path: Path) -> None:
+    swapped = _copy("2.1.235", tmp_path)
+    path = swapped / "subagent-loop.json"
+    report = json.loads(path.read_text())
+    requests = report["probes"][0]["requests"]
+    loop = [i for i, r in enumerate(requests) if r["path"] == "/v1/messages"]
+    requests[loop[1]], requests[loop[2]] = requests[loop[2]], requests[loop[1]]
+    path.write_text(json.dumps(report))
+    result = diff_directories(REPORTS / "2.1.235", swapped)
+    (sequence,) = result["request_sequences"]
+    assert (sequence["probe"], sequence["order_only"]) == ("subagent-loop", True)
+    assert "the same 4 requests in another order" in render_markdown(result)
