@@ -182,6 +182,8 @@ def message_outline(record: dict[str, Any]) -> list[str]:
             elif kind == "tool_result":
                 parts.append(f"tool_result {block.get('tool_use_id')}"
                              + (" is_error" if block.get("is_error") else ""))
+            elif kind == "text" and block_text(block).lstrip().startswith("<system-reminder>"):
+                parts.append("system-reminder")  # context the client injects, not the prompt
             else:
                 text = block_text(block).strip().replace("\n", " ")
                 parts.append(f"{kind} {text[:60]!r}")

@@ -25,8 +25,8 @@ def _command(argv: list[str]) -> str:
 def _rule_lines(scenario: dict[str, Any]) -> list[str]:
     lines = []
     for position, rule in enumerate(scenario.get("rules", []), start=1):
-        match = {k: v for k, v in (rule.get("match") or {}).items()
-                 if v is not None and k != "path"}
+        match = {"kind": "main", **{k: v for k, v in (rule.get("match") or {}).items()
+                                    if v is not None and k != "path"}}
         replies = [rule["reply"]] if rule.get("reply") else rule.get("replies") or []
         rule_id = rule.get("id") or f"rule-{position}"
         lines.append(f"- `{rule_id}` when {_short(match, 120)} → "
@@ -81,10 +81,12 @@ def _claim_section(report: dict[str, Any], claim: dict[str, Any]) -> list[str]:
         if requests:
             out += ["Requests the mock received:", ""]
             for r in requests:
-                out.append(f"- #{r['seq']} run `{r['run']}` kind `{r['kind']}` turn {r['turn']} "
-                           f"→ rule `{r['rule']}` ({r['outcome']})")
-                for line in (r.get("messages") or [])[-3:]:
-                    out.append(f"    - {_short(line, 140)}")
+                mode = "stream" if r.get("stream") else "non-stream"
+                out.append(f"- #{r['seq']} run `{r['run']}`: {r['kind']} turn {r['turn']} "
+                           f"attempt {r['attempt']} ({mode}) → rule `{r['rule']}`, "
+                           f"{r['outcome']} {r.get('status') or ''}".rstrip())
+                for line in (r.get("messages") or [])[-2:]:
+                    out.append(f"    - {_short(line, 160)}")
             out.append("")
     out += ["**Checks:**", "", "| check | result | expected | observed | evidence |",
             "|---|---|---|---|---|"]

@@ -146,7 +146,7 @@ def run_probe(probe: Probe, client: Client, binary: ClientBinary, work_dir: Path
     except KeyboardInterrupt:
         raise
     except Exception as error:
-        return ProbeOutcome(probe, None, [], box.root, scenario=scenario.model_dump(mode="json"),
+        return ProbeOutcome(probe, None, [], box.root, scenario=_scripted(scenario),
                             error=f"{type(error).__name__}: {error}")
     checks = Checks(probe.name)
     check_error = None
@@ -158,7 +158,13 @@ def run_probe(probe: Probe, client: Client, binary: ClientBinary, work_dir: Path
     if not keep:
         box.remove()
     return ProbeOutcome(probe, evidence, checks.results, box.root if keep else None,
-                        error=check_error, scenario=scenario.model_dump(mode="json"))
+                        error=check_error, scenario=_scripted(scenario))
+
+
+def _scripted(scenario: Any) -> dict[str, Any]:
+    """The scenario as the report shows it: what was scripted, without the defaults."""
+    shown: dict[str, Any] = scenario.model_dump(mode="json", exclude_defaults=True)
+    return shown
 
 
 def _run_one(probe: Probe, invocation: Invocation, client: Client, binary: ClientBinary,
