@@ -268,3 +268,37 @@ def test_seq_continues_when_the_journal_is_reopened(mock_api: StartMock, tmp_pat
     reopened = Journal(path)
     assert reopened.last_seq == 5 and reopened.next_seq() == 6
     reopened.close()
+
+
+def test_with_fsync_every_line_is_synced_before_the_reply(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    import os as os_module
+
+    import httpx
+
+    from mockapi import Match, MockServer, Rule, Scenario, text
+    from mockapi import journal as journal_module
+
+    events: list[tuple[str, int]] = []
+    real_fsync = os_module.fsync
+
+    def recording_fsync(fd: int) -> None:
+        real_fsync(fd)
+        events.append(("fsync", Path(f"/proc/self/fd/{fd}").stat().st_size))
+
+    monkeypatch.setattr(journal_module.os, "fsync", recording_fsync)
+    scenario = Scenario(classifier="plain", rules=[
+        Rule(match=Match(), reply=text("synced"), repeat="always")])
+    path = tmp_path / "synced.jsonl"
+    with MockServer(scenario, path, fsync=True) as mock:
+        for n in range(3):
+            answer = httpx.post(f"{mock.url}/v1/messages", timeout=10, headers={
+                "x-api-key": "k", "anthropic-version": "2023-06-01"}, json={
+                "model": "m", "max_tokens": 5, "messages": [{"role": "user", "content": str(n)}]})
+            assert answer.status_code == 200
+            # the line recording this request ends at `end`; a sync covering it had happened
+            # by the time the answer arrived (a JSON answer writes no later line)
+            data = path.read_bytes()
+            end = data.index(b"\n", data.index(f'"content":"{n}"'.encode())) + 1
+            assert max((size for _, size in events), default=0) >= end
+    lines = [line for line in path.read_bytes().split(b"\n") if line]
+    assert len([e for e in events if e[0] == "fsync"]) == len(lines)
