@@ -65,9 +65,7 @@ def check_max_turns(ev: Evidence, c: Checks) -> None:
     c.equal("request-count", MAX_CLAIM, "exactly one model request reached the mock",
             expected=1, observed=len(ev.requests("max-turns")), evidence="journal: main requests")
     run = ev.run("max-turns")
-    results = [b for e in (run.output.of_type("user") if run else [])
-               for b in (e.get("message") or {}).get("content", []) or []
-               if isinstance(b, dict) and b.get("type") == "tool_result"]
+    results = run.output.tool_results() if run else []
     c.that("tool-ran", MAX_CLAIM, "the Read of the only model turn still ran",
            passed=any(MAX_FILE_MARKER in str(b.get("content")) for b in results),
            expected=f"a tool_result holding {MAX_FILE_MARKER}",

@@ -117,9 +117,7 @@ def _check_feedback(ev: Evidence, c: Checks) -> None:
            expected="each tool_use answered once; no orphan tool_result", observed=pairs,
            evidence=f"request #{second.get('seq')} messages")
     run = ev.run("initial")
-    tool_events = [b for e in (run.output.of_type("user") if run else [])
-                   for b in (e.get("message") or {}).get("content", []) or []
-                   if isinstance(b, dict) and b.get("type") == "tool_result"]
+    tool_events = run.output.tool_results() if run else []
     c.that("initial.tool-ran", FEEDBACK,
            "the client ran Read and printed its result (the file marker) before the second request",
            passed=any(FILE_MARKER in str(b.get("content")) and b.get("tool_use_id") == TOOL_ID

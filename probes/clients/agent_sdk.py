@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 from probes.clients import agent_sdk_driver_path
-from probes.clients.base import ClientBinary, Command, Output, scan_installs
+from probes.clients.base import ClientBinary, Command, Output, read_manifest, scan_installs
 from probes.clients.claude_code import ClaudeCode
 from probes.clients.npm import InstallError, cache_root, sha256_file
 from probes.model import Invocation
@@ -41,14 +41,11 @@ class ClaudeAgentSdk:
         self._cli = ClaudeCode(cache)
 
     def _binary(self, directory: Path) -> ClientBinary | None:
-        manifest_path = directory / "install.json"
-        if not manifest_path.is_file():
-            return None
-        manifest = json.loads(manifest_path.read_text())
-        entry = directory / manifest["entry"]
+        manifest = read_manifest(directory)
         python = directory / "venv" / "bin" / "python"
-        if not entry.is_file() or not python.is_file():
+        if manifest is None or not python.is_file():
             return None
+        entry = directory / manifest["entry"]
         return ClientBinary(self.name, manifest["version"], manifest["platform"], PACKAGE,
                             directory, entry, (str(python), str(agent_sdk_driver_path())),
                             manifest["sha256"])

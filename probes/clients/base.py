@@ -19,7 +19,7 @@ from typing import Any, Protocol
 from probes.model import Invocation
 from probes.sandbox import BASE_PATH, Sandbox
 
-__all__ = ["Client", "ClientBinary", "Command", "Output", "scan_installs"]
+__all__ = ["Client", "ClientBinary", "Command", "Output", "read_manifest", "scan_installs"]
 
 
 @dataclass(frozen=True)
@@ -72,6 +72,12 @@ class Output:
         results = [e for e in self.events if e.get("type") == "result"]
         return results[-1] if results else None
 
+    def tool_results(self) -> list[dict[str, Any]]:
+        """The tool_result blocks the client printed (its own record of the tools it ran)."""
+        return [b for e in self.of_type("user")
+                for b in (e.get("message") or {}).get("content", []) or []
+                if isinstance(b, dict) and b.get("type") == "tool_result"]
+
     def of_type(self, type_: str, subtype: str | None = None) -> list[dict[str, Any]]:
         return [e for e in self.events if e.get("type") == type_
                 and (subtype is None or e.get("subtype") == subtype)]
@@ -93,6 +99,15 @@ class Output:
             else:
                 unparsed.append(line)
         return cls(events, unparsed)
+
+
+def read_manifest(directory: Path) -> dict[str, Any] | None:
+    """An install's ``install.json``, if the install is complete (its entry file exists)."""
+    path = directory / "install.json"
+    if not path.is_file():
+        return None
+    manifest: dict[str, Any] = json.loads(path.read_text())
+    return manifest if (directory / manifest["entry"]).is_file() else None
 
 
 def scan_installs(cache: Path, read: Callable[[Path], ClientBinary | None]) -> list[ClientBinary]:

@@ -13,7 +13,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from probes.clients.base import ClientBinary, Command, Output, scan_installs
+from probes.clients.base import ClientBinary, Command, Output, read_manifest, scan_installs
 from probes.clients.npm import InstallError, cache_root, install_package, resolve_version
 from probes.model import Invocation
 from probes.sandbox import BASE_PATH, Sandbox, base_environment
@@ -57,13 +57,10 @@ class ClaudeCode:
     # ---- installs ------------------------------------------------------------
 
     def _binary(self, directory: Path) -> ClientBinary | None:
-        manifest_path = directory / "install.json"
-        if not manifest_path.is_file():
+        manifest = read_manifest(directory)
+        if manifest is None:
             return None
-        manifest = json.loads(manifest_path.read_text())
         entry = directory / manifest["entry"]
-        if not entry.is_file():
-            return None
         launcher = tuple(a if Path(a).is_absolute() else str(directory / a)
                          for a in manifest["launcher"])
         return ClientBinary(self.name, manifest["version"], manifest["platform"], PACKAGE,
