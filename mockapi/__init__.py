@@ -1,5 +1,9 @@
 """mockapi: a controlled, scripted, recording mock of the Anthropic Messages API."""
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
 from mockapi.journal import Journal, JournalContents, read_journal
 from mockapi.matching import KINDS, Match
 from mockapi.replies import (
@@ -19,7 +23,9 @@ from mockapi.replies import (
     tool_use,
 )
 from mockapi.scenario import Rule, Scenario, ScenarioError, load_scenario, parse_scenario
-from mockapi.server import MockServer
+
+if TYPE_CHECKING:
+    from mockapi.server import MockServer
 
 __all__ = [
     "KINDS",
@@ -48,3 +54,19 @@ __all__ = [
     "thinking",
     "tool_use",
 ]
+
+
+if not TYPE_CHECKING:  # hidden from type checkers, which would take any name as Any
+
+    def __getattr__(name: str) -> Any:
+        # Loaded on first use: the server brings uvicorn, starlette and httpx, which readers
+        # of scenarios and journals (the harness) do not need.
+        if name == "MockServer":
+            from mockapi.server import MockServer
+
+            globals()["MockServer"] = MockServer
+            return MockServer
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+    def __dir__() -> list[str]:
+        return sorted({*globals(), *__all__})

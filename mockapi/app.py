@@ -1,7 +1,8 @@
-"""The Starlette application: Messages API routes, the admin prefix, and recording.
+"""The Starlette application: the Messages API routes, each recorded before its reply starts.
 
-Every request is recorded before its reply starts. Deliberate divergences from
-the real API:
+Requests are checked by ``requests``, records built by ``records``; a streamed
+body is played from its plan (``plan``) by one loop here. The admin prefix is
+in ``admin``. Deliberate divergences from the real API:
 
 - ``x-api-key``/``authorization`` must be present but any value is accepted.
 - ids are deterministic (``msg_loopprobe_<seq>``, ``req_loopprobe_<seq>``) and
@@ -13,7 +14,6 @@ the real API:
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
@@ -25,24 +25,37 @@ from starlette.applications import Starlette
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
-from starlette.types import Receive, Scope, Send
+from starlette.types import Receive, Scope
+from starlette.types import Send as ASGISend
 
-from mockapi.events import PreparedError, PreparedMessage, PreparedRaw, error_body
-from mockapi.journal import Journal, encode_body_field, read_journal, redact_headers
+from mockapi.admin import admin_routes
+from mockapi.events import PreparedError, PreparedRaw, error_body
+from mockapi.journal import Journal, redact_headers
 from mockapi.matching import facts_from_body
-from mockapi.scenario import Scenario, ScenarioError, decode_scenario_text, parse_scenario
+from mockapi.plan import Abort, Plan, Send, Sleep
+from mockapi.records import (
+    END_CLIENT_DISCONNECTED,
+    END_COMPLETE,
+    OUTCOME_CLIENT_DISCONNECTED,
+    OUTCOME_HELLO,
+    OUTCOME_MOCK_ERROR,
+    OUTCOME_MODELS,
+    OUTCOME_NO_RULE,
+    OUTCOME_NOT_FOUND,
+    OUTCOME_REPLIED,
+    EndReason,
+    NearestRule,
+    Outcome,
+    Routing,
+    request_record,
+    response_end_record,
+    spliced_fields,
+)
+from mockapi.requests import MAX_BODY_BYTES, BadRequest, is_json, parse_body, read_body
+from mockapi.scenario import Scenario
 from mockapi.script import Script
-from mockapi.sse import encode_event
 
-__all__ = ["ADMIN_PREFIX", "DeliberateDisconnect", "MockApp"]
-
-ADMIN_PREFIX = "/_mock"
-ADMIN_TOKEN_HEADER = "x-loopprobe-admin-token"
-MAX_BODY_BYTES = 32 * 1024 * 1024  # the real API's request size limit
-REQUIRED_FIELDS = {
-    "/v1/messages": (("model", str), ("max_tokens", int), ("messages", list)),
-    "/v1/messages/count_tokens": (("model", str), ("messages", list)),
-}
+__all__ = ["SSE_HEADERS", "DeliberateDisconnect", "MockApp"]
 
 
 class DeliberateDisconnect(Exception):
@@ -69,7 +82,7 @@ class _AnyMethod:
     def __init__(self, endpoint: Callable[[Request], Awaitable[Response]]):
         self.endpoint = endpoint
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+    async def __call__(self, scope: Scope, receive: Receive, send: ASGISend) -> None:
         response = await self.endpoint(Request(scope, receive))
         await response(scope, receive, send)
 
@@ -79,14 +92,14 @@ SSE_HEADERS = {"content-type": "text/event-stream; charset=utf-8", "cache-contro
 
 
 class _WholeStream(Response):
-    """A stream with no scripted fault: every event in one chunked body write.
+    """A stream whose plan is one write: every event in one chunked body write.
 
-    Same bytes and headers as the sse-starlette path used for faulty streams, without
+    Same bytes and headers as the sse-starlette path used for other plans, without
     its per-response task group, which costs more than everything else of a request.
     """
 
     def __init__(self, body: bytes, headers: Mapping[str, str],
-                 done: Callable[[str], None]):
+                 done: Callable[[EndReason], None]):
         super().__init__(status_code=200)
         self.body = body
         # no content-length: the body goes out chunked, as a stream does
@@ -94,24 +107,17 @@ class _WholeStream(Response):
                             for k, v in headers.items()]
         self.done = done
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        reason = "client_disconnected"
+    async def __call__(self, scope: Scope, receive: Receive, send: ASGISend) -> None:
+        reason: EndReason = END_CLIENT_DISCONNECTED
         try:
             await send({"type": "http.response.start", "status": 200,
                         "headers": self.raw_headers})
             await send({"type": "http.response.body", "body": self.body, "more_body": False})
-            reason = "complete"
+            reason = END_COMPLETE
         except OSError:
             pass
         finally:
             self.done(reason)
-
-
-class _BadRequest(Exception):
-    def __init__(self, status: int, error_type: str, message: str, outcome: str):
-        super().__init__(message)
-        self.status, self.error_type, self.message, self.outcome = (
-            status, error_type, message, outcome)
 
 
 def _json(body: bytes, status: int = 200, headers: Mapping[str, str] | None = None) -> Response:
@@ -142,10 +148,7 @@ class MockApp:
             Route("/v1/models", self.models, methods=["GET"]),
             Route("/v1/models/{model_id:path}", self.model, methods=["GET"]),
             Route("/api/hello", self.hello, methods=["GET", "HEAD"]),
-            Route(f"{ADMIN_PREFIX}/requests", self.admin_requests, methods=["GET"]),
-            Route(f"{ADMIN_PREFIX}/state", self.admin_state, methods=["GET"]),
-            Route(f"{ADMIN_PREFIX}/scenario", self.admin_scenario, methods=["PUT", "POST"]),
-            Route(f"{ADMIN_PREFIX}/reset", self.admin_reset, methods=["POST"]),
+            *admin_routes(self),
             # an ASGI endpoint matches every method (a function endpoint defaults to GET)
             Route("/{path:path}", _AnyMethod(self.not_found)),
         ])
@@ -166,27 +169,23 @@ class MockApp:
     # ---- recording --------------------------------------------------------
 
     def _record(self, request: Request, seq: int, arrival: float, raw: bytes | None,
-                parsed_ok: bool, *, reply_json: bytes | None = None, **fields: Any) -> None:
-        record: dict[str, Any] = {
-            "type": "request", "seq": seq, "run": self.run, "time": arrival,
-            "elapsed": round(time.monotonic() - self.started, 6),
-            "method": request.method, "path": request.url.path,
-            "query": request.url.query,
-            "headers": redact_headers(request.scope["headers"]),
-            "body_size": len(raw) if raw is not None else None,
-        }
-        record.update(fields)
-        extra = [b'"reply":' + reply_json] if reply_json is not None else []
-        if raw:
-            extra.append(encode_body_field(raw, parsed_ok))
-        self.journal.append(record, *extra)
+                body_is_json: bool, outcome: Outcome, status: int | None, *,
+                error: str | None = None, nearest: list[NearestRule] | None = None,
+                routing: Routing | None = None, reply: bytes | None = None) -> None:
+        record = request_record(
+            seq=seq, run=self.run, time=arrival,
+            elapsed=round(time.monotonic() - self.started, 6),
+            method=request.method, path=request.url.path, query=request.url.query,
+            headers=redact_headers(request.scope["headers"]),
+            body_size=len(raw) if raw is not None else None,
+            outcome=outcome, status=status, error=error, nearest=nearest, routing=routing)
+        self.journal.append(record, *spliced_fields(reply, raw, body_is_json))
 
-    def _record_end(self, seq: int, reason: str, events: int, size: int) -> None:
-        self.journal.append({
-            "type": "response_end", "seq": seq, "run": self.run, "time": time.time(),
-            "elapsed": round(time.monotonic() - self.started, 6),
-            "reason": reason, "events_sent": events, "bytes_sent": size,
-        })
+    def _record_end(self, seq: int, reason: EndReason, events: int, size: int) -> None:
+        self.journal.append(response_end_record(
+            seq=seq, run=self.run, time=time.time(),
+            elapsed=round(time.monotonic() - self.started, 6),
+            reason=reason, events_sent=events, bytes_sent=size))
 
     # ---- Messages API -----------------------------------------------------
 
@@ -197,62 +196,64 @@ class MockApp:
         raw: bytes | None = None
         parsed_ok = False
         try:
-            raw = await self._read_body(request)
-            body = _parse_body(raw, request)
+            raw = await read_body(request, self.max_body_bytes)
+            body = parse_body(raw, request.headers, request.url.path)
             parsed_ok = True
             facts = facts_from_body(request.url.path, body, request.headers)
             decision = self.script.decide(facts, body, raw, seq)
-        except _BadRequest as bad:
-            self._record(request, seq, arrival, raw, parsed_ok or _is_json(raw),
-                         outcome=bad.outcome,
-                         status=bad.status, error=bad.message)
+        except BadRequest as bad:
+            self._record(request, seq, arrival, raw, parsed_ok or is_json(raw), bad.outcome,
+                         bad.status, error=bad.message)
             return _json(error_body(bad.error_type, bad.message, request_id), bad.status,
                          {"request-id": request_id})
         except ClientDisconnect:
-            self._record(request, seq, arrival, raw, False, outcome="client_disconnected",
-                         status=None, error="the client left before sending its whole body")
+            self._record(request, seq, arrival, raw, False, OUTCOME_CLIENT_DISCONNECTED, None,
+                         error="the client left before sending its whole body")
             return Response(status_code=499)
         except Exception as error:  # recorded, then answered in the API's envelope
             message = f"loopprobe mock failed on this request: {type(error).__name__}: {error}"
-            self._record(request, seq, arrival, raw, parsed_ok, outcome="mock_error",
-                         status=500, error=message)
+            self._record(request, seq, arrival, raw, parsed_ok, OUTCOME_MOCK_ERROR, 500,
+                         error=message)
             return _json(error_body("api_error", message, request_id), 500,
                          {"request-id": request_id, "x-should-retry": "false"})
 
-        common: dict[str, Any] = {"kind": decision.kind, "turn": decision.turn, "attempt": decision.attempt,
-                  "stream": facts.stream, "model": facts.model, "rule": decision.rule,
-                  "reply_index": decision.reply_index, "replay_of": decision.replay_of}
+        routing: Routing = {
+            "kind": decision.kind, "turn": decision.turn, "attempt": decision.attempt,
+            "stream": facts.stream, "model": facts.model, "rule": decision.rule,
+            "reply_index": decision.reply_index, "replay_of": decision.replay_of}
         prepared = decision.prepared
         if prepared is None:
             if request.url.path.endswith("/count_tokens"):
-                return self._count_tokens(request, seq, arrival, raw, common, request_id)
+                return self._count_tokens(request, seq, arrival, raw, routing, request_id)
             message = decision.no_rule_message(seq)
-            self._record(request, seq, arrival, raw, True, outcome="no_rule", status=400,
-                         error=message, nearest=decision.nearest, **common)
+            self._record(request, seq, arrival, raw, True, OUTCOME_NO_RULE, 400, error=message,
+                         nearest=decision.nearest, routing=routing)
             return _json(error_body("invalid_request_error", message, request_id), 400,
                          {"request-id": request_id, "x-should-retry": "false"})
 
         if isinstance(prepared, PreparedError):
             spec = prepared.reply.error
-            self._record(request, seq, arrival, raw, True, outcome="replied",
-                         status=spec.status, **common, reply_json=prepared.description)
+            self._record(request, seq, arrival, raw, True, OUTCOME_REPLIED, spec.status,
+                         routing=routing, reply=prepared.description)
             await self._stall(request, prepared.reply.stall_before)
             return _json(error_body(spec.resolved_type(), spec.message, request_id),
                          spec.status, {"request-id": request_id, **spec.headers})
 
         if isinstance(prepared, PreparedRaw):
-            self._record(request, seq, arrival, raw, True, outcome="replied",
-                         status=prepared.reply.raw.status, **common,
-                         reply_json=prepared.description)
+            raw_spec = prepared.reply.raw
+            self._record(request, seq, arrival, raw, True, OUTCOME_REPLIED, raw_spec.status,
+                         routing=routing, reply=prepared.description)
             if await self._stall(request, prepared.reply.stall_before):
-                self._record_end(seq, "client_disconnected", 0, 0)
+                self._record_end(seq, END_CLIENT_DISCONNECTED, 0, 0)
                 return Response(status_code=499)
-            return self._raw_response(prepared, seq, request_id)
+            return StreamingResponse(self._play(prepared.plan, seq), status_code=raw_spec.status,
+                                     media_type=raw_spec.content_type,
+                                     headers={"request-id": request_id, **raw_spec.headers})
 
-        self._record(request, seq, arrival, raw, True, outcome="replied", status=200, **common,
-                     reply_json=prepared.description)
+        self._record(request, seq, arrival, raw, True, OUTCOME_REPLIED, 200, routing=routing,
+                     reply=prepared.description)
         if await self._stall(request, prepared.reply.stall_before):
-            self._record_end(seq, "client_disconnected", 0, 0)
+            self._record_end(seq, END_CLIENT_DISCONNECTED, 0, 0)
             return Response(status_code=499)
         model = prepared.reply.model or facts.model or "claude-sonnet-4-5"
         message_id = prepared.reply.id or f"msg_loopprobe_{seq:06d}"
@@ -265,39 +266,22 @@ class MockApp:
                                     request_id), 529, {"request-id": request_id})
         headers.update(SSE_HEADERS)
         start = prepared.message_start(message_id, model)
-        reply = prepared.reply
-        if not (reply.stall or reply.stream_error or reply.disconnect or reply.truncate):
-            whole = start + prepared.joined_tail
+        plan = prepared.plan
+        if plan.whole is not None:
+            tail, sends = plan.whole
+            whole = start + tail
             return _WholeStream(whole, headers, lambda reason: self._record_end(
-                seq, reason, len(prepared.tail) + 1 if reason == "complete" else 0,
-                len(whole) if reason == "complete" else 0))
-        events = self._stream(prepared, start, seq)
-        return EventSourceResponse(events, headers=headers, ping=0, sep="\n")
+                seq, reason, sends + 1 if reason == END_COMPLETE else 0,
+                len(whole) if reason == END_COMPLETE else 0))
+        return EventSourceResponse(self._play(plan.steps(start), seq, counted=True),
+                                   headers=headers, ping=0, sep="\n")
 
     def _count_tokens(self, request: Request, seq: int, arrival: float, raw: bytes | None,
-                      common: dict[str, Any], request_id: str) -> Response:
+                      routing: Routing, request_id: str) -> Response:
         body = orjson.dumps({"input_tokens": max(1, len(raw or b"") // 4)})
-        self._record(request, seq, arrival, raw, True, outcome="replied", status=200,
-                     **{**common, "rule": "builtin:count_tokens"})
+        self._record(request, seq, arrival, raw, True, OUTCOME_REPLIED, 200,
+                     routing={**routing, "rule": "builtin:count_tokens"})
         return _json(body, 200, {"request-id": request_id})
-
-    async def _read_body(self, request: Request) -> bytes:
-        declared = request.headers.get("content-length")
-        if declared is not None and declared.isdigit() and int(declared) > self.max_body_bytes:
-            raise _BadRequest(413, "request_too_large",
-                              f"Request exceeds the maximum allowed number of bytes "
-                              f"({self.max_body_bytes}); content-length was {declared}",
-                              "too_large")
-        chunks: list[bytes] = []
-        size = 0
-        async for chunk in request.stream():
-            size += len(chunk)
-            if size > self.max_body_bytes:
-                raise _BadRequest(413, "request_too_large",
-                                  f"Request exceeds the maximum allowed number of bytes "
-                                  f"({self.max_body_bytes})", "too_large")
-            chunks.append(chunk)
-        return b"".join(chunks)
 
     async def _stall(self, request: Request, seconds: float) -> bool:
         """Wait ``seconds`` before answering; True if the client left meanwhile."""
@@ -312,65 +296,31 @@ class MockApp:
         except TimeoutError:
             return False
 
-    async def _stream(self, prepared: PreparedMessage, start: bytes,
-                      seq: int) -> AsyncIterator[bytes]:
-        reply = prepared.reply
-        events = (start, *prepared.tail)
-        stall_at = None
-        if reply.stall is not None:
-            stall_at = reply.stall.after_events
-            if reply.stall.before_event is not None:
-                name = b"event: " + reply.stall.before_event.encode() + b"\n"
-                stall_at = next((i for i, e in enumerate(events) if e.startswith(name)), None)
+    async def _play(self, plan: Plan, seq: int, *, counted: bool = False) -> AsyncIterator[bytes]:
+        """Execute ``plan`` as a response body and journal how it ended.
+
+        ``counted``: an SSE stream, counted in ``open_streams`` while it plays.
+        """
         sent = size = 0
-        reason = "client_disconnected"
-        self.open_streams += 1
+        reason: EndReason = END_CLIENT_DISCONNECTED
+        if counted:
+            self.open_streams += 1
         try:
-            for position in range(len(events) + 1):
-                if reply.stall and stall_at == position:
-                    await asyncio.sleep(reply.stall.seconds)
-                if reply.disconnect and reply.disconnect.after_events == position:
-                    reason = "disconnected_by_script"
-                    raise DeliberateDisconnect(f"scripted disconnect after {position} events")
-                if reply.truncate and reply.truncate.after_events == position:
-                    reason = "truncated_by_script"
+            for step in plan:
+                if isinstance(step, Send):
+                    yield step.data
+                    sent, size = sent + 1, size + len(step.data)
+                elif isinstance(step, Sleep):
+                    await asyncio.sleep(step.seconds)
+                else:
+                    reason = step.reason
+                    if isinstance(step, Abort):
+                        raise DeliberateDisconnect(f"scripted disconnect after {sent} writes")
                     return
-                if reply.stream_error and reply.stream_error.after_events == position:
-                    error = encode_event({"type": "error", "error": {
-                        "type": reply.stream_error.type, "message": reply.stream_error.message}})
-                    yield error
-                    sent, size, reason = sent + 1, size + len(error), "stream_error_by_script"
-                    return
-                if position == len(events):
-                    break
-                yield events[position]
-                sent, size = sent + 1, size + len(events[position])
-            reason = "complete"
         finally:
-            self.open_streams -= 1
+            if counted:
+                self.open_streams -= 1
             self._record_end(seq, reason, sent, size)
-
-    def _raw_response(self, prepared: PreparedRaw, seq: int, request_id: str) -> Response:
-        spec = prepared.reply.raw
-
-        async def chunks() -> AsyncIterator[bytes]:
-            sent = size = 0
-            reason = "client_disconnected"
-            try:
-                for delay, data in prepared.chunks:
-                    if delay:
-                        await asyncio.sleep(delay)
-                    yield data
-                    sent, size = sent + 1, size + len(data)
-                if spec.disconnect:
-                    reason = "disconnected_by_script"
-                    raise DeliberateDisconnect("scripted disconnect after raw chunks")
-                reason = "complete"
-            finally:
-                self._record_end(seq, reason, sent, size)
-
-        return StreamingResponse(chunks(), status_code=spec.status, media_type=spec.content_type,
-                                 headers={"request-id": request_id, **spec.headers})
 
     # ---- other API routes ---------------------------------------------------
 
@@ -379,7 +329,7 @@ class MockApp:
                 "created_at": "2025-01-01T00:00:00Z"}
 
     async def models(self, request: Request) -> Response:
-        seq = await self._record_simple(request, "models", 200)
+        seq = await self._record_simple(request, OUTCOME_MODELS, 200)
         ids = self.script.scenario.models
         return _json(orjson.dumps({
             "data": [self._model_entry(m) for m in ids], "has_more": False,
@@ -389,132 +339,28 @@ class MockApp:
     async def model(self, request: Request) -> Response:
         model_id = request.path_params["model_id"]
         if model_id in self.script.scenario.models:
-            seq = await self._record_simple(request, "models", 200)
+            seq = await self._record_simple(request, OUTCOME_MODELS, 200)
             return _json(orjson.dumps(self._model_entry(model_id)),
                          headers={"request-id": f"req_loopprobe_{seq:06d}"})
         return await self.not_found(request)
 
     async def hello(self, request: Request) -> Response:
-        await self._record_simple(request, "hello", 200)
+        await self._record_simple(request, OUTCOME_HELLO, 200)
         return _json(b'{"message":"hello"}')
 
     async def not_found(self, request: Request) -> Response:
-        seq = await self._record_simple(request, "not_found", 404)
+        seq = await self._record_simple(request, OUTCOME_NOT_FOUND, 404)
         message = f"Not found: {request.method} {request.url.path}"
         request_id = f"req_loopprobe_{seq:06d}"
         return _json(error_body("not_found_error", message, request_id), 404,
                      {"request-id": request_id})
 
-    async def _record_simple(self, request: Request, outcome: str, status: int) -> int:
+    async def _record_simple(self, request: Request, outcome: Outcome, status: int) -> int:
         arrival = time.time()
         seq = self.journal.next_seq()
         try:
-            raw = await self._read_body(request)
-        except (_BadRequest, ClientDisconnect):
+            raw: bytes | None = await read_body(request, self.max_body_bytes)
+        except (BadRequest, ClientDisconnect):
             raw = None
-        self._record(request, seq, arrival, raw, _is_json(raw), outcome=outcome, status=status)
+        self._record(request, seq, arrival, raw, is_json(raw), outcome, status)
         return seq
-
-    # ---- admin ------------------------------------------------------------
-
-    def _admin_denied(self, request: Request) -> Response | None:
-        if self.admin_token and request.headers.get(ADMIN_TOKEN_HEADER) != self.admin_token:
-            return _json(error_body("permission_error",
-                                    f"the admin prefix needs the {ADMIN_TOKEN_HEADER} header",
-                                    "req_loopprobe_admin"), 403)
-        return None
-
-    async def admin_requests(self, request: Request) -> Response:
-        if denied := self._admin_denied(request):
-            return denied
-        contents = read_journal(self.journal.path)
-        after_text = request.query_params.get("after", "0") or "0"
-        if not after_text.isdigit():
-            return _json(orjson.dumps({"error": f"after: expected a journal seq (an integer "
-                                                f"≥ 0), found {after_text!r}"}), 400)
-        after = int(after_text)
-        run = request.query_params.get("run", "current")
-        records = [r for r in contents.records if r.get("seq", 0) > after
-                   and (run == "all" or r.get("run") == self.run)]
-        return _json(orjson.dumps({"records": records, "torn_tail": contents.torn_tail}))
-
-    async def admin_state(self, request: Request) -> Response:
-        if denied := self._admin_denied(request):
-            return denied
-        return _json(orjson.dumps({
-            "scenario": self.script.scenario.name, "run": self.run,
-            "rules": self.script.state(), "open_streams": self.open_streams,
-            "journal": str(self.journal.path), "context": self.context,
-        }))
-
-    async def admin_scenario(self, request: Request) -> Response:
-        if denied := self._admin_denied(request):
-            return denied
-        raw = await request.body()
-        content_type = request.headers.get("content-type", "")
-        try:
-            if "yaml" in content_type:
-                data, context = decode_scenario_text(raw, "request.yaml"), None
-            else:
-                envelope = decode_scenario_text(raw, "request.json")
-                if not isinstance(envelope, dict) or "scenario" not in envelope:
-                    raise ScenarioError("request body", [
-                        "(top level): expected {\"scenario\": {...}, \"context\": {...}}"])
-                data, context = envelope["scenario"], envelope.get("context")
-                if context is not None and not (isinstance(context, dict) and all(
-                        isinstance(v, str) for v in context.values())):
-                    raise ScenarioError("request body", [
-                        "context: expected a mapping of placeholder names to strings, found "
-                        f"{json.dumps(context)[:80]}"])
-            self.install(parse_scenario(data, "request body"), context)
-        except ScenarioError as error:
-            return _json(orjson.dumps({"installed": False, "problems": error.problems}), 400)
-        return _json(orjson.dumps({"installed": True, "scenario": self.scenario.name}))
-
-    async def admin_reset(self, request: Request) -> Response:
-        if denied := self._admin_denied(request):
-            return denied
-        return _json(orjson.dumps({"run": self.reset()}))
-
-
-def _is_json(raw: bytes | None) -> bool:
-    if not raw:
-        return False
-    try:
-        orjson.loads(raw)
-    except orjson.JSONDecodeError:
-        return False
-    return True
-
-
-_TYPE_NAMES = {str: "string", int: "integer", list: "list"}  # pydantic's wording, as the API
-
-
-def _parse_body(raw: bytes, request: Request) -> dict[str, Any]:
-    headers = request.headers
-    if "x-api-key" not in headers and "authorization" not in headers:
-        raise _BadRequest(401, "authentication_error", "x-api-key header is required",
-                          "invalid_request")
-    if "anthropic-version" not in headers:
-        raise _BadRequest(400, "invalid_request_error", "anthropic-version: header is required",
-                          "invalid_request")
-    try:
-        body = orjson.loads(raw)
-    except orjson.JSONDecodeError as error:
-        raise _BadRequest(400, "invalid_request_error",
-                          f"The request body is not valid JSON: {error}",
-                          "invalid_request") from None
-    if not isinstance(body, dict):
-        raise _BadRequest(400, "invalid_request_error",
-                          f"The request body must be a JSON object, got {type(body).__name__}",
-                          "invalid_request")
-    for name, expected in REQUIRED_FIELDS[request.url.path]:
-        if name not in body:
-            raise _BadRequest(400, "invalid_request_error", f"{name}: Field required",
-                              "invalid_request")
-        value = body[name]
-        if not isinstance(value, expected) or (expected is int and isinstance(value, bool)):
-            raise _BadRequest(400, "invalid_request_error",
-                              f"{name}: Input should be a valid {_TYPE_NAMES[expected]}, "
-                              f"got {type(value).__name__}", "invalid_request")
-    return body

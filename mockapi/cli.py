@@ -5,12 +5,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-import uvicorn
-
-from mockapi.app import MockApp
 from mockapi.journal import Journal
 from mockapi.scenario import Scenario, ScenarioError, load_scenario
-from mockapi.server import NonLoopbackRefused, bind_socket, uvicorn_config
 
 __all__ = ["add_serve_arguments", "main", "serve"]
 
@@ -38,6 +34,12 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def serve(args: argparse.Namespace) -> int:
+    # imported here: add_serve_arguments is used by CLIs that must not load the server stack
+    import uvicorn
+
+    from mockapi.app import MockApp
+    from mockapi.server import NonLoopbackRefused, bind_socket, uvicorn_config
+
     try:
         scenario = load_scenario(args.scenario) if args.scenario else Scenario()
         sock = bind_socket(args.host, args.port, allow_remote=args.allow_remote)

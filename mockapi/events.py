@@ -1,8 +1,8 @@
 """Replies to wire form: the event sequence of a streamed message, its JSON body, error bodies.
 
 Everything that does not depend on the request is encoded once, when a scenario
-is installed (``prepare``); per request only ``message_start`` (id, model) and
-the JSON envelope are encoded.
+is installed (``prepare``), the plan of the body included; per request only
+``message_start`` (id, model) and the JSON envelope are encoded.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from typing import Any
 
 import orjson
 
+from mockapi.plan import Plan, StreamPlan, plan_raw, plan_stream
 from mockapi.replies import (
     ApiError,
     Message,
@@ -123,7 +124,7 @@ class PreparedMessage:
     reply: Message
     description: bytes  # the scripted reply as JSON, for the journal
     tail: tuple[bytes, ...]  # every stream event after message_start
-    joined_tail: bytes
+    plan: StreamPlan
     content: tuple[dict[str, Any], ...]
     stop_reason: str | None
     usage_start: dict[str, Any]
@@ -156,6 +157,7 @@ class PreparedRaw:
     reply: Raw
     description: bytes
     chunks: tuple[tuple[float, bytes], ...]
+    plan: Plan
 
 
 PreparedReply = PreparedMessage | PreparedError | PreparedRaw
@@ -171,7 +173,7 @@ def prepare(reply: Reply, id_prefix: str) -> PreparedReply:
         return PreparedError(reply, _describe(reply))
     if isinstance(reply, Raw):
         chunks = tuple((c.delay, c.to_bytes()) for c in reply.raw.chunks)
-        return PreparedRaw(reply, _describe(reply), chunks)
+        return PreparedRaw(reply, _describe(reply), chunks, plan_raw(reply, chunks))
 
     blocks = reply.blocks()
     safe_prefix = _ID_UNSAFE.sub("_", id_prefix)
@@ -197,7 +199,7 @@ def prepare(reply: Reply, id_prefix: str) -> PreparedReply:
     }))
     tail.append(encode_event({"type": "message_stop"}))
     return PreparedMessage(
-        reply=reply, description=_describe(reply), tail=tuple(tail), joined_tail=b"".join(tail),
-        content=tuple(content),
+        reply=reply, description=_describe(reply), tail=tuple(tail),
+        plan=plan_stream(reply, tail), content=tuple(content),
         stop_reason=stop_reason, usage_start=usage_start, usage_final=usage_final,
     )

@@ -6,24 +6,25 @@ lines never interleave and a killed server loses nothing it had answered; with
 body is spliced into the line as received (it is valid JSON by then), so the
 journal holds the exact bytes without re-encoding them.
 
-Record types: ``request`` (what arrived, its kind and turn, the rule and the
-scripted reply or the error) and ``response_end`` (how the reply ended: all
-sent, client gone, deliberately broken).
+Record types (``mockapi.records``): ``request`` (what arrived, its kind and
+turn, the rule and the scripted reply or the error) and ``response_end`` (how
+the reply ended: all sent, client gone, deliberately broken).
 """
 
 from __future__ import annotations
 
-import base64
 import os
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import orjson
 
-__all__ = ["REDACTED", "Journal", "JournalContents", "read_journal", "redact_headers"]
+from mockapi.records import JournalRecord, RequestRecord, ResponseEndRecord
+
+__all__ = ["REDACTED", "SECRET_HEADERS", "Journal", "JournalContents", "read_journal", "redact_headers"]
 
 REDACTED = "[redacted]"
 SECRET_HEADERS = frozenset({"x-api-key", "authorization", "proxy-authorization", "cookie"})
@@ -36,34 +37,6 @@ def redact_headers(raw: Iterable[tuple[bytes, bytes]]) -> dict[str, str]:
         value = REDACTED if name in SECRET_HEADERS else value_b.decode("latin-1")
         headers[name] = f"{headers[name]}, {value}" if name in headers else value
     return headers
-
-
-def encode_body_field(raw: bytes, parsed_ok: bool) -> bytes:
-    """The journal's body field: the raw JSON if it parsed, else text or base64."""
-    if parsed_ok:
-        # CR and LF can only be whitespace in JSON (inside strings they must be escaped), so
-        # blanking them keeps the body's value and makes it one line at any depth (re-encoding
-        # it with orjson fails beyond 254 levels).
-        line = raw
-        if b"\n" in raw or b"\r" in raw:
-            line = raw.replace(b"\r", b" ").replace(b"\n", b" ")
-        if _fits_in_a_record(line):
-            return b'"body":' + line
-    try:
-        return b'"body_text":' + orjson.dumps(raw.decode("utf-8"))
-    except UnicodeDecodeError:
-        return b'"body_base64":' + orjson.dumps(base64.b64encode(raw).decode())
-
-
-def _fits_in_a_record(body: bytes) -> bool:
-    """Whether a record holding ``body`` stays within the 1024 levels orjson reads back."""
-    if body.count(b"[") + body.count(b"{") < 1023:
-        return True
-    try:
-        orjson.loads(b"[" + body + b"]")
-    except orjson.JSONDecodeError:
-        return False
-    return True
 
 
 class Journal:
@@ -113,7 +86,8 @@ class Journal:
 def _last_numbers(path: Path) -> tuple[int, int]:
     """The last seq and run of an existing journal (a restarted server continues them)."""
     seq = run = 0
-    for record in read_journal(path).records:
+    records: Sequence[Mapping[str, Any]] = read_journal(path).records
+    for record in records:
         if isinstance(record.get("seq"), int):
             seq = max(seq, record["seq"])
         if isinstance(record.get("run"), int):
@@ -154,14 +128,14 @@ def _set_aside_torn_tail(path: Path) -> dict[str, Any] | None:
 
 @dataclass
 class JournalContents:
-    records: list[dict[str, Any]] = field(default_factory=list)
+    records: list[JournalRecord] = field(default_factory=list)
     torn_tail: str | None = None  # why the last line was not read, if it was not
 
-    def requests(self) -> list[dict[str, Any]]:
-        return [r for r in self.records if r.get("type") == "request"]
+    def requests(self) -> list[RequestRecord]:
+        return [r for r in self.records if r["type"] == "request"]
 
-    def ends(self) -> dict[int, dict[str, Any]]:
-        return {r["seq"]: r for r in self.records if r.get("type") == "response_end"}
+    def ends(self) -> dict[int, ResponseEndRecord]:
+        return {r["seq"]: r for r in self.records if r["type"] == "response_end"}
 
 
 def read_journal(path: str | Path) -> JournalContents:

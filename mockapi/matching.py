@@ -15,7 +15,13 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 __all__ = [
     "CLASSIFIERS",
+    "COMPACTION_PROMPT",
+    "COMPACTION_SYSTEM_2_0",
     "KINDS",
+    "SUBAGENT_BILLING_FLAG",
+    "SUBAGENT_HEADER",
+    "SUBAGENT_NOTES",
+    "SUBAGENT_SYSTEM",
     "Match",
     "Miss",
     "RequestFacts",

@@ -20,11 +20,17 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, model_validator
 
 __all__ = [
+    "ERROR_TYPES_BY_STATUS",
+    "PROMPT_TOO_LONG",
+    "STREAM_EVENT_TYPES",
     "ApiError",
+    "ApiErrorSpec",
     "Block",
+    "EventCount",
     "Message",
     "Raw",
     "RawChunk",
+    "RawSpec",
     "RedactedThinkingBlock",
     "Reply",
     "StreamError",
@@ -32,6 +38,7 @@ __all__ = [
     "TextBlock",
     "ThinkingBlock",
     "ToolUseBlock",
+    "Usage",
     "api_error",
     "message",
     "prompt_too_long",

@@ -32,7 +32,16 @@ from mockapi.events import prepare
 from mockapi.matching import Match
 from mockapi.replies import Reply
 
-__all__ = ["Rule", "Scenario", "ScenarioError", "load_scenario", "parse_scenario"]
+__all__ = [
+    "SCHEMA_VERSION",
+    "Rule",
+    "Scenario",
+    "ScenarioError",
+    "decode_scenario_text",
+    "load_scenario",
+    "parse_scenario",
+    "reply_adapter",
+]
 
 SCHEMA_VERSION = 1
 

@@ -18,10 +18,11 @@ import orjson
 
 from mockapi.events import PreparedMessage, PreparedReply, prepare
 from mockapi.matching import CLASSIFIERS, RequestFacts
+from mockapi.records import NearestRule
 from mockapi.replies import Message, TextBlock, ToolUseBlock
 from mockapi.scenario import Rule, Scenario
 
-__all__ = ["Decision", "Script"]
+__all__ = ["SIDE_KINDS", "Decision", "Script"]
 
 SIDE_KINDS = ("warmup", "side")
 
@@ -71,7 +72,7 @@ class Decision:
     reply_index: int | None = None
     prepared: PreparedReply | None = None
     replay_of: int | None = None
-    nearest: list[dict[str, Any]] = field(default_factory=list)
+    nearest: list[NearestRule] = field(default_factory=list)
 
     def no_rule_message(self, seq: int) -> str:
         head = (f"loopprobe mock: no scenario rule matched request #{seq} "
@@ -137,7 +138,7 @@ class Script:
         return decision
 
     def _choose(self, decision: Decision, facts: RequestFacts, body: dict[str, Any]) -> None:
-        scored: list[tuple[int, int, dict[str, Any]]] = []
+        scored: list[tuple[int, int, NearestRule]] = []
         for position, state in enumerate(self.rules):
             misses = state.rule.match.differences(
                 facts, decision.kind, decision.turn, decision.attempt)

@@ -14,11 +14,20 @@ from typing import Any
 import httpx
 import uvicorn
 
-from mockapi.app import ADMIN_PREFIX, ADMIN_TOKEN_HEADER, MockApp
+from mockapi.admin import ADMIN_PREFIX, ADMIN_TOKEN_HEADER
+from mockapi.app import MockApp
 from mockapi.journal import Journal, JournalContents, read_journal
+from mockapi.records import RequestRecord
 from mockapi.scenario import Scenario
 
-__all__ = ["MockServer", "NonLoopbackRefused", "bind_socket"]
+__all__ = [
+    "START_TIMEOUT",
+    "STOP_TIMEOUT",
+    "MockServer",
+    "NonLoopbackRefused",
+    "bind_socket",
+    "uvicorn_config",
+]
 
 START_TIMEOUT = 10.0
 STOP_TIMEOUT = 10.0
@@ -125,7 +134,7 @@ class MockServer:
     def read(self) -> JournalContents:
         return read_journal(self.journal.path)
 
-    def requests(self, *, kind: str | None = None) -> list[dict[str, Any]]:
+    def requests(self, *, kind: str | None = None) -> list[RequestRecord]:
         """Recorded Messages API requests of the current run (optionally of one kind)."""
         return [r for r in self.read().requests()
                 if r.get("run") == self.mock.run and (kind is None or r.get("kind") == kind)]

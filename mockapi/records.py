@@ -1,0 +1,205 @@
+"""Journal records as types: what each line of a journal holds, and the functions that build them.
+
+A journal line is one JSON object; ``type`` says which record it is. ``request``
+records what arrived and how it was answered, ``response_end`` how a streamed
+body ended. (``Journal`` itself may add a ``journal_note`` line when it sets
+a torn tail aside.) The builders fix the key order, so the bytes of a line are
+stable. Importing this module loads no server code: the harness reads
+journals with these types.
+"""
+
+from __future__ import annotations
+
+import base64
+from typing import Any, Final, Literal, NotRequired, TypedDict
+
+import orjson
+
+__all__ = [
+    "END_CLIENT_DISCONNECTED",
+    "END_COMPLETE",
+    "END_DISCONNECTED_BY_SCRIPT",
+    "END_STREAM_ERROR_BY_SCRIPT",
+    "END_TRUNCATED_BY_SCRIPT",
+    "JOURNAL_FORMAT_VERSION",
+    "OUTCOME_CLIENT_DISCONNECTED",
+    "OUTCOME_HELLO",
+    "OUTCOME_INVALID_REQUEST",
+    "OUTCOME_MOCK_ERROR",
+    "OUTCOME_MODELS",
+    "OUTCOME_NOT_FOUND",
+    "OUTCOME_NO_RULE",
+    "OUTCOME_REPLIED",
+    "OUTCOME_TOO_LARGE",
+    "EndReason",
+    "JournalNote",
+    "JournalRecord",
+    "NearestRule",
+    "Outcome",
+    "RequestRecord",
+    "ResponseEndRecord",
+    "Routing",
+    "encode_body_field",
+    "request_record",
+    "response_end_record",
+    "spliced_fields",
+]
+
+# The line format these types describe. It is not written into the lines (their bytes
+# are fixed); a change to any record's fields changes this number.
+JOURNAL_FORMAT_VERSION: Final = 1
+
+Outcome = Literal["replied", "no_rule", "invalid_request", "too_large", "client_disconnected",
+                  "mock_error", "models", "hello", "not_found"]
+OUTCOME_REPLIED: Final = "replied"  # a scripted reply (or a built-in one) was sent
+OUTCOME_NO_RULE: Final = "no_rule"  # no rule matched: a 400 naming the nearest rules
+OUTCOME_INVALID_REQUEST: Final = "invalid_request"  # headers or body refused
+OUTCOME_TOO_LARGE: Final = "too_large"  # the body exceeded the size limit: 413
+OUTCOME_CLIENT_DISCONNECTED: Final = "client_disconnected"  # left before sending its body
+OUTCOME_MOCK_ERROR: Final = "mock_error"  # the mock failed on the request: 500
+OUTCOME_MODELS: Final = "models"  # GET /v1/models, /v1/models/{id}
+OUTCOME_HELLO: Final = "hello"  # GET /api/hello
+OUTCOME_NOT_FOUND: Final = "not_found"  # any other path: 404
+
+EndReason = Literal["complete", "client_disconnected", "disconnected_by_script",
+                    "truncated_by_script", "stream_error_by_script"]
+END_COMPLETE: Final = "complete"
+END_CLIENT_DISCONNECTED: Final = "client_disconnected"
+END_DISCONNECTED_BY_SCRIPT: Final = "disconnected_by_script"  # the connection was dropped
+END_TRUNCATED_BY_SCRIPT: Final = "truncated_by_script"  # the body ended early, cleanly
+END_STREAM_ERROR_BY_SCRIPT: Final = "stream_error_by_script"  # an error event, then the end
+
+
+class NearestRule(TypedDict):
+    rule: str
+    misses: list[str]  # why it did not answer, field by field; or why it is spent
+
+
+class Routing(TypedDict):
+    """How the script routed a Messages API request."""
+
+    kind: str
+    turn: int
+    attempt: int
+    stream: bool
+    model: str | None
+    rule: str | None
+    reply_index: int | None
+    replay_of: int | None  # the seq whose reply a non-streaming fallback got again
+
+
+class RequestRecord(TypedDict):
+    """One request, written before its reply starts; keys in the order they are written."""
+
+    type: Literal["request"]
+    seq: int
+    run: int
+    time: float  # wall clock at arrival
+    elapsed: float  # seconds since the mock started, when recorded
+    method: str
+    path: str
+    query: str
+    headers: dict[str, str]  # lower-case names, secrets redacted, repeats joined with ", "
+    body_size: int | None  # None: the body was not read (too large, or the client left)
+    outcome: Outcome
+    status: int | None  # None: the client left before any reply
+    error: NotRequired[str]
+    nearest: NotRequired[list[NearestRule]]  # outcome no_rule
+    kind: NotRequired[str]  # kind … replay_of: the Routing of a Messages API request
+    turn: NotRequired[int]
+    attempt: NotRequired[int]
+    stream: NotRequired[bool]
+    model: NotRequired[str | None]
+    rule: NotRequired[str | None]
+    reply_index: NotRequired[int | None]
+    replay_of: NotRequired[int | None]
+    reply: NotRequired[dict[str, Any]]  # the scripted reply, without its defaults
+    body: NotRequired[Any]  # the body, when it is JSON; else body_text, else body_base64
+    body_text: NotRequired[str]
+    body_base64: NotRequired[str]
+
+
+class ResponseEndRecord(TypedDict):
+    """How a streamed body ended (JSON and error replies have none)."""
+
+    type: Literal["response_end"]
+    seq: int
+    run: int
+    time: float
+    elapsed: float
+    reason: EndReason
+    events_sent: int  # body writes: SSE events, or raw chunks
+    bytes_sent: int
+
+
+class JournalNote(TypedDict):
+    """What the journal itself noted: a torn last line moved aside when a server restarted."""
+
+    type: Literal["journal_note"]
+    note: str
+    offset: int
+    bytes: int
+    moved_to: str
+
+
+JournalRecord = RequestRecord | ResponseEndRecord | JournalNote
+
+
+def request_record(*, seq: int, run: int, time: float, elapsed: float, method: str, path: str,
+                   query: str, headers: dict[str, str], body_size: int | None,
+                   outcome: Outcome, status: int | None, error: str | None = None,
+                   nearest: list[NearestRule] | None = None,
+                   routing: Routing | None = None) -> RequestRecord:
+    """A request record less its spliced fields (``spliced_fields``)."""
+    record: RequestRecord = {
+        "type": "request", "seq": seq, "run": run, "time": time, "elapsed": elapsed,
+        "method": method, "path": path, "query": query, "headers": headers,
+        "body_size": body_size, "outcome": outcome, "status": status,
+    }
+    if error is not None:
+        record["error"] = error
+    if nearest is not None:
+        record["nearest"] = nearest
+    return record if routing is None else {**record, **routing}
+
+
+def spliced_fields(reply: bytes | None, body: bytes | None, body_is_json: bool) -> list[bytes]:
+    """A request record's last fields, already encoded: the scripted reply, then the body."""
+    fields = [b'"reply":' + reply] if reply is not None else []
+    if body:
+        fields.append(encode_body_field(body, body_is_json))
+    return fields
+
+
+def response_end_record(*, seq: int, run: int, time: float, elapsed: float, reason: EndReason,
+                        events_sent: int, bytes_sent: int) -> ResponseEndRecord:
+    return {"type": "response_end", "seq": seq, "run": run, "time": time, "elapsed": elapsed,
+            "reason": reason, "events_sent": events_sent, "bytes_sent": bytes_sent}
+
+
+def encode_body_field(raw: bytes, parsed_ok: bool) -> bytes:
+    """The journal's body field: the raw JSON if it parsed, else text or base64."""
+    if parsed_ok:
+        # CR and LF can only be whitespace in JSON (inside strings they must be escaped), so
+        # blanking them keeps the body's value and makes it one line at any depth (re-encoding
+        # it with orjson fails beyond 254 levels).
+        line = raw
+        if b"\n" in raw or b"\r" in raw:
+            line = raw.replace(b"\r", b" ").replace(b"\n", b" ")
+        if _fits_in_a_record(line):
+            return b'"body":' + line
+    try:
+        return b'"body_text":' + orjson.dumps(raw.decode("utf-8"))
+    except UnicodeDecodeError:
+        return b'"body_base64":' + orjson.dumps(base64.b64encode(raw).decode())
+
+
+def _fits_in_a_record(body: bytes) -> bool:
+    """Whether a record holding ``body`` stays within the 1024 levels orjson reads back."""
+    if body.count(b"[") + body.count(b"{") < 1023:
+        return True
+    try:
+        orjson.loads(b"[" + body + b"]")
+    except orjson.JSONDecodeError:
+        return False
+    return True
