@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
-__all__ = ["CheckResult", "Checks"]
+__all__ = ["MISSING", "CheckResult", "Checks"]
 
 MISSING = "<missing>"
 

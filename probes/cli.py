@@ -9,20 +9,22 @@ import json
 import sys
 import time
 from pathlib import Path
-from typing import Any
 
-from mockapi.cli import add_serve_arguments, serve
+from mockapi.cli import add_serve_arguments
 from probes.catalog import REPORTS
-from probes.clients import InstallError, all_clients, parse_client_spec
+from probes.clients import Client, InstallError, all_clients, parse_client_spec, report_folder
+from probes.clients.base import ClientKey
 from probes.clients.npm import cache_root
 from probes.diff import diff_directories, render_markdown
+from probes.files import write_json, write_text
 from probes.guide import write_guide
 from probes.matrix import build_matrix, render_matrix
 from probes.model import ReportSpec
-from probes.report import ReportError, build_report, write_fingerprint, write_json, write_report
-from probes.runner import ProbeOutcome, run_probe
+from probes.outcome import ProbeOutcome
+from probes.report_format import Report, ReportError
 
-__all__ = ["main"]
+__all__ = ["build_parser", "cmd_clients_install", "cmd_clients_list", "cmd_diff", "cmd_guide", "cmd_matrix",
+           "cmd_run", "load_catalog", "main", "run_suite"]
 
 EXIT_PASSED, EXIT_FAILED, EXIT_HARNESS, EXIT_INTERRUPTED = 0, 1, 2, 130
 
@@ -71,12 +73,16 @@ def load_catalog(name: str | None) -> tuple[ReportSpec, ...]:
     return reports
 
 
-def run_suite(client_spec: str, out: Path, *, probe: str | None = None,
+def run_suite(client_spec: str | tuple[Client, str], out: Path, *, probe: str | None = None,
               report: str | None = None, work_dir: str | None = None,
               catalog: tuple[ReportSpec, ...] = REPORTS) -> int:
     """Run the selected probes on one client version and write its report directory."""
+    # the run machinery (the mock server: uvicorn, starlette) loads only for commands that run
+    from probes.report import build_report, write_fingerprint, write_report
+    from probes.runner import run_probe
     try:
-        client, version = parse_client_spec(client_spec)
+        client, version = (parse_client_spec(client_spec) if isinstance(client_spec, str)
+                           else client_spec)
         _say(f"loopprobe: client {client.name}@{version}")
         binary = client.install(version)
     except InstallError as error:
@@ -87,7 +93,7 @@ def run_suite(client_spec: str, out: Path, *, probe: str | None = None,
     work = Path(work_dir) if work_dir else (
         cache_root() / "runs" / f"{binary.version}-{time.strftime('%Y%m%d-%H%M%S')}")
     _say(f"  sandboxes under {work}")
-    written: list[tuple[str, dict[str, Any]]] = []
+    written: list[tuple[str, Report]] = []
     evidence = []
     interrupted = False
     for spec in specs:
@@ -107,8 +113,8 @@ def run_suite(client_spec: str, out: Path, *, probe: str | None = None,
             interrupted = True
             _say("loopprobe: interrupted; writing what was gathered, marked incomplete")
         evidence += [o.evidence for o in outcomes if o.evidence is not None]
-        built, journal = build_report(spec, outcomes, binary, complete=not interrupted)
-        _say(f"  wrote {write_report(built, journal, out)}")
+        built, journal, timing = build_report(spec, outcomes, binary, complete=not interrupted)
+        _say(f"  wrote {write_report(built, journal, out, timing)}")
         written.append((spec.name, built))
         if interrupted:
             break
@@ -142,27 +148,34 @@ def cmd_run(args: argparse.Namespace) -> int:
                      work_dir=args.work_dir, catalog=load_catalog(args.catalog))
 
 
+def _client_key(spec: str) -> ClientKey:
+    client, version = parse_client_spec(spec)
+    return ClientKey(client.name, version)
+
+
 def cmd_matrix(args: argparse.Namespace) -> int:
-    versions = [v.strip() for v in args.clients.split(",") if v.strip()]
+    try:
+        keys = [_client_key(v.strip()) for v in args.clients.split(",") if v.strip()]
+        baseline = report_folder(_client_key(args.baseline)) if args.baseline else None
+    except InstallError as error:
+        print(f"loopprobe: {error}", file=sys.stderr)
+        return EXIT_HARNESS
     out = Path(args.out)
     codes = {}
-    for version in versions:
+    for key in keys:
         if not args.skip_run:
-            codes[version] = run_suite(version, out / version.rpartition("@")[2])
-    directories = [out / v.rpartition("@")[2] for v in versions]
-    matrix = build_matrix([d for d in directories if d.is_dir()])
+            codes[key] = run_suite(key.label, out / report_folder(key))
+    folders = [report_folder(key) for key in keys]
+    matrix = build_matrix([out / f for f in folders if (out / f).is_dir()])
     write_json(out / "matrix.json", matrix)
-    (out / "MATRIX.md").write_text(render_matrix(matrix))
+    write_text(out / "MATRIX.md", render_matrix(matrix))
     _say(f"wrote {out / 'MATRIX.md'}")
-    baseline = args.baseline
     if baseline:
-        for version in versions:
-            other = version.rpartition("@")[2]
+        for other in folders:
             if other == baseline or not (out / other).is_dir() or not (out / baseline).is_dir():
                 continue
             result = diff_directories(out / baseline, out / other)
-            target = out / f"diff-{baseline}-to-{other}.md"
-            target.write_text(render_markdown(result))
+            target = write_text(out / f"diff-{baseline}-to-{other}.md", render_markdown(result))
             _say(f"wrote {target}")
     if EXIT_HARNESS in codes.values():
         return EXIT_HARNESS
@@ -177,7 +190,7 @@ def cmd_diff(args: argparse.Namespace) -> int:
         return EXIT_HARNESS
     text = json.dumps(result, indent=2, sort_keys=True) if args.json else render_markdown(result)
     if args.out:
-        Path(args.out).write_text(text)
+        write_text(Path(args.out), text)
     else:
         sys.stdout.write(text)
     regressions = result.regressions
@@ -186,6 +199,11 @@ def cmd_diff(args: argparse.Namespace) -> int:
               f"{', '.join(c['id'] for c in regressions)}", file=sys.stderr)
         return EXIT_FAILED
     return EXIT_PASSED
+
+
+def _serve(args: argparse.Namespace) -> int:
+    from mockapi.cli import serve
+    return serve(args)
 
 
 def cmd_clients_install(args: argparse.Namespace) -> int:
@@ -235,7 +253,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     serve_cmd = commands.add_parser("serve", help="run the Messages API mock")
     add_serve_arguments(serve_cmd)
-    serve_cmd.set_defaults(func=serve)
+    serve_cmd.set_defaults(func=_serve)
 
     clients = commands.add_parser("clients", help="install and list client versions")
     client_commands = clients.add_subparsers(dest="clients_command", required=True)

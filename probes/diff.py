@@ -13,9 +13,9 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from probes.report import FINGERPRINT_FILE, ReportError, load_fingerprint, load_report
+from probes.report_format import load_folder
 
-__all__ = ["DiffResult", "diff_directories", "render_markdown"]
+__all__ = ["SIDE_KINDS", "DiffResult", "diff_directories", "render_markdown"]
 
 
 class DiffResult(dict[str, Any]):
@@ -25,18 +25,9 @@ class DiffResult(dict[str, Any]):
 
 
 def _load_dir(directory: Path) -> tuple[dict[str, dict[str, Any]], dict[str, Any] | None]:
-    if not directory.is_dir():
-        raise ReportError(f"{directory}: not a directory of reports")
-    reports = {}
-    for path in sorted(directory.glob("*.json")):
-        if path.name == FINGERPRINT_FILE:
-            continue
-        report = load_report(path)
-        reports[report["report"]] = report
-    if not reports:
-        raise ReportError(f"{directory}: no loopprobe reports (*.json) found")
-    fingerprint_path = directory / FINGERPRINT_FILE
-    return reports, load_fingerprint(fingerprint_path) if fingerprint_path.exists() else None
+    folder = load_folder(directory)
+    reports: dict[str, dict[str, Any]] = {name: dict(r) for name, r in folder.reports.items()}
+    return reports, dict(folder.fingerprint) if folder.fingerprint else None
 
 
 def _claim_change(a: str | None, b: str | None) -> str:

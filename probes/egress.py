@@ -14,7 +14,7 @@ import time
 from dataclasses import dataclass, field
 from types import TracebackType
 
-__all__ = ["EgressAttempt", "EgressSink"]
+__all__ = ["READ_TIMEOUT", "REFUSAL", "EgressAttempt", "EgressSink"]
 
 READ_TIMEOUT = 5.0
 REFUSAL = (b"HTTP/1.1 403 Forbidden\r\nContent-Length: 0\r\nConnection: close\r\n"

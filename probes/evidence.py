@@ -4,18 +4,73 @@ Checks read evidence only through this module, so a test can build an
 ``Evidence`` from saved artefacts, alter it, and watch a check fail.
 Lookups never raise on missing data: they return None or empty values, and
 the check that needed the data fails saying what it saw.
+
+``Output`` is a client's printed events read as the common event protocol (Claude
+Code's stream-json shapes: ``type``/``subtype``, ``message.content``, a final
+``result``); every client kind prints or is translated to it.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from probes.clients.base import Output
-from probes.model import Invocation
+from mockapi.records import JournalRecord, RequestRecord
+from probes.invocation import Invocation
 
-__all__ = ["Evidence", "Location", "RunRecord", "block_text", "locate", "message_outline"]
+__all__ = ["Evidence", "Location", "Output", "RunRecord", "block_text", "blocks_of_type", "locate",
+           "message_outline", "messages"]
+
+
+@dataclass
+class Output:
+    """What a run printed, read as the common event protocol."""
+
+    events: list[dict[str, Any]]
+    unparsed: list[str]
+
+    @property
+    def result(self) -> dict[str, Any] | None:
+        """The final result event; with several (background agents), the last one counts."""
+        results = [e for e in self.events if e.get("type") == "result"]
+        return results[-1] if results else None
+
+    @property
+    def session_id(self) -> str | None:
+        """The session the client says it ran in: the result's, else the first event's."""
+        found = (self.result or {}).get("session_id") or next(
+            (e.get("session_id") for e in self.events if e.get("session_id")), None)
+        return str(found) if found else None
+
+    def tool_results(self) -> list[dict[str, Any]]:
+        """The tool_result blocks the client printed (its own record of the tools it ran)."""
+        return [b for e in self.of_type("user")
+                for b in (e.get("message") or {}).get("content", []) or []
+                if isinstance(b, dict) and b.get("type") == "tool_result"]
+
+    def of_type(self, type_: str, subtype: str | None = None) -> list[dict[str, Any]]:
+        return [e for e in self.events if e.get("type") == type_
+                and (subtype is None or e.get("subtype") == subtype)]
+
+    @classmethod
+    def from_json_lines(cls, stdout: str) -> Output:
+        events: list[dict[str, Any]] = []
+        unparsed: list[str] = []
+        for line in stdout.splitlines():
+            if not line.strip():
+                continue
+            try:
+                value = json.loads(line)
+            except ValueError:
+                unparsed.append(line)
+                continue
+            if isinstance(value, dict):
+                events.append(value)
+            else:
+                unparsed.append(line)
+        return cls(events, unparsed)
 
 
 @dataclass
@@ -49,7 +104,7 @@ class Evidence:
     probe: str
     client: dict[str, Any]
     runs: dict[str, RunRecord]
-    journal: list[dict[str, Any]]
+    journal: list[JournalRecord]
     hook_calls: list[dict[str, Any]] = field(default_factory=list)
     session_files: dict[str, str] = field(default_factory=dict)  # relative path -> text
     workspace_files: dict[str, str] = field(default_factory=dict)
@@ -64,16 +119,28 @@ class Evidence:
         return next((real for real, name in self.placeholders.items() if name == placeholder),
                     placeholder)
 
+    def all_requests(self) -> list[RequestRecord]:
+        """Every recorded request, any path, in arrival order."""
+        return [r for r in self.journal if r["type"] == "request"]
+
+    def run_of(self, seq: int) -> str | None:
+        """The run during which the request ``seq`` arrived."""
+        return next((name for name, run in self.runs.items()
+                     if run.seqs[0] < seq <= run.seqs[1]), None)
+
     def requests(self, run: str | None = None, kind: str | None = "main",
-                 path: str = "/v1/messages") -> list[dict[str, Any]]:
+                 path: str = "/v1/messages") -> list[RequestRecord]:
         """Recorded requests, in arrival order, optionally only those made during ``run``."""
-        low, high = (self.runs[run].seqs if run is not None and run in self.runs
-                     else (0, 1 << 62))
-        return [r for r in self.journal
-                if r.get("type") == "request" and r.get("path") == path
+        if run is not None and run not in self.runs:
+            return []  # a misspelt run name must not read the whole journal
+        low, high = self.runs[run].seqs if run is not None else (0, 1 << 62)
+        return [r for r in self.all_requests()
+                if r.get("path") == path
                 and (kind is None or r.get("kind") == kind) and low < r.get("seq", 0) <= high]
 
-    def request(self, run: str | None, index: int, kind: str | None = "main") -> dict[str, Any]:
+    def request(self, run: str | None, index: int,
+                kind: str | None = "main") -> Mapping[str, Any]:
+        """The ``index``-th request of a run (negative from the end), or {} if there is none."""
         found = self.requests(run, kind)
         return found[index] if -len(found) <= index < len(found) else {}
 
@@ -104,7 +171,7 @@ def _json_lines(text: str) -> list[dict[str, Any]]:
     return entries
 
 
-def messages(record: dict[str, Any]) -> list[dict[str, Any]]:
+def messages(record: Mapping[str, Any]) -> list[dict[str, Any]]:
     body = record.get("body")
     found = body.get("messages") if isinstance(body, dict) else None
     return [m for m in found if isinstance(m, dict)] if isinstance(found, list) else []
@@ -142,7 +209,7 @@ class Location:
         return f"messages[{self.message}].content[{self.block}] ({self.role} {self.type})"
 
 
-def locate(record: dict[str, Any], needle: str) -> list[Location]:
+def locate(record: Mapping[str, Any], needle: str) -> list[Location]:
     """Where ``needle`` occurs in a request's messages, block by block."""
     found = []
     for m_index, message in enumerate(messages(record)):
@@ -157,7 +224,7 @@ def locate(record: dict[str, Any], needle: str) -> list[Location]:
     return found
 
 
-def blocks_of_type(record: dict[str, Any], kind: str) -> list[tuple[int, dict[str, Any]]]:
+def blocks_of_type(record: Mapping[str, Any], kind: str) -> list[tuple[int, dict[str, Any]]]:
     found = []
     for m_index, message in enumerate(messages(record)):
         content = message.get("content")
@@ -166,7 +233,7 @@ def blocks_of_type(record: dict[str, Any], kind: str) -> list[tuple[int, dict[st
     return found
 
 
-def message_outline(record: dict[str, Any]) -> list[str]:
+def message_outline(record: Mapping[str, Any]) -> list[str]:
     """A one-line-per-message view of a request: role and block types with short text."""
     outline = []
     for message in messages(record):

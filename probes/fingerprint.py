@@ -17,7 +17,7 @@ from typing import Any
 
 from probes.evidence import Evidence
 
-__all__ = ["FINGERPRINT_SCHEMA_VERSION", "fingerprint"]
+__all__ = ["CC_VERSION_SUFFIX", "DATE", "FINGERPRINT_SCHEMA_VERSION", "VOLATILE_HEADERS", "fingerprint"]
 
 FINGERPRINT_SCHEMA_VERSION = 1
 # values that differ per request or per run, not per client version
@@ -63,9 +63,7 @@ def fingerprint(evidence: list[Evidence]) -> dict[str, Any]:
     result_fields: set[str] = set()
     system: list[dict[str, Any]] | None = None
     for ev in evidence:
-        for record in ev.journal:
-            if record.get("type") != "request":
-                continue
+        for record in ev.all_requests():
             kinds[f"{record.get('method')} {record.get('path')} {record.get('kind') or ''}".strip()] += 1
             body = record.get("body")
             if record.get("path") != "/v1/messages" or not isinstance(body, dict):

@@ -7,7 +7,8 @@ import shlex
 from pathlib import Path
 from typing import Any
 
-from probes.report import FINGERPRINT_FILE, ReportError, load_report
+from probes.files import write_text
+from probes.report_format import ClaimEntry, Report, load_folder
 
 __all__ = ["render_guide", "write_guide"]
 
@@ -45,7 +46,7 @@ def _reply_view(reply: dict[str, Any]) -> Any:
     return keep
 
 
-def _claim_section(report: dict[str, Any], claim: dict[str, Any]) -> list[str]:
+def _claim_section(report: Report, claim: ClaimEntry) -> list[str]:
     probe: dict[str, Any] = next(
         (p for p in report["probes"] if p["name"] == claim["probe"]), {})
     checks = {c["id"]: c for c in report["checks"]}
@@ -102,7 +103,7 @@ def _claim_section(report: dict[str, Any], claim: dict[str, Any]) -> list[str]:
     return out
 
 
-def render_guide(reports: list[dict[str, Any]]) -> str:
+def render_guide(reports: list[Report]) -> str:
     if not reports:
         return "# Evidence guide\n\nNo reports in this directory.\n"
     client = reports[0]["client"]
@@ -141,14 +142,5 @@ def render_guide(reports: list[dict[str, Any]]) -> str:
 
 
 def write_guide(directory: Path) -> Path:
-    reports = []
-    for path in sorted(directory.glob("*.json")):
-        if path.name == FINGERPRINT_FILE:
-            continue
-        try:
-            reports.append(load_report(path))
-        except ReportError:
-            continue
-    target = directory / "EVIDENCE.md"
-    target.write_text(render_guide(reports))
-    return target
+    reports = list(load_folder(directory, require_reports=False).reports.values())
+    return write_text(directory / "EVIDENCE.md", render_guide(reports))

@@ -1,13 +1,21 @@
-"""The matrix: claims × client versions, from several report directories."""
+"""The matrix: claims × client versions, from several report directories.
+
+Columns are client versions keyed by kind and version (``claude-code@2.1.235``), so two
+client kinds that share a version number stay apart.
+"""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
 
-from probes.report import FINGERPRINT_FILE, load_report
+from probes.clients.base import ClientKey
+from probes.report_format import load_folder
 
-__all__ = ["build_matrix", "render_matrix"]
+__all__ = ["MATRIX_SCHEMA_VERSION", "SYMBOL", "build_matrix", "render_matrix"]
+
+# 2: columns keyed by client kind and version
+MATRIX_SCHEMA_VERSION = 2
 
 
 def build_matrix(directories: list[Path]) -> dict[str, Any]:
@@ -15,20 +23,20 @@ def build_matrix(directories: list[Path]) -> dict[str, Any]:
     cells: dict[str, dict[str, dict[str, str]]] = {}
     statements: dict[str, str] = {}
     for directory in directories:
-        reports = [load_report(p) for p in sorted(directory.glob("*.json"))
-                   if p.name != FINGERPRINT_FILE]
-        if not reports:
+        folder = load_folder(directory, require_reports=False)
+        if not folder.reports:
             continue
-        client = reports[0]["client"]
-        versions.append({"version": client["version"], "dir": directory.name,
-                         "binary_sha256": client["binary_sha256"]})
-        for report in reports:
+        client = folder.client
+        label = ClientKey(client["name"], client["version"]).label
+        versions.append({"client": label, "kind": client["name"], "version": client["version"],
+                         "dir": directory.name, "binary_sha256": client["binary_sha256"]})
+        for report in folder.reports.values():
             for claim in report["claims"]:
                 statements[claim["id"]] = claim["statement"]
-                cells.setdefault(claim["id"], {})[client["version"]] = {
+                cells.setdefault(claim["id"], {})[label] = {
                     "status": claim["status"], "reason": claim["reason"],
                     "report": report["report"]}
-    return {"schema_version": 1, "kind": "matrix", "versions": versions,
+    return {"schema_version": MATRIX_SCHEMA_VERSION, "kind": "matrix", "versions": versions,
             "claims": [{"id": cid, "statement": statements[cid], "results": cells[cid]}
                        for cid in sorted(cells)]}
 
@@ -37,7 +45,7 @@ SYMBOL = {"passed": "pass", "failed": "**FAIL**", "not_applicable": "n/a", "erro
 
 
 def render_matrix(matrix: dict[str, Any]) -> str:
-    versions = [v["version"] for v in matrix["versions"]]
+    versions = [v["client"] for v in matrix["versions"]]
     out = ["# Claims × client versions", "",
            "| claim | " + " | ".join(versions) + " |",
            "|---|" + "---|" * len(versions)]
@@ -50,6 +58,6 @@ def render_matrix(matrix: dict[str, Any]) -> str:
             cell = claim["results"].get(version)
             if cell and cell["status"] != "passed":
                 out.append(f"- `{claim['id']}` on {version}: {cell['status']} — {cell['reason']}")
-    out += ["", "Binaries: " + "; ".join(f"{v['version']} `{v['binary_sha256']}`"
+    out += ["", "Binaries: " + "; ".join(f"{v['client']} `{v['binary_sha256']}`"
                                          for v in matrix["versions"]), ""]
     return "\n".join(out)

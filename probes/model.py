@@ -1,22 +1,21 @@
 """What a probe is: a scenario, client invocations in one sandbox, and checks stating claims.
 
 A probe is declarative; adding one is adding one module to ``probes/catalog``.
-Reports group probes (one JSON file per report).
+Reports group probes (one JSON file per report). This module is also the authoring
+API for your own probes: it re-exports ``Invocation`` and ``Hooks``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
 
-from mockapi import Scenario
+from mockapi.scenario import Scenario
+from probes.checks import Checks
+from probes.evidence import Evidence
+from probes.invocation import CAPABILITIES, Hooks, Invocation
 
-if TYPE_CHECKING:
-    from probes.checks import Checks
-    from probes.evidence import Evidence
-
-__all__ = ["Claim", "Invocation", "Probe", "ReportSpec"]
+__all__ = ["Claim", "Hooks", "Invocation", "Probe", "ReportSpec"]
 
 
 @dataclass(frozen=True)
@@ -24,29 +23,6 @@ class Claim:
     id: str
     statement: str
     source: str = "../shared/claims/agent-loop-2.1.235.md"
-
-
-@dataclass(frozen=True)
-class Invocation:
-    """One run of the client inside the probe's sandbox.
-
-    ``session``: ``new`` starts a session with a fixed id (derived from the probe
-    and this invocation's name); ``resume`` continues the session started by the
-    invocation named in ``resume_from``; ``none`` passes no session flag.
-    """
-
-    name: str
-    prompt: str
-    session: Literal["new", "resume", "none"] = "new"
-    resume_from: str | None = None
-    fork: bool = False
-    tools: tuple[str, ...] | None = ("Read",)
-    max_turns: int | None = None
-    settings: dict[str, Any] | None = None
-    extra_args: tuple[str, ...] = ()
-    env: dict[str, str | None] = field(default_factory=dict)  # None unsets a variable
-    timeout: float = 90.0
-    model: str = "claude-sonnet-4-5"
 
 
 @dataclass(frozen=True)
@@ -58,10 +34,27 @@ class Probe:
     invocations: tuple[Invocation, ...]
     check: Callable[[Evidence, Checks], None]
     fixtures: dict[str, str] = field(default_factory=dict)
-    hooks: dict[str, Any] | None = None  # policy for probes.hook_recorder
+    hooks: Hooks | None = None  # None: no hook is installed at all
     boundaries: tuple[str, ...] = ()
-    # flags beyond the client's base ones; a client whose --help lacks one is not applicable
-    requires_flags: tuple[str, ...] = ()
+    # capabilities beyond what the invocations imply (see probes.invocation.CAPABILITIES);
+    # a client that lacks one is not applicable
+    requires: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        unknown = sorted(set(self.requires) - set(CAPABILITIES))
+        if unknown:
+            raise ValueError(f"probe {self.name!r} requires unknown capabilities {unknown}; "
+                             f"known: {', '.join(CAPABILITIES)}")
+        names = [i.name for i in self.invocations]
+        if len(set(names)) != len(names):
+            raise ValueError(f"probe {self.name!r}: invocation names repeat: {names}")
+
+    def capabilities(self) -> list[str]:
+        """Everything a client must support to run this probe, in a stable order."""
+        needed = set(self.requires).union(*(i.capabilities() for i in self.invocations))
+        if self.hooks is not None:
+            needed.add("hooks")
+        return [name for name in CAPABILITIES if name in needed]
 
 
 @dataclass(frozen=True)

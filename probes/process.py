@@ -9,7 +9,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["ProcessResult", "run_process"]
+__all__ = ["KILL_GRACE", "ProcessResult", "run_process"]
 
 KILL_GRACE = 3.0
 

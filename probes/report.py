@@ -1,52 +1,56 @@
-"""Reports: versioned JSON evidence per client binary, written atomically, loaded back.
+"""Reports: versioned JSON evidence per client binary, built from probe outcomes, written
+atomically.
 
-Paths of the isolated run appear as placeholders (``$WORKSPACE``, ``$HOME``…),
-session ids as ``$SESSION[<run>]``, other client-made UUIDs and agent ids as
-``$UUID_<n>`` and ``$AGENT_<n>``;
-durations, timestamps and hashes of files that hold timestamps are moved to
-``volatile``. So two runs of the same
-binary give the same verdicts, checks and observed values, and the rest of the
-report differs only where the client's own output does.
+The report is the same for two runs of the same binary, byte for byte, wherever they
+ran: paths of the isolated run appear as placeholders (``$WORKSPACE``, ``$HOME``…),
+the mock's address as ``$MOCK_URL``/``$MOCK_HOST``, session ids as ``$SESSION[<run>]``,
+other client-made UUIDs, agent and device ids as ``$UUID_<n>``, ``$AGENT_<n>`` and
+``$DEVICE_<n>``, the date of the run as ``$RUN_DATE``; durations, timestamps and hashes of files
+that hold timestamps are ``$VOLATILE`` in the report and kept, with the generation
+time, in ``<report>.timing.json`` beside it (not evidence to commit: it differs per run).
 """
 
 from __future__ import annotations
 
 import json
-import os
 import re
-import tempfile
 import time
-from collections.abc import Iterable
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from probes import __version__
 from probes.clients.base import ClientBinary
 from probes.evidence import Evidence, message_outline
+from probes.files import write_json, write_lines
 from probes.fingerprint import fingerprint
 from probes.model import ReportSpec
-from probes.runner import ProbeOutcome
+from probes.outcome import ProbeOutcome
+from probes.report_format import (
+    FINGERPRINT_FILE,
+    FINGERPRINT_FILE_VERSION,
+    REPORT_SCHEMA_VERSION,
+    TIMING_SUFFIX,
+    ClaimEntry,
+    Report,
+)
 
-__all__ = ["FINGERPRINT_FILE", "REPORT_SCHEMA_VERSION", "ReportError", "build_report",
-           "load_fingerprint", "load_report", "write_fingerprint", "write_json", "write_report"]
+__all__ = ["JOURNAL_VOLATILE", "RANDOM_IDS", "TRUST_CHECK", "VOLATILE_KEYS", "build_report",
+           "write_fingerprint", "write_report"]
 
-REPORT_SCHEMA_VERSION = 1
-FINGERPRINT_FILE = "fingerprint.json"
 TRUST_CHECK = "harness.no-egress"
 # client-made random identifiers, each numbered by first appearance
 RANDOM_IDS = re.compile(
     r"\b(?P<UUID>[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})\b"
-    r"|\b(?P<AGENT>a[0-9a-f]{16})\b")
+    r"|\b(?P<AGENT>a[0-9a-f]{16})\b"
+    r"|(?<=device_id\":\")(?P<DEVICE>[0-9a-f]{64})\b")
+JOURNAL_VOLATILE = ("time", "elapsed")
 VOLATILE_KEYS = frozenset({"timestamp", "time", "elapsed", "started", "finished"})
 
 
 def _volatile(key: str) -> bool:
     """Timing fields: kept out of the normalised output, so reruns compare equal."""
     return key in VOLATILE_KEYS or key.endswith(("_ms", "Ms", "_time", "Time", "_at", "At"))
-
-
-class ReportError(ValueError):
-    pass
 
 
 class _Normaliser:
@@ -56,9 +60,11 @@ class _Normaliser:
         self.counts: dict[str, int] = {}
         if evidence is None:
             return
+        pairs = dict(evidence.placeholders)
         if evidence.mock_url:
-            self.pairs.append((evidence.mock_url, "$MOCK_URL"))
-        self.pairs += sorted(evidence.placeholders.items(), key=lambda kv: -len(kv[0]))
+            pairs[evidence.mock_url] = "$MOCK_URL"
+            pairs[evidence.mock_url.split("://", 1)[-1]] = "$MOCK_HOST"
+        self.pairs = sorted(pairs.items(), key=lambda kv: -len(kv[0]))
         for name, run in evidence.runs.items():
             if run.session_id and run.session_id not in self.ids:
                 self.ids[run.session_id] = f"$SESSION[{name}]"
@@ -88,7 +94,7 @@ class _Normaliser:
         return value
 
 
-def _request_summary(record: dict[str, Any], run: str | None) -> dict[str, Any]:
+def _request_summary(record: Mapping[str, Any], run: str | None) -> dict[str, Any]:
     body = record.get("body") if isinstance(record.get("body"), dict) else {}
     return {
         "seq": record.get("seq"), "run": run, "method": record.get("method"),
@@ -109,22 +115,24 @@ def _change_kind(change: dict[str, str | None]) -> str:
     return "deleted" if change.get("after") is None else "modified"
 
 
-def _run_of(evidence: Evidence, seq: int) -> str | None:
-    return next((name for name, run in evidence.runs.items()
-                 if run.seqs[0] < seq <= run.seqs[1]), None)
+def _hook_calls(evidence: Evidence, norm: _Normaliser) -> list[dict[str, Any]]:
+    """Each hook call as the client made it, in a stable order: concurrent calls race to the
+    recorder, so neither their arrival order nor their arrival index is evidence."""
+    calls = [norm({k: v for k, v in h.items() if k not in ("pid", "index")}, volatile=True)
+             for h in evidence.hook_calls if "input" in h]
+    return sorted(calls, key=lambda call: json.dumps(call, sort_keys=True))
 
 
 def _probe_section(outcome: ProbeOutcome,
                    norm: _Normaliser) -> tuple[dict[str, Any], dict[str, Any]]:
     probe, ev = outcome.probe, outcome.evidence
-    status = ("not_applicable" if outcome.not_applicable else "error" if outcome.error
-              else "passed" if outcome.passed else "failed")
     section: dict[str, Any] = {
-        "name": probe.name, "title": probe.title, "status": status,
+        "name": probe.name, "title": probe.title, "status": outcome.status,
         "not_applicable": outcome.not_applicable, "error": norm(outcome.error),
         "claims": [c.id for c in probe.claims],
         "scenario": norm(outcome.scenario), "fixtures": dict(probe.fixtures),
-        "hook_policy": probe.hooks, "boundaries": list(probe.boundaries),
+        "hook_policy": dict(probe.hooks.policy) if probe.hooks is not None else None,
+        "boundaries": list(probe.boundaries),
         "runs": [], "requests": [], "hook_calls": [],
     }
     timing: dict[str, Any] = {}
@@ -137,63 +145,92 @@ def _probe_section(outcome: ProbeOutcome,
                 "result": norm(run.result, volatile=True),
                 "stdout": norm(run.output.events, volatile=True),
                 "stdout_unparsed": run.output.unparsed, "stderr": run.stderr,
-                "requests": [r["seq"] for r in ev.journal if r.get("type") == "request"
-                             and run.seqs[0] < r.get("seq", 0) <= run.seqs[1]],
+                "requests": [r["seq"] for r in ev.all_requests()
+                             if run.seqs[0] < r["seq"] <= run.seqs[1]],
                 "files_changed": {path: _change_kind(change)
                                   for path, change in run.files_changed.items()},
             }))
             timing[name] = {"duration_s": run.duration, "files_changed": norm(run.files_changed),
                             "result_duration_ms": (run.result or {}).get("duration_ms"),
                             "result_duration_api_ms": (run.result or {}).get("duration_api_ms")}
-        section["requests"] = [
-            norm(_request_summary(r, _run_of(ev, r.get("seq", 0))))
-            for r in ev.journal if r.get("type") == "request"]
-        section["hook_calls"] = [norm({k: v for k, v in h.items() if k != "pid"}, volatile=True)
-                                 for h in ev.hook_calls if "input" in h]
+        section["requests"] = [norm(_request_summary(dict(r), ev.run_of(r["seq"])))
+                               for r in ev.all_requests()]
+        section["hook_calls"] = _hook_calls(ev, norm)
         section["journal_torn_tail"] = ev.torn_journal
         section["egress_attempts"] = [norm(a, volatile=True) for a in ev.egress]
-    return section, {"runs": timing}
+    return section, _timing(ev, timing)
+
+
+def _timing(ev: Evidence | None, runs: dict[str, Any]) -> dict[str, Any]:
+    """What differs per run: durations, journal and hook timestamps, egress attempt times."""
+    if ev is None:
+        return {"runs": runs}
+    return {
+        "runs": runs,
+        "journal": [{"type": r.get("type"), "seq": r.get("seq"),
+                     **{k: r.get(k) for k in JOURNAL_VOLATILE}} for r in ev.journal],
+        "hook_calls": [{k: h.get(k) for k in ("event", "index", "pid", "started", "finished",
+                                              "tool_use_id") if k in h}
+                       for h in ev.hook_calls],
+        "egress_attempts": [{"time": a.get("time"), "host": a.get("host")} for a in ev.egress],
+    }
+
+
+def _journal_line(probe: str, record: dict[str, Any], norm: _Normaliser) -> str:
+    shown = norm(record)
+    for key in JOURNAL_VOLATILE:
+        if key in shown:
+            shown[key] = "$VOLATILE"
+    return json.dumps({"probe": probe, **shown}, sort_keys=True, ensure_ascii=False)
+
+
+def _claim_entries(outcome: ProbeOutcome, probe_checks: list[dict[str, Any]],
+                   norm: _Normaliser) -> list[ClaimEntry]:
+    claims: list[ClaimEntry] = []
+    for claim in outcome.probe.claims:
+        own = [c for c in probe_checks if c["claim"] == claim.id]
+        failed = [c["id"] for c in own if not c["passed"]]
+        # a timeout or an unscripted request undermines the evidence of every claim of the
+        # probe; an egress attempt does not (it is reported on its own, in `trust`)
+        harness_failed = [c["id"] for c in probe_checks if c["claim"] is None
+                          and not c["passed"] and not c["id"].endswith(TRUST_CHECK)]
+        if outcome.not_applicable:
+            status, reason = "not_applicable", outcome.not_applicable
+        elif outcome.error:
+            status, reason = "error", norm(outcome.error)
+        elif not own:
+            status, reason = "error", "the probe produced no check for this claim"
+        elif failed or harness_failed:
+            status, reason = "failed", f"failed checks: {', '.join(failed + harness_failed)}"
+        else:
+            status, reason = "passed", f"all {len(own)} checks passed"
+        claims.append({"id": claim.id, "statement": claim.statement, "source": claim.source,
+                       "probe": outcome.probe.name, "status": status,
+                       "passed": status == "passed", "reason": reason,
+                       "checks": [c["id"] for c in own]})
+    return claims
 
 
 def build_report(spec: ReportSpec, outcomes: list[ProbeOutcome], binary: ClientBinary, *,
-                 complete: bool = True) -> tuple[dict[str, Any], list[str]]:
-    """The report, and the recorded requests as normalised journal lines for beside it."""
+                 complete: bool = True) -> tuple[Report, list[str], dict[str, Any]]:
+    """The report, the recorded requests as normalised journal lines for beside it, and
+    what differs per run (``<report>.timing.json``)."""
     journal_lines: list[str] = []
     checks: list[dict[str, Any]] = []
-    claims: list[dict[str, Any]] = []
+    claims: list[ClaimEntry] = []
     probes: list[dict[str, Any]] = []
-    volatile: dict[str, Any] = {"generated_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    timing: dict[str, Any] = {"generated_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                               "probes": {}}
     for outcome in outcomes:
         norm = _Normaliser(outcome.evidence)
         probe_checks = [norm(c.to_json()) for c in outcome.checks]
         section, probe_timing = _probe_section(outcome, norm)
         probes.append(section)
-        volatile["probes"][outcome.probe.name] = probe_timing
+        timing["probes"][outcome.probe.name] = probe_timing
         for record in outcome.evidence.journal if outcome.evidence else []:
-            journal_lines.append(json.dumps({"probe": outcome.probe.name, **norm(record)},
-                                            sort_keys=True, ensure_ascii=False))
+            journal_lines.append(_journal_line(outcome.probe.name, dict(record), norm))
         checks += probe_checks
-        for claim in outcome.probe.claims:
-            own = [c for c in probe_checks if c["claim"] == claim.id]
-            failed = [c["id"] for c in own if not c["passed"]]
-            # a timeout or an unscripted request undermines the evidence of every claim of the
-            # probe; an egress attempt does not (it is reported on its own, in `trust`)
-            harness_failed = [c["id"] for c in probe_checks if c["claim"] is None
-                              and not c["passed"] and not c["id"].endswith(TRUST_CHECK)]
-            if outcome.not_applicable:
-                status, reason = "not_applicable", outcome.not_applicable
-            elif outcome.error:
-                status, reason = "error", norm(outcome.error)
-            elif not own:
-                status, reason = "error", "the probe produced no check for this claim"
-            elif failed or harness_failed:
-                status, reason = "failed", f"failed checks: {', '.join(failed + harness_failed)}"
-            else:
-                status, reason = "passed", f"all {len(own)} checks passed"
-            claims.append({"id": claim.id, "statement": claim.statement, "source": claim.source,
-                           "probe": outcome.probe.name, "status": status, "passed": status == "passed",
-                           "reason": reason, "checks": [c["id"] for c in own]})
+        claims += _claim_entries(outcome, probe_checks, norm)
     trust = {"egress_refused": sorted({host for c in checks if c["id"].endswith(TRUST_CHECK)
                                        and not c["passed"] for host in c["observed"]}),
              "note": "connections the client tried to make to hosts other than the mock; "
@@ -214,85 +251,32 @@ def build_report(spec: ReportSpec, outcomes: list[ProbeOutcome], binary: ClientB
          "is_error": (run.result or {}).get("is_error"), "exit_code": run.exit_code,
          "timed_out": run.timed_out}
         for o in outcomes if o.evidence is not None for name, run in o.evidence.runs.items()]
-    report = {
+    report: Report = {
         "schema_version": REPORT_SCHEMA_VERSION,
         "report": spec.name, "title": spec.title, "summary": spec.summary,
         "generator": {"name": "loopprobe", "version": __version__},
-        "client": binary.identity(),
+        "client": binary.identity(),  # type: ignore[typeddict-item]
         "status": status, "passed": status == "passed", "complete": complete,
-        "claims": claims, "checks": checks, "probes": probes, "terminal_reasons": terminal,
-        "trust": trust,
+        "claims": claims, "checks": checks, "probes": probes,  # type: ignore[typeddict-item]
+        "terminal_reasons": terminal, "trust": trust,
         "boundaries": sorted({b for o in outcomes for b in o.probe.boundaries}),
         "journal": f"{spec.name}.journal.jsonl",
-        "volatile": volatile,
     }
-    return report, journal_lines
+    return report, journal_lines, timing
 
 
-def write_json(path: Path, data: Any) -> None:
-    """Write JSON atomically: a temporary file in the same directory, then a rename."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as out:
-            json.dump(data, out, indent=2, sort_keys=True, ensure_ascii=False)
-            out.write("\n")
-        os.chmod(temporary, 0o644)
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
-
-
-def _write_lines(path: Path, lines: Iterable[str]) -> None:
-    handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    with os.fdopen(handle, "w", encoding="utf-8") as out:
-        for line in lines:
-            out.write(line + "\n")
-    os.chmod(temporary, 0o644)
-    os.replace(temporary, path)
-
-
-def write_report(report: dict[str, Any], journal_lines: list[str], out_dir: Path) -> Path:
-    """Write ``<report>.json`` and the recorded requests beside it as ``<report>.journal.jsonl``."""
-    out_dir.mkdir(parents=True, exist_ok=True)
-    _write_lines(out_dir / report["journal"], journal_lines)
-    path = out_dir / f"{report['report']}.json"
-    write_json(path, report)
-    return path
-
-
-def _load_json(path: Path, what: str) -> dict[str, Any]:
-    try:
-        data = json.loads(path.read_text())
-    except FileNotFoundError:
-        raise ReportError(f"{path}: no such {what}") from None
-    except ValueError as error:
-        raise ReportError(f"{path}: not JSON: {error}") from None
-    if not isinstance(data, dict) or data.get("schema_version") != REPORT_SCHEMA_VERSION:
-        found = data.get("schema_version") if isinstance(data, dict) else type(data).__name__
-        raise ReportError(f"{path}: expected a loopprobe {what} with schema_version "
-                          f"{REPORT_SCHEMA_VERSION}, found {found!r}")
-    return data
-
-
-def load_report(path: Path) -> dict[str, Any]:
-    data = _load_json(path, "report")
-    missing = [k for k in ("report", "client", "claims", "checks", "probes") if k not in data]
-    if missing:
-        raise ReportError(f"{path}: not a loopprobe report (no {', '.join(missing)})")
-    return data
+def write_report(report: Report, journal_lines: list[str], out_dir: Path,
+                 timing: dict[str, Any] | None = None) -> Path:
+    """Write ``<report>.json``, the recorded requests beside it as ``<report>.journal.jsonl``
+    and, if given, what differs per run as ``<report>.timing.json``."""
+    write_lines(out_dir / report["journal"], journal_lines)
+    if timing is not None:
+        write_json(out_dir / f"{report['report']}{TIMING_SUFFIX}", timing)
+    return write_json(out_dir / f"{report['report']}.json", report)
 
 
 def write_fingerprint(evidence: list[Evidence], binary: ClientBinary, out_dir: Path) -> Path:
-    path = out_dir / FINGERPRINT_FILE
-    write_json(path, {"schema_version": REPORT_SCHEMA_VERSION, "kind": "fingerprint",
-                      "client": binary.identity(), "fingerprint": fingerprint(evidence)})
-    return path
-
-
-def load_fingerprint(path: Path) -> dict[str, Any]:
-    data = _load_json(path, "fingerprint")
-    if data.get("kind") != "fingerprint" or "fingerprint" not in data:
-        raise ReportError(f"{path}: not a loopprobe fingerprint")
-    return data
+    return write_json(out_dir / FINGERPRINT_FILE, {
+        "schema_version": FINGERPRINT_FILE_VERSION, "kind": "fingerprint",
+        "client": binary.identity(),
+        "fingerprint": fingerprint(evidence)})

@@ -9,47 +9,34 @@ from __future__ import annotations
 
 import hashlib
 import json
+import platform
 import shlex
 import sys
+import time
 import traceback
 import uuid
 from collections.abc import Callable
 from contextlib import nullcontext
-from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from mockapi import MockServer
 from mockapi.journal import read_journal
+from mockapi.server import MockServer
 from probes import hook_recorder
-from probes.checks import CheckResult, Checks
-from probes.clients.base import Client, ClientBinary
+from probes.checks import Checks
+from probes.clients.base import Client, ClientBinary, HookCommand, RunContext
 from probes.egress import EgressSink
 from probes.evidence import Evidence, RunRecord
-from probes.model import Invocation, Probe
+from probes.invocation import Invocation
+from probes.model import Probe
+from probes.outcome import ProbeOutcome
 from probes.process import run_process
 from probes.sandbox import Sandbox
 
-__all__ = ["ProbeOutcome", "harness_checks", "run_probe", "session_id_for"]
+__all__ = ["HOOK_EVENTS_RECORDED", "SECRET_ENV", "harness_checks", "run_probe", "session_id_for"]
 
 SECRET_ENV = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN")
 HOOK_EVENTS_RECORDED = ("PreToolUse", "PostToolUse", "Stop", "SubagentStop")
-
-
-@dataclass
-class ProbeOutcome:
-    probe: Probe
-    evidence: Evidence | None
-    checks: list[CheckResult]
-    sandbox: Path | None
-    error: str | None = None  # a harness error: the evidence could not be gathered or checked
-    not_applicable: str | None = None
-    scenario: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def passed(self) -> bool:
-        return self.error is None and self.not_applicable is None and bool(self.checks) \
-            and all(c.passed for c in self.checks)
 
 
 def session_id_for(probe: str, invocation: str) -> str:
@@ -57,20 +44,20 @@ def session_id_for(probe: str, invocation: str) -> str:
     return str(uuid.uuid5(uuid.NAMESPACE_URL, f"loopprobe:{probe}:{invocation}"))
 
 
-def _hook_settings(probe: Probe, box: Sandbox, context: dict[str, str]) -> dict[str, Any]:
+def _hook_command(probe: Probe, box: Sandbox, context: dict[str, str]) -> HookCommand | None:
+    """The recorder as a hook command, with the probe's policy (placeholders filled in)."""
+    if probe.hooks is None:
+        return None
     policy = box.artefacts / "hook-policy.json"
-    rendered = json.dumps(probe.hooks or {}, indent=2, sort_keys=True)
+    rendered = json.dumps(dict(probe.hooks.policy), indent=2, sort_keys=True)
     for name, value in context.items():
         rendered = rendered.replace("{" + name + "}", value)
     policy.write_text(rendered)
     log = box.artefacts / "hooks.jsonl"
     command = " ".join(shlex.quote(part) for part in (
         sys.executable, "-I", "-S", hook_recorder.__file__, str(policy), str(log)))
-    events = sorted(set(HOOK_EVENTS_RECORDED) | set(probe.hooks or {}))
-    return {"hooks": {
-        event: [{"matcher": "*", "hooks": [{"type": "command", "command": command}]}]
-        for event in events
-    }}
+    events = tuple(sorted(set(HOOK_EVENTS_RECORDED) | set(probe.hooks.policy)))
+    return HookCommand(command, events)
 
 
 def _digest(path: Path) -> str:
@@ -96,8 +83,8 @@ def harness_checks(evidence: Evidence, checks: Checks) -> None:
                     "the client connected to nothing but the mock (the proxy refused the rest)",
                     passed=not hosts, expected=[], observed=hosts,
                     evidence="egress guard: connections made through the refusing proxy")
-    unmatched = [r for r in evidence.journal
-                 if r.get("type") == "request" and r.get("outcome") in ("no_rule", "mock_error")]
+    unmatched = [r for r in evidence.all_requests()
+                 if r.get("outcome") in ("no_rule", "mock_error")]
     checks.that("harness.script-covered", None,
                 "every request the client made found a scripted reply",
                 passed=not unmatched, expected="no request without a rule",
@@ -105,12 +92,12 @@ def harness_checks(evidence: Evidence, checks: Checks) -> None:
                 evidence="journal outcome")
 
 
-def _missing_flags(probe: Probe, client: Client, binary: ClientBinary) -> str | None:
-    text = binary.help_text()
-    missing = [flag for flag in (*client.base_flags, *probe.requires_flags) if flag not in text]
-    if missing:
-        return (f"{binary.name} {binary.version} has no {', '.join(missing)} "
-                f"(not in its --help), which this probe needs")
+def _not_applicable(probe: Probe, client: Client, binary: ClientBinary) -> str | None:
+    capabilities = client.capabilities(binary)
+    needed = probe.capabilities()
+    if capabilities.lacking(needed):
+        return (f"{binary.name} {binary.version} lacks what this probe needs: "
+                f"{capabilities.explain(needed)}")
     return None
 
 
@@ -119,24 +106,27 @@ def run_probe(probe: Probe, client: Client, binary: ClientBinary, work_dir: Path
               progress: Callable[[str], None] = lambda _: None) -> ProbeOutcome:
     """Run one probe in a fresh sandbox; ``egress_guard=False`` runs without the refusing proxy
     (a proxy changes client behaviour: 2.1.235 then skips its HEAD /api/hello warm-up)."""
-    not_applicable = _missing_flags(probe, client, binary)
+    not_applicable = _not_applicable(probe, client, binary)
     if not_applicable:
         return ProbeOutcome(probe, None, [], None, not_applicable=not_applicable)
     box = Sandbox.create(work_dir, probe.name)
+    client_paths = client.prepare(box)
     box.write_files(probe.fixtures)
     context = {"workspace": str(box.workspace), "home": str(box.home)}
-    hook_settings = _hook_settings(probe, box, context) if probe.hooks is not None else None
+    hooks = _hook_command(probe, box, context)
     journal_path = box.artefacts / "journal.jsonl"
     session_ids: dict[str, str] = {}
     runs: dict[str, RunRecord] = {}
     scenario = probe.scenario.render(context)
+    started = time.time()
     try:
         with EgressSink() if egress_guard else nullcontext() as sink, \
                 MockServer(probe.scenario, journal_path, context=context, fsync=True) as mock:
             for invocation in probe.invocations:
                 runs[invocation.name] = _run_one(probe, invocation, client, binary, box, mock,
-                                                 session_ids, hook_settings, sink, progress)
-        evidence = _gather(probe, binary, box, runs, journal_path)
+                                                 session_ids, hooks, sink, progress)
+        evidence = _gather(probe, client, binary, box, runs, journal_path, client_paths,
+                           started)
         evidence.mock_url = mock.url
         evidence.egress_guarded = sink is not None
         if sink is not None:
@@ -169,16 +159,13 @@ def _scripted(scenario: Any) -> dict[str, Any]:
 
 def _run_one(probe: Probe, invocation: Invocation, client: Client, binary: ClientBinary,
              box: Sandbox, mock: MockServer, session_ids: dict[str, str],
-             hook_settings: dict[str, Any] | None, sink: EgressSink | None,
+             hooks: HookCommand | None, sink: EgressSink | None,
              progress: Callable[[str], None]) -> RunRecord:
     if invocation.session == "new":
         session_ids[invocation.name] = session_id_for(probe.name, invocation.name)
-    if hook_settings is not None:
-        merged = dict(invocation.settings or {})
-        merged["hooks"] = {**hook_settings["hooks"], **merged.get("hooks", {})}
-        invocation = replace(invocation, settings=merged)
-    command = client.command(binary, invocation, box, mock.url, session_ids,
-                             extra_env=sink.environment() if sink else None)
+    context = RunContext(box, mock.url, dict(session_ids),
+                         sink.environment() if sink else {}, hooks)
+    command = client.command(binary, invocation, context)
     for path, content in command.files.items():
         Path(path).parent.mkdir(parents=True, exist_ok=True)
         Path(path).write_text(content)
@@ -192,10 +179,8 @@ def _run_one(probe: Probe, invocation: Invocation, client: Client, binary: Clien
     changed = {path: {"before": before.get(path), "after": after.get(path)}
                for path in sorted(set(before) | set(after)) if before.get(path) != after.get(path)}
     output = client.read_output(result.stdout)
-    observed = (output.result or {}).get("session_id") or next(
-        (e.get("session_id") for e in output.events if e.get("session_id")), None)
-    if observed:
-        session_ids[invocation.name] = observed
+    if output.session_id:
+        session_ids[invocation.name] = output.session_id
     runs_dir = box.artefacts / "runs" / invocation.name
     runs_dir.mkdir(parents=True, exist_ok=True)
     (runs_dir / "stdout").write_text(result.stdout)
@@ -214,18 +199,19 @@ def _relative(box: Sandbox, path: str) -> str:
     return str(Path(path).relative_to(box.root))
 
 
-def _gather(probe: Probe, binary: ClientBinary, box: Sandbox, runs: dict[str, RunRecord],
-            journal_path: Path) -> Evidence:
+def _gather(probe: Probe, client: Client, binary: ClientBinary, box: Sandbox,
+            runs: dict[str, RunRecord], journal_path: Path,
+            client_paths: dict[str, str], runs_started: float) -> Evidence:
     journal = read_journal(journal_path)
+    # the run's calendar date (clients tell it to the model), as the client may have seen it
+    dates = {time.strftime("%Y-%m-%d", clock(moment)) for clock in (time.gmtime, time.localtime)
+             for moment in (runs_started, time.time())}
     hook_log = box.artefacts / "hooks.jsonl"
     hook_calls = []
     if hook_log.exists():
         hook_calls = [json.loads(line) for line in hook_log.read_text().splitlines() if line]
-    session_files = {}
-    for path in sorted((box.config_dir / "projects").rglob("*")) \
-            if (box.config_dir / "projects").is_dir() else []:
-        if path.is_file():
-            session_files[_relative(box, str(path))] = path.read_text(errors="replace")
+    session_files = {_relative(box, str(path)): path.read_text(errors="replace")
+                     for path in client.session_files(box)}
     workspace_files = {}
     for path in sorted(box.workspace.rglob("*")):
         if path.is_file() and path.stat().st_size < 65536:
@@ -235,7 +221,10 @@ def _gather(probe: Probe, binary: ClientBinary, box: Sandbox, runs: dict[str, Ru
         probe=probe.name, client=binary.identity(), runs=runs, journal=journal.records,
         hook_calls=hook_calls, session_files=session_files, workspace_files=workspace_files,
         torn_journal=journal.torn_tail,
-        placeholders={**box.placeholders(), str(binary.entry): "$CLIENT",
+        placeholders={**box.placeholders(), **client_paths, str(binary.entry): "$CLIENT",
                       str(binary.root): "$CLIENT_DIR", hook_recorder.__file__: "$HOOK_RECORDER",
-                      sys.executable: "$PYTHON"},
+                      sys.executable: "$PYTHON",
+                      # the machine's kernel, which clients put in their system prompt
+                      platform.release(): "$KERNEL_RELEASE",
+                      **dict.fromkeys(sorted(dates), "$RUN_DATE")},
     )

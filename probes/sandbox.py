@@ -1,4 +1,7 @@
-"""An isolated place for one probe: its own home, config dir, temp dir and workspace.
+"""An isolated place for one probe: its own home, temp dir, workspace and artefacts.
+
+What a client keeps inside the home (its config dir) is the client's business
+(``Client.prepare``).
 
 The client's environment is built from an allow-list (``base_environment``);
 nothing of the caller's environment is copied, so no ``ANTHROPIC_*`` variable,
@@ -7,20 +10,14 @@ HOME or credential of the user reaches the client.
 
 from __future__ import annotations
 
-import re
 import shutil
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["BASE_PATH", "Sandbox", "base_environment", "path_slug"]
+__all__ = ["BASE_PATH", "Sandbox", "base_environment"]
 
 BASE_PATH = "/usr/local/bin:/usr/bin:/bin"
-
-
-def path_slug(path: Path | str) -> str:
-    """How Claude Code names a project directory: every non-alphanumeric character becomes '-'."""
-    return re.sub(r"[^A-Za-z0-9]", "-", str(path))
 
 
 @dataclass(frozen=True)
@@ -30,10 +27,6 @@ class Sandbox:
     @property
     def home(self) -> Path:
         return self.root / "home"
-
-    @property
-    def config_dir(self) -> Path:
-        return self.home / ".claude"
 
     @property
     def tmp(self) -> Path:
@@ -53,7 +46,7 @@ class Sandbox:
             parent.mkdir(parents=True, exist_ok=True)
         root = Path(tempfile.mkdtemp(prefix=f"{name}.", dir=parent)).resolve()
         box = cls(root)
-        for directory in (box.home, box.config_dir, box.tmp, box.workspace, box.artefacts):
+        for directory in (box.home, box.tmp, box.workspace, box.artefacts):
             directory.mkdir(parents=True, exist_ok=True)
         return box
 
@@ -72,8 +65,6 @@ class Sandbox:
         """Sandbox paths and how reports show them (longest first, so paths nest correctly)."""
         pairs = {
             str(self.workspace): "$WORKSPACE",
-            path_slug(self.workspace): "$WORKSPACE_SLUG",
-            str(self.config_dir): "$CLAUDE_CONFIG_DIR",
             str(self.home): "$HOME",
             str(self.tmp): "$TMPDIR",
             str(self.root): "$SANDBOX",

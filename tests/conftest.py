@@ -1,14 +1,76 @@
-"""Shared fixtures. Mock servers come from the mockapi pytest plugin (``mock_api``)."""
+"""Shared fixtures and the test tiers. Mock servers come from the mockapi plugin (``mock_api``).
+
+Tiers, by marker: fast (no marker: in-process, a real uvicorn mock, the fake loop
+client), ``sdk`` (the official anthropic SDK lines against the mock), ``client`` (real
+client binaries installed from npm/PyPI), ``slow`` (soak and kill loops). A tier whose
+installs are missing is skipped with the command that installs them, unless
+``LOOPPROBE_REQUIRE_TIERS=1`` (set by ``./scripts/test``, so CI runs every tier): then a
+missing install fails. The run ends with a line per tier saying what ran.
+"""
 
 from __future__ import annotations
+
+import os
+from collections import Counter
+from typing import Any
 
 import pytest
 
 DEFAULT_CLIENT_VERSION = "2.1.235"
+TIERS = {
+    "fast": "in-process, real uvicorn mock, fake loop client",
+    "sdk": "official anthropic SDK lines",
+    "client": "real client binaries",
+    "slow": "soak and kill loops",
+}
+_outcomes: dict[str, Counter[str]] = {tier: Counter() for tier in TIERS}
+_skips: dict[str, set[str]] = {tier: set() for tier in TIERS}
+
+
+def tiers_required() -> bool:
+    return os.environ.get("LOOPPROBE_REQUIRE_TIERS") == "1"
+
+
+def missing_install(what: str, command: str) -> None:
+    """Skip (or, when every tier is required, fail) a test whose install is missing."""
+    message = f"{what} is not installed; run `{command}` (or ./scripts/test, which installs it)"
+    if tiers_required():
+        pytest.fail(message, pytrace=False)
+    pytest.skip(message)
 
 
 @pytest.fixture(scope="session")
 def claude_code_binary():  # type: ignore[no-untyped-def]
-    """The real Claude Code client (installed from npm into the cache on first use)."""
+    """The real Claude Code client, installed into the cache by ./scripts/test."""
     from probes.clients.claude_code import ClaudeCode
-    return ClaudeCode().install(DEFAULT_CLIENT_VERSION)
+    found = [b for b in ClaudeCode().installed() if b.version == DEFAULT_CLIENT_VERSION]
+    if not found:
+        missing_install(f"claude-code@{DEFAULT_CLIENT_VERSION}",
+                        f"loopprobe clients install claude-code@{DEFAULT_CLIENT_VERSION}")
+    return found[0]
+
+
+def _tier(keywords: Any) -> str:
+    return next((tier for tier in ("client", "sdk", "slow") if tier in keywords), "fast")
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    if report.when == "call" or (report.when == "setup" and not report.passed):
+        tier = _tier(report.keywords)
+        _outcomes[tier][report.outcome] += 1
+        if report.skipped and isinstance(report.longrepr, tuple):
+            _skips[tier].add(str(report.longrepr[2]).removeprefix("Skipped: "))
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    terminalreporter.section("loopprobe test tiers")
+    for tier, description in TIERS.items():
+        counts = _outcomes[tier]
+        ran = ", ".join(f"{n} {outcome}" for outcome, n in sorted(counts.items())) \
+            or "not run (deselected or none collected)"
+        terminalreporter.write_line(f"{tier:<7} {ran}  [{description}]")
+        for reason in sorted(_skips[tier])[:3]:
+            terminalreporter.write_line(f"        skipped: {reason}")
+    required = "every tier required (LOOPPROBE_REQUIRE_TIERS=1)" if tiers_required() \
+        else "missing installs skip; ./scripts/test requires every tier"
+    terminalreporter.write_line(required)

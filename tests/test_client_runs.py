@@ -141,19 +141,22 @@ def test_the_suite_through_the_cli_is_reproducible(claude_code_binary, tmp_path:
 
 
 def test_a_probe_needing_a_flag_the_client_lacks_is_not_applicable(claude_code_binary,
-                                                                   tmp_path: Path) -> None:
+                                                                   tmp_path: Path,
+                                                                   monkeypatch) -> None:
     from dataclasses import replace
 
     from probes.catalog.tool_result_resume import PROBE
+    from probes.clients import claude_cli
     from probes.model import ReportSpec
     from probes.report import build_report
-    probe = replace(PROBE, requires_flags=("--flag-from-the-future",))
+    monkeypatch.setitem(claude_cli.CAPABILITY_FLAGS, "fork", ("--flag-from-the-future",))
+    probe = replace(PROBE)
     outcome = run_probe(probe, ClaudeCode(), claude_code_binary, tmp_path)
     assert outcome.not_applicable == (
-        f"claude-code {claude_code_binary.version} has no --flag-from-the-future "
-        "(not in its --help), which this probe needs")
+        f"claude-code {claude_code_binary.version} lacks what this probe needs: "
+        "fork (no --flag-from-the-future in its --help)")
     assert outcome.evidence is None and outcome.checks == []
-    report, _ = build_report(ReportSpec("r", "r", (probe,)), [outcome], claude_code_binary)
+    report, _, _ = build_report(ReportSpec("r", "r", (probe,)), [outcome], claude_code_binary)
     assert report["status"] == "not_applicable"
     assert {c["status"] for c in report["claims"]} == {"not_applicable"}
     assert all("--flag-from-the-future" in c["reason"] for c in report["claims"])

@@ -1,7 +1,9 @@
-"""The code stays typed and linted (settings in pyproject.toml), and exports what it declares."""
+"""The code stays typed, linted, acyclic and honest about what it exports (settings in
+pyproject.toml)."""
 
 from __future__ import annotations
 
+import ast
 import importlib
 import subprocess
 import sys
@@ -10,6 +12,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
+PACKAGES = ("mockapi", "probes")
 
 
 def _run(*args: str) -> subprocess.CompletedProcess[str]:
@@ -27,17 +30,129 @@ def test_mypy_strict_finds_nothing() -> None:
     assert done.returncode == 0, done.stdout + done.stderr
 
 
-MODULES = ["mockapi", "mockapi.sse", "mockapi.events", "mockapi.replies", "mockapi.matching",
-           "mockapi.scenario", "mockapi.script", "mockapi.journal", "mockapi.app",
-           "mockapi.server", "probes.checks", "probes.evidence", "probes.report",
-           "probes.diff", "probes.matrix", "probes.fingerprint", "probes.runner",
-           "probes.egress", "probes.sandbox", "probes.process", "probes.clients"]
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
-@pytest.mark.parametrize("name", MODULES)
-def test_all_lists_exactly_what_exists(name: str) -> None:
+SOURCES = {_module_name(p): p for package in PACKAGES for p in sorted((ROOT / package).rglob("*.py"))}
+TREES = {name: ast.parse(path.read_text(), str(path)) for name, path in SOURCES.items()}
+
+
+def _is_program(tree: ast.Module) -> bool:
+    """A script run as a program (``if __name__ == "__main__":``), not a library module."""
+    return any(isinstance(node, ast.If) and "__main__" in ast.unparse(node.test)
+               for node in tree.body)
+
+
+LIBRARY = sorted(name for name, tree in TREES.items()
+                 if not _is_program(tree) and not name.endswith("__main__"))
+
+
+def _defined(tree: ast.Module) -> set[str]:
+    """Public names a module defines at top level (not the ones it imports)."""
+    names: set[str] = set()
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            names.add(node.name)
+        elif isinstance(node, ast.Assign):
+            names |= {t.id for t in node.targets if isinstance(t, ast.Name)}
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            names.add(node.target.id)
+    return {n for n in names if not n.startswith("_")}
+
+
+@pytest.mark.parametrize("name", LIBRARY)
+def test_all_lists_exactly_what_the_module_defines(name: str) -> None:
     module = importlib.import_module(name)
-    declared = module.__all__
+    declared = getattr(module, "__all__", None)
+    assert isinstance(declared, list), f"{name} has no __all__ list"
     assert sorted(declared) == sorted(set(declared)), "duplicates in __all__"
-    missing = [n for n in declared if not hasattr(module, n)]
-    assert missing == []
+    assert [n for n in declared if not hasattr(module, n)] == [], "listed but missing"
+    assert sorted(_defined(TREES[name]) - set(declared)) == [], \
+        "public names defined here but not in __all__ (make them _private or export them)"
+
+
+def _imports(name: str, tree: ast.Module) -> set[str]:
+    """Project modules ``name`` imports anywhere: top level, in functions, under TYPE_CHECKING."""
+    found: set[str] = set()
+    package = name if SOURCES[name].name == "__init__.py" else name.rpartition(".")[0]
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")[:len(package.split(".")) - node.level + 1]
+                base = ".".join([*anchor, *([base] if base else [])])
+            found.add(base)
+            found |= {f"{base}.{alias.name}" for alias in node.names}
+    return {m for m in found if m in SOURCES and m != name}
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components with more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for target in sorted(graph[node]):
+            if target not in index:
+                visit(target)
+                low[node] = min(low[node], low[target])
+            elif target in on_stack:
+                low[node] = min(low[node], index[target])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                component.append(member)
+                if member == node:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return found
+
+
+def test_no_import_cycle_anywhere() -> None:
+    graph = {name: _imports(name, tree) for name, tree in TREES.items()}
+    assert _cycles(graph) == []
+
+
+def test_the_cycle_finder_finds_a_cycle() -> None:
+    assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+HEAVY = ("uvicorn", "starlette", "sse_starlette", "httpx")
+
+
+def test_reading_and_diffing_reports_loads_no_server() -> None:
+    reports = ROOT / "reports"
+    script = (
+        "import sys, io, contextlib\n"
+        "from pathlib import Path\n"
+        "from probes.cli import main\n"
+        "from probes.report_format import load_folder\n"
+        "from probes.matrix import build_matrix\n"
+        f"load_folder(Path({str(reports / '2.1.235')!r}))\n"
+        f"build_matrix([Path({str(reports / '2.1.235')!r})])\n"
+        "with contextlib.redirect_stdout(io.StringIO()):\n"
+        f"    code = main(['diff', {str(reports / '2.1.235')!r}, {str(reports / '2.1.332')!r}])\n"
+        f"heavy = sorted(m for m in sys.modules if m.split('.')[0] in {HEAVY!r})\n"
+        "print(code, heavy)\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=120, cwd=ROOT)
+    assert done.returncode == 0, done.stderr
+    code, heavy = done.stdout.strip().split(" ", 1)
+    assert code in ("0", "1") and heavy == "[]", done.stdout

@@ -12,7 +12,7 @@ import pytest
 
 from probes.diff import diff_directories, render_markdown
 from probes.matrix import build_matrix, render_matrix
-from probes.report import ReportError
+from probes.report_format import ReportError
 
 ROOT = Path(__file__).resolve().parent.parent
 REPORTS = ROOT / "reports"
@@ -80,14 +80,17 @@ def test_diff_refuses_what_is_not_a_report_directory(tmp_path: Path) -> None:
     (tmp_path / "x.json").write_text('{"schema_version": 99}')
     done = _loopprobe("diff", str(REPORTS / "2.1.235"), str(tmp_path))
     assert done.returncode == 2
-    assert "expected a loopprobe report with schema_version 1, found 99" in done.stderr
+    assert "expected a loopprobe report with schema_version 1 or 2, found 99" in done.stderr
 
 
 def test_matrix_tabulates_every_claim_per_version() -> None:
-    matrix = build_matrix([REPORTS / v for v in ("2.0.77", "2.1.235", "2.1.332")])
-    assert [v["version"] for v in matrix["versions"]] == ["2.0.77", "2.1.235", "2.1.332"]
+    folders = ("2.0.77", "2.1.235", "2.1.332", "claude-agent-sdk-0.2.140")
+    matrix = build_matrix([REPORTS / v for v in folders])
+    columns = ["claude-code@2.0.77", "claude-code@2.1.235", "claude-code@2.1.332",
+               "claude-agent-sdk@0.2.140"]
+    assert [v["client"] for v in matrix["versions"]] == columns
     for claim in matrix["claims"]:
-        assert set(claim["results"]) == {"2.0.77", "2.1.235", "2.1.332"}
+        assert set(claim["results"]) == set(columns)
         for cell in claim["results"].values():
             assert cell["status"] in ("passed", "failed", "not_applicable", "error")
             assert cell["reason"]

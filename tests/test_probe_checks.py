@@ -18,7 +18,8 @@ import pytest
 from probes.catalog import REPORTS
 from probes.checks import Checks
 from probes.evidence import Evidence, blocks_of_type, messages
-from probes.runner import ProbeOutcome, harness_checks
+from probes.outcome import ProbeOutcome
+from probes.runner import harness_checks
 
 pytestmark = pytest.mark.client
 

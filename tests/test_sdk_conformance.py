@@ -22,6 +22,9 @@ from mockapi import Rule, Scenario, api_error, message
 from mockapi.replies import Message, RedactedThinkingBlock, TextBlock, ThinkingBlock, ToolUseBlock
 from mockapi.server import MockServer
 from tests import sdk_lines
+from tests.conftest import missing_install
+
+pytestmark = pytest.mark.sdk
 
 CLIENT = Path(__file__).with_name("sdk_conformance_client.py")
 CLIENT_TIMEOUT = 60
@@ -143,9 +146,10 @@ EXCEPTIONS = {
 def _python_for(line: str) -> Path:
     try:
         return sdk_lines.python_for(line)
-    except sdk_lines.SdkLineMissing as missing:
-        problem = str(missing)
-    pytest.fail(problem, pytrace=False)  # not skipped: CI installs the lines first
+    except sdk_lines.SdkLineMissing:
+        missing_install(f"anthropic=={sdk_lines.LINES[line]} (SDK line {line})",
+                        sdk_lines.INSTALL_COMMAND)
+    raise AssertionError("unreachable: missing_install skips or fails")
 
 
 def _run_client(line: str, url: str, case: str, mode: str) -> dict[str, Any]:

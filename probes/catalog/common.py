@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from probes.checks import Checks
@@ -43,7 +44,7 @@ def check_ended(checks: Checks, claim: str, ev: Evidence, run_name: str, *,
                  evidence=f"run {run_name}: exit status")
 
 
-def body_text(record: dict[str, Any]) -> str | None:
+def body_text(record: Mapping[str, Any]) -> str | None:
     """Everything the model would read in a request's messages, or None if there is no request."""
     if not record:
         return None
@@ -60,12 +61,12 @@ def body_text(record: dict[str, Any]) -> str | None:
     return "\n".join(parts)
 
 
-def last_user_locations(record: dict[str, Any], needle: str) -> list[str]:
+def last_user_locations(record: Mapping[str, Any], needle: str) -> list[str]:
     count = len(messages(record))
     return [str(loc) for loc in locate(record, needle) if loc.message == count - 1]
 
 
-def tool_pairs(record: dict[str, Any]) -> dict[str, Any]:
+def tool_pairs(record: Mapping[str, Any]) -> dict[str, Any]:
     """tool_use ids, tool_result ids, and whether each use has exactly one later result."""
     uses = [(i, b.get("id")) for i, b in blocks_of_type(record, "tool_use")]
     results = [(i, b.get("tool_use_id")) for i, b in blocks_of_type(record, "tool_result")]

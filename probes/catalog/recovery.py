@@ -7,6 +7,7 @@ Retries and stalls are kept short with the client's own knobs
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from mockapi import (
@@ -25,7 +26,14 @@ from mockapi.replies import StreamError, Usage
 from probes.catalog.common import body_text, check_ended, check_terminal, last_user_locations, result_of
 from probes.checks import Checks
 from probes.evidence import Evidence, messages
-from probes.model import Claim, Invocation, Probe
+from probes.model import Claim, Hooks, Invocation, Probe
+
+__all__ = ["AUTO_COMPACT", "AUTO_COMPACT_PROBE", "FALLBACK", "FALLBACK_PROBE", "FILLER_FILE", "GROUPS",
+           "MALFORMED", "MALFORMED_PROBE", "MAX_TOKENS", "MAX_TOKENS_PROBE", "PROBES", "PTL_FAIL_PROBE",
+           "PTL_PROBE", "PTL_RECOVERED", "PTL_SURFACED", "RETRIES", "RETRIES_PROBE", "RETRY_AFTER",
+           "SUMMARY", "THINKING", "THINKING_PROBE", "check_auto_compact", "check_fallback",
+           "check_malformed", "check_max_tokens", "check_ptl_recovered", "check_ptl_surfaced",
+           "check_retries", "check_thinking"]
 
 MAX_TOKENS = "probe.max-tokens-recovery"
 MALFORMED = "probe.malformed-tool-use-retry"
@@ -37,7 +45,7 @@ RETRIES = "probe.api-retry-backoff"
 FALLBACK = "probe.fallback-model-switch"
 
 
-def _texts(record: dict[str, Any], role: str) -> list[str]:
+def _texts(record: Mapping[str, Any], role: str) -> list[str]:
     texts = []
     for message in messages(record):
         content = message.get("content")
@@ -47,11 +55,11 @@ def _texts(record: dict[str, Any], role: str) -> list[str]:
     return texts
 
 
-def _user_texts(record: dict[str, Any]) -> list[str]:
+def _user_texts(record: Mapping[str, Any]) -> list[str]:
     return _texts(record, "user")
 
 
-def _assistant_texts(record: dict[str, Any]) -> list[str]:
+def _assistant_texts(record: Mapping[str, Any]) -> list[str]:
     return _texts(record, "assistant")
 
 
@@ -115,7 +123,7 @@ MALFORMED_PROBE = Probe(
         Rule(id="no-block", match=Match(), repeat="always",
              reply=text("NO_TOOL_BLOCK_HERE", stop_reason="tool_use")),
     ]),
-    hooks={},
+    hooks=Hooks(),
     invocations=(Invocation("malformed", "MALFORMED_PROMPT"),),
     check=check_malformed,
 )
@@ -189,7 +197,7 @@ def check_ptl_recovered(ev: Evidence, c: Checks) -> None:
     c.equal("request-rejected", PTL_RECOVERED, "one request got the 400 prompt-too-long",
             expected=1, observed=rejected, evidence="journal: statuses of main requests")
     _compaction_checks(c, PTL_RECOVERED, ev, "ptl", "auto")
-    retried = main[-1] if main else {}
+    retried: Mapping[str, Any] = main[-1] if main else {}
     c.contains("retry-after-compaction", PTL_RECOVERED,
                "the retried request starts from the summary", needle="PTL_SUMMARY_MARKER",
                haystack=body_text(retried), evidence="the last main request's messages")
@@ -345,7 +353,8 @@ def check_fallback(ev: Evidence, c: Checks) -> None:
            passed=FALLBACK_MODEL in models and models[0] == PRIMARY,
            expected=f"first {PRIMARY}, later {FALLBACK_MODEL}", observed=models,
            evidence="journal: model of each main request")
-    switched = next((r for r in requests if r.get("model") == FALLBACK_MODEL), {})
+    switched: Mapping[str, Any] = next(
+        (r for r in requests if r.get("model") == FALLBACK_MODEL), {})
     c.absent("abandoned-not-reused", FALLBACK,
              "the abandoned partial response is not part of the fallback request",
              needle="ABANDONED_PARTIAL", haystack=body_text(switched) if switched else None,
@@ -371,7 +380,7 @@ FALLBACK_PROBE = Probe(
                             extra_args=("--fallback-model", FALLBACK_MODEL),
                             env={"CLAUDE_CODE_MAX_RETRIES": "4"}),),
     check=check_fallback,
-    requires_flags=("--fallback-model",),
+    requires=("fallback_model",),
     boundaries=("The primary model first streams a partial text (ABANDONED_PARTIAL) and breaks "
                 "with overloaded_error, then answers every request with 529.",),
 )

@@ -6,7 +6,11 @@ from mockapi import Match, Rule, Scenario, text, tool_use
 from probes.catalog.common import body_text, check_ended, last_user_locations
 from probes.checks import Checks
 from probes.evidence import Evidence
-from probes.model import Claim, Invocation, Probe
+from probes.model import Claim, Hooks, Invocation, Probe
+
+__all__ = ["FIRST_ANSWER", "MAX_CLAIM", "MAX_FILE_MARKER", "MAX_PROMPT", "MAX_TOOL_ID", "MAX_TURNS_PROBE",
+           "REENTER", "REENTRY_OK", "STOP_CLAIM", "STOP_PROBE", "STOP_PROMPT", "check_max_turns",
+           "check_stop_hook"]
 
 STOP_PROMPT = "STOP_HOOK_PROMPT_MARKER"
 FIRST_ANSWER = "STOP_HOOK_FIRST_ANSWER"
@@ -96,8 +100,8 @@ STOP_PROBE = Probe(
         Rule(id="first-answer", match=Match(last_user_text_contains=STOP_PROMPT),
              reply=text(FIRST_ANSWER, stop_reason="end_turn")),
     ]),
-    hooks={"Stop": {"action": "block", "unless_active": True,
-                    "reason": f"{REENTER}: continue and answer {REENTRY_OK}"}},
+    hooks=Hooks({"Stop": {"action": "block", "unless_active": True,
+                    "reason": f"{REENTER}: continue and answer {REENTRY_OK}"}}),
     invocations=(Invocation("stop", STOP_PROMPT),),
     check=check_stop_hook,
     boundaries=("Shows one block followed by an allow; the cap on consecutive blocks is "
@@ -118,7 +122,7 @@ MAX_TURNS_PROBE = Probe(
              reply=text("THIS_REQUEST_SHOULD_NOT_HAPPEN")),
     ]),
     fixtures={"max-turns.txt": f"{MAX_FILE_MARKER}\n"},
-    hooks={},
+    hooks=Hooks(),
     invocations=(Invocation("max-turns", MAX_PROMPT, max_turns=1),),
     check=check_max_turns,
     boundaries=("N = 1 only; counting over several turns is in the termination report.",),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from mockapi import Match, Rule, Scenario, text, tool_use
@@ -9,6 +10,10 @@ from probes.catalog.common import body_text, check_ended, last_user_locations
 from probes.checks import Checks
 from probes.evidence import Evidence, Location, block_text, blocks_of_type, locate, messages
 from probes.model import Claim, Invocation, Probe
+
+__all__ = ["CHILD_AGENT", "CHILD_DEFINITION", "CHILD_PROMPT", "CHILD_RESULT", "CHILD_SYSTEM", "FEEDBACK",
+           "ISOLATION", "LAUNCH_INPUT", "NOTIFICATION", "PARENT_OK", "PARENT_PROMPT", "PROBE", "TOOL_ID",
+           "WAITING", "check"]
 
 PARENT_PROMPT = "SUBAGENT_PARENT_PROMPT_MARKER"
 CHILD_PROMPT = "SUBAGENT_CHILD_PROMPT_MARKER"
@@ -34,12 +39,12 @@ LAUNCH_INPUT = {"description": "loopprobe child", "prompt": f"{CHILD_PROMPT}: an
                 "subagent_type": CHILD_AGENT}
 
 
-def _system_text(record: dict[str, Any]) -> str:
+def _system_text(record: Mapping[str, Any]) -> str:
     body = record.get("body") if record else None
     return str(body.get("system")) if isinstance(body, dict) else ""
 
 
-def _tools(record: dict[str, Any]) -> list[str] | None:
+def _tools(record: Mapping[str, Any]) -> list[str] | None:
     body = record.get("body") if record else None
     return [t.get("name") for t in body.get("tools", [])] if isinstance(body, dict) else None
 
@@ -49,7 +54,8 @@ def check(ev: Evidence, c: Checks) -> None:
     everything = ev.requests("parent", kind=None)
     children = [r for r in everything if CHILD_SYSTEM in _system_text(r)]
     parents = [r for r in everything if r.get("kind") == "main" and r not in children]
-    parent, child = (parents[0] if parents else {}), (children[0] if children else {})
+    parent: Mapping[str, Any] = parents[0] if parents else {}
+    child: Mapping[str, Any] = children[0] if children else {}
     c.that("child-requests", ISOLATION, "the child made its own model requests",
            passed=len(children) >= 1, expected="at least one subagent request",
            observed=len(children), evidence="journal: requests whose system holds the child marker")
@@ -74,7 +80,7 @@ def check(ev: Evidence, c: Checks) -> None:
     c.equal("parent-request-count", FEEDBACK,
             "the parent made three requests: launch, after the acknowledgement, after the notification",
             expected=3, observed=len(parents), evidence="journal: main requests")
-    second = parents[1] if len(parents) > 1 else {}
+    second: Mapping[str, Any] = parents[1] if len(parents) > 1 else {}
     acks = [b for _, b in blocks_of_type(second, "tool_result") if b.get("tool_use_id") == TOOL_ID]
     ack_text = body_text({"body": {"messages": [{"role": "user", "content": acks}]}}) if acks else None
     c.that("immediate-result-is-ack", FEEDBACK,
@@ -100,7 +106,7 @@ def check(ev: Evidence, c: Checks) -> None:
     check_ended(c, FEEDBACK, ev, "parent", final_text=PARENT_OK, prefix="result")
 
 
-def _block_text_at(record: dict[str, Any], loc: Location) -> str:
+def _block_text_at(record: Mapping[str, Any], loc: Location) -> str:
     content = messages(record)[loc.message].get("content")
     block = content[loc.block] if isinstance(content, list) else content
     return block_text(block)

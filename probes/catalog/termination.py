@@ -10,7 +10,12 @@ from mockapi.replies import Usage
 from probes.catalog.common import check_ended, check_terminal, result_of
 from probes.checks import Checks
 from probes.evidence import Evidence
-from probes.model import Claim, Invocation, Probe
+from probes.model import Claim, Hooks, Invocation, Probe
+
+__all__ = ["BLOCKING", "BLOCKING_PROBE", "BUDGET", "BUDGET_PROBE", "CAP", "CAP_PROBE", "DEFERRED",
+           "DEFERRED_PROBE", "HOOK_STOPPED", "HOOK_STOPPED_PROBE", "PROBES", "STOP_PREVENTED",
+           "STOP_PREVENTED_PROBE", "TURNS", "TURNS_PROBE", "check_blocking", "check_budget", "check_cap",
+           "check_turns"]
 
 CAP = "probe.stop-hook-block-cap"
 TURNS = "probe.max-turns-counts-model-turns"
@@ -61,8 +66,8 @@ CAP_PROBE = Probe(
     ]),
     # 15 blocks in all cover both runs (4 + 9 calls with a cap); a client without a cap is let
     # go after them instead of looping until the timeout
-    hooks={"Stop": {"action": "block", "reason": "STOP_CAP_MARKER: keep going",
-                    "times": 15}},
+    hooks=Hooks({"Stop": {"action": "block", "reason": "STOP_CAP_MARKER: keep going",
+                    "times": 15}}),
     invocations=(
         # a client without a cap loops until the timeout: keep it short
         Invocation("cap-3", "STOP_CAP_PROMPT", env={"CLAUDE_CODE_STOP_HOOK_BLOCK_CAP": "3"},
@@ -108,7 +113,7 @@ TURNS_PROBE = Probe(
              reply=tool_use("Read", {"file_path": "{workspace}/turns.txt"})),
     ]),
     fixtures={"turns.txt": "TURNS\n"},
-    hooks={},
+    hooks=Hooks(),
     invocations=(
         Invocation("turns-1", "TURNS_PROMPT", max_turns=1),
         Invocation("turns-2", "TURNS_PROMPT", max_turns=2),
@@ -143,7 +148,7 @@ BUDGET_PROBE = Probe(
     fixtures={"budget.txt": "BUDGET\n"},
     invocations=(Invocation("budget", "BUDGET_PROMPT", extra_args=("--max-budget-usd", "0.05")),),
     check=check_budget,
-    requires_flags=("--max-budget-usd",),
+    requires=("max_budget_usd",),
     boundaries=("The cost is the client's own estimate from the scripted usage "
                 "(1,000,000 input tokens per response).",),
 )
@@ -164,7 +169,7 @@ def _hook_probe(name: str, claim: str, statement: str, hooks: dict[str, Any], te
                  reply=tool_use("Read", {"file_path": "{workspace}/hook.txt"})),
             Rule(id="after", match=Match(), reply=text("AFTER_THE_HOOK"), repeat="always"),
         ]),
-        fixtures={"hook.txt": "HOOK\n"}, hooks=hooks,
+        fixtures={"hook.txt": "HOOK\n"}, hooks=Hooks(hooks),
         invocations=(Invocation("run", "HOOK_TERMINAL_PROMPT"),), check=check)
 
 
@@ -189,8 +194,8 @@ STOP_PREVENTED_PROBE = Probe(
                                   "terminal reason stop_hook_prevented."),),
     scenario=Scenario(name="stop-hook-prevented", rules=[
         Rule(id="answer", match=Match(), reply=text("ANSWERED"), repeat="always")]),
-    hooks={"Stop": {"action": "output",
-                    "output": {"continue": False, "stopReason": "STOP_PREVENTED_MARKER"}}},
+    hooks=Hooks({"Stop": {"action": "output",
+                    "output": {"continue": False, "stopReason": "STOP_PREVENTED_MARKER"}}}),
     invocations=(Invocation("run", "STOP_PREVENTED_PROMPT"),),
     check=lambda ev, c: _check_single_stop(ev, c, STOP_PREVENTED, "stop_hook_prevented"),
 )

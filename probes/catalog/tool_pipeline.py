@@ -12,7 +12,9 @@ from mockapi import Match, Message, Rule, Scenario, ToolUseBlock, text
 from probes.catalog.common import check_ended
 from probes.checks import Checks
 from probes.evidence import Evidence, blocks_of_type
-from probes.model import Claim, Invocation, Probe
+from probes.model import Claim, Hooks, Invocation, Probe
+
+__all__ = ["DENIED", "FAILED", "IDS", "INVALID", "PROBE", "REWRITTEN", "UNKNOWN", "check"]
 
 UNKNOWN = "probe.unknown-tool-error-result"
 INVALID = "probe.input-validation-error"
@@ -161,12 +163,12 @@ PROBE = Probe(
     ]),
     fixtures={"kept.txt": "BEFORE\n", "original.txt": "ORIGINAL_FILE\n",
               "replacement.txt": "REPLACEMENT_FILE\n"},
-    hooks={"PreToolUse": [
+    hooks=Hooks({"PreToolUse": [
         {"action": "deny", "tools": ["Write"], "input_contains": "hook-denied.txt",
          "reason": "loopprobe denies this write"},
         {"action": "update_input", "tools": ["Read"], "input_contains": "original.txt",
          "input": {"file_path": "{workspace}/replacement.txt"}},
-    ]},
+    ]}),
     invocations=(
         Invocation("unknown", "UNKNOWN_TOOL_PROMPT"),
         Invocation("invalid", "INVALID_INPUT_PROMPT"),

@@ -13,6 +13,10 @@ from probes.checks import Checks
 from probes.evidence import Evidence, blocks_of_type, locate
 from probes.model import Claim, Invocation, Probe
 
+__all__ = ["CLAIMS", "COMPACTED", "FEEDBACK", "FILE_MARKER", "FINAL", "FIXTURE", "FORK", "FORKED",
+           "FORK_OK", "INITIAL", "PROBE", "RESUME", "RESUMED", "RESUME_OK", "SCENARIO", "SUMMARY",
+           "TOOL_ID", "check"]
+
 INITIAL = "AGENT_LOOP_INITIAL_MARKER"
 FILE_MARKER = "AGENT_LOOP_FILE_MARKER"
 TOOL_ID = "toolu_agent_loop_probe"
@@ -243,8 +247,7 @@ PROBE = Probe(
         Invocation("fork", FORK, session="resume", resume_from="initial", fork=True),
     ),
     check=check,
-    requires_flags=("--resume", "--fork-session"),
-    boundaries=(
+        boundaries=(
         "Uses only the Read tool against a local mock; says nothing about Bash, sandboxing, "
         "network tools, MCP or remote model quality.",
         "The token count of the boundary depends on the scripted usage; its presence is "

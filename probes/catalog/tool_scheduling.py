@@ -16,7 +16,11 @@ from mockapi.replies import StreamStall
 from probes.catalog.common import check_ended, tool_pairs
 from probes.checks import Checks
 from probes.evidence import Evidence, blocks_of_type
-from probes.model import Claim, Invocation, Probe
+from probes.model import Claim, Hooks, Invocation, Probe
+
+__all__ = ["BARRIER", "BATCH_PROBE", "BATCH_PROMPT", "CONCURRENCY", "HOLD_SECONDS", "HOOK_SLEEP", "IDS",
+           "PAIRING", "PAIRING_PROBE", "PAIR_PROMPT", "STREAMING", "STREAMING_PROBE", "STREAM_PROMPT",
+           "STREAM_TOOL", "check_batch", "check_pairing", "check_streaming", "tool_windows"]
 
 STREAMING = "probe.streaming-tool-start"
 CONCURRENCY = "probe.concurrency-safe-overlap"
@@ -43,8 +47,8 @@ def tool_windows(ev: Evidence) -> dict[str, dict[str, Any]]:
 
 
 def _response_end(ev: Evidence, seq: int | None) -> float | None:
-    return next((r.get("time") for r in ev.journal
-                 if r.get("type") == "response_end" and r.get("seq") == seq), None)
+    return next((r["time"] for r in ev.journal
+                 if r["type"] == "response_end" and r["seq"] == seq), None)
 
 
 # ---- streaming tool start ------------------------------------------------------
@@ -91,7 +95,7 @@ STREAMING_PROBE = Probe(
                                              seconds=HOLD_SECONDS))),
     ]),
     fixtures={"early.txt": "EARLY\n"},
-    hooks={},
+    hooks=Hooks(),
     invocations=(Invocation("stream", STREAM_PROMPT),),
     check=check_streaming,
     boundaries=("One Read; tools whose permission needs a prompt are not covered.",),
@@ -186,7 +190,7 @@ BATCH_PROBE = Probe(
         ])),
     ]),
     fixtures={"a.txt": "A_CONTENT\n", "b.txt": "ORIGINAL_CONTENT\n", "c.txt": "C_CONTENT\n"},
-    hooks={"PreToolUse": {"action": "record", "sleep": HOOK_SLEEP}},
+    hooks=Hooks({"PreToolUse": {"action": "record", "sleep": HOOK_SLEEP}}),
     invocations=(Invocation("batch", BATCH_PROMPT, tools=("Read", "Grep", "Edit", "Bash")),),
     check=check_batch,
     boundaries=(
@@ -241,8 +245,8 @@ PAIRING_PROBE = Probe(
         ])),
     ]),
     fixtures={"slow.txt": "SLOW_FILE\n", "fast.txt": "FAST_FILE\n"},
-    hooks={"PreToolUse": [{"action": "record", "input_contains": "slow.txt", "sleep": 2.0},
-                          {"action": "record", "input_contains": "fast.txt", "sleep": 0.1}]},
+    hooks=Hooks({"PreToolUse": [{"action": "record", "input_contains": "slow.txt", "sleep": 2.0},
+                          {"action": "record", "input_contains": "fast.txt", "sleep": 0.1}]}),
     invocations=(Invocation("pair", PAIR_PROMPT),),
     check=check_pairing,
     boundaries=("The completion order is forced by a PreToolUse hook that delays the first call.",),

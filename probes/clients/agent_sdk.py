@@ -18,27 +18,28 @@ import tempfile
 import time
 from pathlib import Path
 
-from probes.clients import agent_sdk_driver_path
-from probes.clients.base import ClientBinary, Command, Output, read_manifest, scan_installs
-from probes.clients.claude_code import ClaudeCode
+from probes.clients.base import ClientBinary, Command, RunContext, read_manifest, scan_installs
+from probes.clients.claude_cli import ClaudeCliBase
 from probes.clients.npm import InstallError, cache_root, sha256_file
-from probes.model import Invocation
-from probes.sandbox import Sandbox
+from probes.invocation import Invocation
 
-__all__ = ["ClaudeAgentSdk"]
+__all__ = ["DRIVER", "PACKAGE", "PIP_TIMEOUT", "ClaudeAgentSdk"]
 
 PACKAGE = "claude-agent-sdk"
 PIP_TIMEOUT = 900
+DRIVER = Path(__file__).with_name("agent_sdk_driver.py")
 
 
-class ClaudeAgentSdk:
+class ClaudeAgentSdk(ClaudeCliBase):
     name = "claude-agent-sdk"
     package = PACKAGE
-    base_flags: tuple[str, ...] = ()  # the SDK builds the CLI's command line itself
 
     def __init__(self, cache: Path | None = None):
         self.cache = (cache or cache_root()) / "clients" / self.name
-        self._cli = ClaudeCode(cache)
+
+    def help_argv(self, binary: ClientBinary) -> list[str]:
+        # the SDK passes its options to the CLI it bundles: that CLI's flags are what it can do
+        return [str(binary.entry), "--help"]
 
     def _binary(self, directory: Path) -> ClientBinary | None:
         manifest = read_manifest(directory)
@@ -47,7 +48,7 @@ class ClaudeAgentSdk:
             return None
         entry = directory / manifest["entry"]
         return ClientBinary(self.name, manifest["version"], manifest["platform"], PACKAGE,
-                            directory, entry, (str(python), str(agent_sdk_driver_path())),
+                            directory, entry, (str(python), str(DRIVER)),
                             manifest["sha256"])
 
     def installed(self) -> list[ClientBinary]:
@@ -97,34 +98,20 @@ class ClaudeAgentSdk:
             raise InstallError(f"{PACKAGE}=={version} installed into {directory} but is unusable")
         return binary
 
-    def command(self, binary: ClientBinary, invocation: Invocation, box: Sandbox,
-                base_url: str, session_ids: dict[str, str],
-                extra_env: dict[str, str] | None = None) -> Command:
-        resume = None
-        if invocation.session == "resume":
-            if invocation.resume_from not in session_ids:
-                raise ValueError(f"invocation {invocation.name!r} resumes "
-                                 f"{invocation.resume_from!r}, which has no session yet")
-            resume = session_ids[invocation.resume_from]
-        settings_path = box.config_dir / "settings.json"
+    def command(self, binary: ClientBinary, invocation: Invocation,
+                context: RunContext) -> Command:
+        box = context.box
+        settings = self.settings(invocation, context.hooks)
         spec = {
             "prompt": invocation.prompt, "model": invocation.model,
             "tools": list(invocation.tools) if invocation.tools is not None else None,
-            "max_turns": invocation.max_turns, "resume": resume, "fork": invocation.fork,
-            "session_id": session_ids.get(invocation.name) if invocation.session == "new"
-            else None,
-            "settings": str(settings_path) if invocation.settings is not None else None,
+            "max_turns": invocation.max_turns, "resume": context.resumed_session(invocation),
+            "fork": invocation.fork,
+            "session_id": context.session_ids.get(invocation.name)
+            if invocation.session == "new" else None,
+            "settings": str(self.settings_path(box)) if settings is not None else None,
             "extra_args": list(invocation.extra_args),
         }
-        merged = {**self._cli.environment(box, base_url), **(extra_env or {}), **invocation.env}
-        env = {k: v for k, v in merged.items() if v is not None}
-        files = {}
-        if invocation.settings is not None:
-            files[str(settings_path)] = json.dumps(invocation.settings, indent=2, sort_keys=True)
-        return Command([*binary.launcher, json.dumps(spec)], env, box.workspace, files)
-
-    def read_output(self, stdout: str) -> Output:
-        return Output.from_json_lines(stdout)
-
-    def session_files(self, box: Sandbox) -> list[Path]:
-        return self._cli.session_files(box)
+        env = self.run_environment(box, context.base_url, invocation, dict(context.extra_env))
+        return Command([*binary.launcher, json.dumps(spec)], env, box.workspace,
+                       self.settings_files(box, invocation, context.hooks))

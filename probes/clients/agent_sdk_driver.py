@@ -3,7 +3,7 @@
 Executed with the SDK's own venv python (``python agent_sdk_driver.py SPEC_JSON``), so it
 imports nothing of loopprobe: the spec carries everything. The printed events use the
 shapes of Claude Code's stream-json (``type``/``subtype``, ``message.content``, the final
-``result``), so the same checks read both clients. ``--help`` prints the bundled CLI's help.
+``result``), so the same checks read both clients.
 """
 
 from __future__ import annotations
@@ -12,7 +12,6 @@ import asyncio
 import dataclasses
 import json
 import os
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -87,8 +86,6 @@ async def run(spec: dict[str, Any]) -> int:
 
 
 def main(argv: list[str]) -> int:
-    if argv[1:] == ["--help"] or argv[1:] == ["--version"]:
-        return subprocess.run([str(bundled_cli()), *argv[1:]], check=False).returncode
     try:
         return asyncio.run(run(json.loads(argv[1])))
     except Exception as error:  # the SDK raises when the CLI exits with an error

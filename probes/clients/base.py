@@ -1,30 +1,42 @@
 """What the harness needs from an agent-loop client, whatever the client is.
 
-A client knows how to install one exact version (``ClientBinary``), how to turn
-an ``Invocation`` into a command in a sandbox, and how to read what it printed
-and left behind. Claude Code is the first; the Agent SDK or the anthropic SDK's
-tool runner fit the same protocol.
+A client kind knows how to install one exact version (``ClientBinary``), what that
+version can do (``Capabilities``), how to make a sandbox its own, how to turn an
+``Invocation`` into a command, how to read what it printed, and where it keeps
+its sessions. The runner asks these questions and knows nothing else of any client.
 """
 
 from __future__ import annotations
 
 import json
-import subprocess
-import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from probes.model import Invocation
-from probes.sandbox import BASE_PATH, Sandbox
+from probes.evidence import Output
+from probes.invocation import Invocation
+from probes.sandbox import Sandbox
 
-__all__ = ["Client", "ClientBinary", "Command", "Output", "read_manifest", "scan_installs"]
+__all__ = ["Capabilities", "Client", "ClientBinary", "ClientKey", "Command", "HookCommand",
+           "RunContext", "read_manifest", "scan_installs"]
+
+
+@dataclass(frozen=True, order=True)
+class ClientKey:
+    """A client kind and one of its versions: what results are keyed by."""
+
+    kind: str
+    version: str
+
+    @property
+    def label(self) -> str:
+        return f"{self.kind}@{self.version}"
 
 
 @dataclass(frozen=True)
 class ClientBinary:
-    name: str
+    name: str  # the client kind
     version: str
     platform: str
     package: str
@@ -33,17 +45,9 @@ class ClientBinary:
     launcher: tuple[str, ...]
     sha256: str
 
-    def help_text(self) -> str:
-        """The client's ``--help`` output, read once and kept beside the install."""
-        cached = self.root / "help.txt"
-        if not cached.is_file():
-            with tempfile.TemporaryDirectory(prefix="loopprobe-help.") as home:
-                env = {"PATH": BASE_PATH, "HOME": home, "TERM": "dumb",
-                       "CLAUDE_CONFIG_DIR": f"{home}/.claude", "DISABLE_AUTOUPDATER": "1"}
-                done = subprocess.run([*self.launcher, "--help"], capture_output=True, text=True,
-                                      timeout=60, env=env, stdin=subprocess.DEVNULL)
-            cached.write_text(done.stdout + done.stderr)
-        return cached.read_text()
+    @property
+    def key(self) -> ClientKey:
+        return ClientKey(self.name, self.version)
 
     def identity(self) -> dict[str, Any]:
         return {"name": self.name, "version": self.version, "platform": self.platform,
@@ -52,53 +56,57 @@ class ClientBinary:
 
 
 @dataclass(frozen=True)
+class Capabilities:
+    """What one client version can do (names from ``probes.invocation.CAPABILITIES``).
+
+    ``missing`` explains each capability it lacks, e.g. "no --fork-session in its --help".
+    """
+
+    supported: frozenset[str]
+    missing: Mapping[str, str] = field(default_factory=dict)
+
+    def lacking(self, needed: Iterable[str]) -> list[str]:
+        return [name for name in needed if name not in self.supported]
+
+    def explain(self, needed: Iterable[str]) -> str:
+        return ", ".join(f"{name} ({self.missing.get(name, 'not supported')})"
+                         for name in self.lacking(needed))
+
+
+@dataclass(frozen=True)
+class HookCommand:
+    """The harness's hook recorder: a shell command to run for each of ``events``."""
+
+    command: str
+    events: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class RunContext:
+    """Everything of one run that the client turns into its command."""
+
+    box: Sandbox
+    base_url: str
+    session_ids: Mapping[str, str]  # invocation name -> session id, for new and resumed ones
+    extra_env: Mapping[str, str] = field(default_factory=dict)  # the egress guard's proxy
+    hooks: HookCommand | None = None
+
+    def resumed_session(self, invocation: Invocation) -> str | None:
+        if invocation.session != "resume":
+            return None
+        resumed = self.session_ids.get(invocation.resume_from or "")
+        if resumed is None:
+            raise ValueError(f"invocation {invocation.name!r} resumes "
+                             f"{invocation.resume_from!r}, which has no session yet")
+        return resumed
+
+
+@dataclass(frozen=True)
 class Command:
     argv: list[str]
     env: dict[str, str]
     cwd: Path
     files: dict[str, str] = field(default_factory=dict)  # written before the run (settings)
-
-
-@dataclass
-class Output:
-    """What a run printed, read as the client's event protocol."""
-
-    events: list[dict[str, Any]]
-    unparsed: list[str]
-
-    @property
-    def result(self) -> dict[str, Any] | None:
-        """The final result event; with several (background agents), the last one counts."""
-        results = [e for e in self.events if e.get("type") == "result"]
-        return results[-1] if results else None
-
-    def tool_results(self) -> list[dict[str, Any]]:
-        """The tool_result blocks the client printed (its own record of the tools it ran)."""
-        return [b for e in self.of_type("user")
-                for b in (e.get("message") or {}).get("content", []) or []
-                if isinstance(b, dict) and b.get("type") == "tool_result"]
-
-    def of_type(self, type_: str, subtype: str | None = None) -> list[dict[str, Any]]:
-        return [e for e in self.events if e.get("type") == type_
-                and (subtype is None or e.get("subtype") == subtype)]
-
-    @classmethod
-    def from_json_lines(cls, stdout: str) -> Output:
-        events: list[dict[str, Any]] = []
-        unparsed: list[str] = []
-        for line in stdout.splitlines():
-            if not line.strip():
-                continue
-            try:
-                value = json.loads(line)
-            except ValueError:
-                unparsed.append(line)
-                continue
-            if isinstance(value, dict):
-                events.append(value)
-            else:
-                unparsed.append(line)
-        return cls(events, unparsed)
 
 
 def read_manifest(directory: Path) -> dict[str, Any] | None:
@@ -119,18 +127,25 @@ def scan_installs(cache: Path, read: Callable[[Path], ClientBinary | None]) -> l
 
 
 class Client(Protocol):
-    name: str
+    name: str  # the kind, as users name it: claude-code@2.1.235
     package: str
-    base_flags: tuple[str, ...]  # what every run passes (as listed by --help)
 
     def install(self, version: str) -> ClientBinary: ...
 
     def installed(self) -> list[ClientBinary]: ...
 
-    def command(self, binary: ClientBinary, invocation: Invocation, box: Sandbox,
-                base_url: str, session_ids: dict[str, str],
-                extra_env: dict[str, str] | None = None) -> Command: ...
+    def capabilities(self, binary: ClientBinary) -> Capabilities: ...
+
+    def prepare(self, box: Sandbox) -> dict[str, str]:
+        """Make the sandbox the client's own (config dirs); return how reports show the
+        client's own paths in it (real path -> ``$NAME``)."""
+        ...
+
+    def command(self, binary: ClientBinary, invocation: Invocation,
+                context: RunContext) -> Command: ...
 
     def read_output(self, stdout: str) -> Output: ...
 
-    def session_files(self, box: Sandbox) -> list[Path]: ...
+    def session_files(self, box: Sandbox) -> list[Path]:
+        """The files in which the client keeps its sessions (transcripts)."""
+        ...

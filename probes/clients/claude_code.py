@@ -7,21 +7,20 @@ observable surface: every event on stdout, the final ``result`` last.
 
 from __future__ import annotations
 
-import json
 import shutil
 import subprocess
 import tempfile
 from pathlib import Path
 
-from probes.clients.base import ClientBinary, Command, Output, read_manifest, scan_installs
+from probes.clients.base import ClientBinary, Command, RunContext, read_manifest, scan_installs
+from probes.clients.claude_cli import ClaudeCliBase
 from probes.clients.npm import InstallError, cache_root, install_package, resolve_version
-from probes.model import Invocation
-from probes.sandbox import BASE_PATH, Sandbox, base_environment
+from probes.invocation import Invocation
+from probes.sandbox import BASE_PATH
 
-__all__ = ["DUMMY_API_KEY", "ClaudeCode"]
+__all__ = ["ELF_MAGIC", "PACKAGE", "ClaudeCode"]
 
 PACKAGE = "@anthropic-ai/claude-code"
-DUMMY_API_KEY = "sk-ant-loopprobe-dummy-key"
 ELF_MAGIC = b"\x7fELF"
 
 
@@ -44,12 +43,9 @@ def _locate_entry(prefix: Path) -> tuple[Path, list[str | Path]]:
         "(a platform package may be missing for this machine)")
 
 
-class ClaudeCode:
+class ClaudeCode(ClaudeCliBase):
     name = "claude-code"
     package = PACKAGE
-    # --max-turns works but is not listed by --help (2.0.77 to 2.1.332), so it is not here
-    base_flags: tuple[str, ...] = ("--print", "--output-format", "--verbose", "--model", "--permission-mode",
-                  "--dangerously-skip-permissions", "--session-id")
 
     def __init__(self, cache: Path | None = None):
         self.cache = (cache or cache_root()) / "clients" / self.name
@@ -98,27 +94,9 @@ class ClaudeCode:
 
     # ---- runs ----------------------------------------------------------------
 
-    def environment(self, box: Sandbox, base_url: str) -> dict[str, str]:
-        env = base_environment(box)
-        env.update({
-            "CLAUDE_CONFIG_DIR": str(box.config_dir),
-            "CLAUDE_CODE_TMPDIR": str(box.tmp),
-            "ANTHROPIC_BASE_URL": base_url,
-            "ANTHROPIC_API_KEY": DUMMY_API_KEY,
-            "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
-            "DISABLE_AUTOUPDATER": "1",
-            "DISABLE_TELEMETRY": "1",
-            "DISABLE_ERROR_REPORTING": "1",
-            # the bypass flags refuse to run as root without it
-            "IS_SANDBOX": "1",
-            # probes script their faults; retries are opted into where a probe tests them
-            "CLAUDE_CODE_MAX_RETRIES": "0",
-        })
-        return env
-
-    def command(self, binary: ClientBinary, invocation: Invocation, box: Sandbox,
-                base_url: str, session_ids: dict[str, str],
-                extra_env: dict[str, str] | None = None) -> Command:
+    def command(self, binary: ClientBinary, invocation: Invocation,
+                context: RunContext) -> Command:
+        box = context.box
         argv = [*binary.launcher, "--print", invocation.prompt,
                 "--output-format", "stream-json", "--verbose",
                 "--model", invocation.model,
@@ -126,32 +104,17 @@ class ClaudeCode:
         if invocation.tools is not None:
             # before --tools existed (2.0.3x and older) the closest is --allowedTools, which
             # allows the tools without removing the others from the list the model sees
-            flag = "--tools" if "--tools" in binary.help_text() else "--allowedTools"
+            flag = "--tools" if "--tools" in self.help_text(binary) else "--allowedTools"
             argv += [flag, ",".join(invocation.tools)]
         if invocation.max_turns is not None:
             argv += ["--max-turns", str(invocation.max_turns)]
         if invocation.session == "new":
-            argv += ["--session-id", session_ids[invocation.name]]
-        elif invocation.session == "resume":
-            if invocation.resume_from not in session_ids:
-                raise ValueError(f"invocation {invocation.name!r} resumes "
-                                 f"{invocation.resume_from!r}, which has no session yet")
-            argv += ["--resume", session_ids[invocation.resume_from]]
+            argv += ["--session-id", context.session_ids[invocation.name]]
+        elif (resumed := context.resumed_session(invocation)) is not None:
+            argv += ["--resume", resumed]
             if invocation.fork:
                 argv.append("--fork-session")
         argv += list(invocation.extra_args)
-        merged = {**self.environment(box, base_url), **(extra_env or {}), **invocation.env}
-        env = {k: v for k, v in merged.items() if v is not None}
-        files = {}
-        if invocation.settings is not None:
-            files[str(box.config_dir / "settings.json")] = json.dumps(
-                invocation.settings, indent=2, sort_keys=True)
-        return Command(argv, env, box.workspace, files)
-
-    def read_output(self, stdout: str) -> Output:
-        return Output.from_json_lines(stdout)
-
-    def session_files(self, box: Sandbox) -> list[Path]:
-        projects = box.config_dir / "projects"
-        return sorted(p for p in projects.rglob("*") if p.is_file()) if projects.is_dir() else []
-
+        env = self.run_environment(box, context.base_url, invocation, dict(context.extra_env))
+        return Command(argv, env, box.workspace,
+                       self.settings_files(box, invocation, context.hooks))

@@ -14,7 +14,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-__all__ = ["InstallError", "cache_root", "install_package", "published_versions", "sha256_file"]
+__all__ = ["NPM_TIMEOUT", "VERSION_PATTERN", "InstallError", "cache_root", "install_package",
+           "published_versions", "resolve_version", "sha256_file"]
 
 NPM_TIMEOUT = 600
 VERSION_PATTERN = re.compile(r"^\d+\.\d+\.\d+(?:-[0-9A-Za-z.-]+)?$")

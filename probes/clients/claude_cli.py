@@ -1,0 +1,141 @@
+"""What every client built on the Claude Code CLI shares: its sandbox layout, environment,
+settings file (hooks go there), sessions, stream-json output and --help-declared flags.
+
+Claude Code itself and the Claude Agent SDK (which drives its bundled CLI) both build
+on this; each adds how it is installed and how a run is launched.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from probes.clients.base import Capabilities, ClientBinary, HookCommand
+from probes.evidence import Output
+from probes.invocation import CAPABILITIES, Invocation
+from probes.sandbox import BASE_PATH, Sandbox, base_environment
+
+__all__ = ["CAPABILITY_FLAGS", "DUMMY_API_KEY", "ClaudeCliBase", "path_slug"]
+
+DUMMY_API_KEY = "sk-ant-loopprobe-dummy-key"
+# the flags of the CLI each capability needs; --max-turns and the settings file (hooks) work
+# in every version we run but --help lists neither (2.0.77 to 2.1.332)
+CAPABILITY_FLAGS: dict[str, tuple[str, ...]] = {
+    "run": ("--print", "--output-format", "--verbose", "--model", "--permission-mode",
+            "--dangerously-skip-permissions", "--session-id"),
+    "tools": (),  # --tools, or --allowedTools before it existed
+    "max_turns": (),
+    "hooks": (),
+    "resume": ("--resume",),
+    "fork": ("--fork-session",),
+    "fallback_model": ("--fallback-model",),
+    "max_budget_usd": ("--max-budget-usd",),
+}
+
+
+def path_slug(path: Path | str) -> str:
+    """How Claude Code names a project directory: every non-alphanumeric character becomes '-'."""
+    return re.sub(r"[^A-Za-z0-9]", "-", str(path))
+
+
+class ClaudeCliBase:
+    """The Claude Code CLI's side of the ``Client`` protocol; subclasses install and launch."""
+
+    name: str
+    package: str
+
+    def help_argv(self, binary: ClientBinary) -> list[str]:
+        """The command printing the CLI's --help (the CLI the client runs)."""
+        return [*binary.launcher, "--help"]
+
+    def help_text(self, binary: ClientBinary) -> str:
+        """The CLI's ``--help`` output, read once and kept beside the install."""
+        cached = binary.root / "help.txt"
+        if not cached.is_file():
+            with tempfile.TemporaryDirectory(prefix="loopprobe-help.") as home:
+                env = {"PATH": BASE_PATH, "HOME": home, "TERM": "dumb",
+                       "CLAUDE_CONFIG_DIR": f"{home}/.claude", "DISABLE_AUTOUPDATER": "1"}
+                done = subprocess.run(self.help_argv(binary), capture_output=True, text=True,
+                                      timeout=60, env=env, stdin=subprocess.DEVNULL)
+            cached.write_text(done.stdout + done.stderr)
+        return cached.read_text()
+
+    def capabilities(self, binary: ClientBinary) -> Capabilities:
+        text = self.help_text(binary)
+        supported, missing = set(), {}
+        for name in CAPABILITIES:
+            absent = [flag for flag in CAPABILITY_FLAGS.get(name, ()) if flag not in text]
+            if absent:
+                missing[name] = f"no {', '.join(absent)} in its --help"
+            else:
+                supported.add(name)
+        return Capabilities(frozenset(supported), missing)
+
+    # ---- the sandbox -----------------------------------------------------------
+
+    def config_dir(self, box: Sandbox) -> Path:
+        return box.home / ".claude"
+
+    def prepare(self, box: Sandbox) -> dict[str, str]:
+        self.config_dir(box).mkdir(parents=True, exist_ok=True)
+        return {str(self.config_dir(box)): "$CLAUDE_CONFIG_DIR",
+                path_slug(box.workspace): "$WORKSPACE_SLUG"}
+
+    def environment(self, box: Sandbox, base_url: str) -> dict[str, str]:
+        env = base_environment(box)
+        env.update({
+            "CLAUDE_CONFIG_DIR": str(self.config_dir(box)),
+            "CLAUDE_CODE_TMPDIR": str(box.tmp),
+            "ANTHROPIC_BASE_URL": base_url,
+            "ANTHROPIC_API_KEY": DUMMY_API_KEY,
+            "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+            "DISABLE_AUTOUPDATER": "1",
+            "DISABLE_TELEMETRY": "1",
+            "DISABLE_ERROR_REPORTING": "1",
+            # the bypass flags refuse to run as root without it
+            "IS_SANDBOX": "1",
+            # probes script their faults; retries are opted into where a probe tests them
+            "CLAUDE_CODE_MAX_RETRIES": "0",
+        })
+        return env
+
+    def run_environment(self, box: Sandbox, base_url: str, invocation: Invocation,
+                        extra: dict[str, str]) -> dict[str, str]:
+        merged: dict[str, str | None] = {**self.environment(box, base_url), **extra,
+                                         **invocation.env}
+        return {k: v for k, v in merged.items() if v is not None}
+
+    def settings_path(self, box: Sandbox) -> Path:
+        return self.config_dir(box) / "settings.json"
+
+    def settings(self, invocation: Invocation, hooks: HookCommand | None) -> dict[str, Any] | None:
+        """The user settings of a run: the invocation's own, with the recorder's hooks added
+        (a hook the invocation sets for an event wins over the recorder's)."""
+        if hooks is None:
+            return invocation.settings
+        settings = dict(invocation.settings or {})
+        recorder = {event: [{"matcher": "*", "hooks": [{"type": "command",
+                                                        "command": hooks.command}]}]
+                    for event in hooks.events}
+        settings["hooks"] = {**recorder, **settings.get("hooks", {})}
+        return settings
+
+    def settings_files(self, box: Sandbox, invocation: Invocation,
+                       hooks: HookCommand | None) -> dict[str, str]:
+        settings = self.settings(invocation, hooks)
+        if settings is None:
+            return {}
+        return {str(self.settings_path(box)): json.dumps(settings, indent=2, sort_keys=True)}
+
+    # ---- what it leaves behind ---------------------------------------------------
+
+    def read_output(self, stdout: str) -> Output:
+        return Output.from_json_lines(stdout)
+
+    def session_files(self, box: Sandbox) -> list[Path]:
+        projects = self.config_dir(box) / "projects"
+        return sorted(p for p in projects.rglob("*") if p.is_file()) if projects.is_dir() else []

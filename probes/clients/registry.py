@@ -1,0 +1,48 @@
+"""The client kinds loopprobe can install and run: adding one is its module plus one line here."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from probes.clients.agent_sdk import ClaudeAgentSdk
+from probes.clients.base import Client, ClientKey
+from probes.clients.claude_code import ClaudeCode
+from probes.clients.npm import InstallError
+
+__all__ = ["CLIENT_KINDS", "DEFAULT_KIND", "all_clients", "client_for", "parse_client_spec",
+           "report_folder"]
+
+CLIENT_KINDS: dict[str, Callable[[], Client]] = {
+    "claude-code": ClaudeCode,
+    "claude-agent-sdk": ClaudeAgentSdk,
+}
+DEFAULT_KIND = "claude-code"
+
+
+def client_for(kind: str) -> Client:
+    if kind not in CLIENT_KINDS:
+        raise InstallError(f"unknown client kind {kind!r}; known: {', '.join(CLIENT_KINDS)}")
+    return CLIENT_KINDS[kind]()
+
+
+def all_clients() -> list[Client]:
+    return [make() for make in CLIENT_KINDS.values()]
+
+
+def parse_client_spec(spec: str) -> tuple[Client, str]:
+    """``claude-code@2.1.235``, ``2.1.235``, ``claude-agent-sdk@0.2.140`` -> (client, version)."""
+    kind, sep, version = spec.rpartition("@")
+    if not sep:
+        kind, version = DEFAULT_KIND, spec
+    kind = kind or DEFAULT_KIND
+    if kind not in CLIENT_KINDS:
+        raise InstallError(f"unknown client {kind!r} in {spec!r}; known: {', '.join(CLIENT_KINDS)}")
+    if not version:
+        raise InstallError(f"no version in {spec!r}; expected e.g. {kind}@2.1.235")
+    return client_for(kind), version
+
+
+def report_folder(key: ClientKey) -> str:
+    """The folder of a client version's reports: the version for the default kind, else
+    ``<kind>-<version>``."""
+    return key.version if key.kind == DEFAULT_KIND else f"{key.kind}-{key.version}"

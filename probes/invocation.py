@@ -1,0 +1,72 @@
+"""What the harness asks of a client: one run in a probe's sandbox, and the capabilities it needs.
+
+A leaf module: the probe model, the evidence and every client import it; it imports
+nothing of loopprobe.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+__all__ = ["CAPABILITIES", "Hooks", "Invocation"]
+
+# What a probe can require of a client; each client declares which of these it supports.
+CAPABILITIES: Mapping[str, str] = {
+    "run": "runs one prompt headless, printing the stream-json event protocol",
+    "tools": "restricts the tools the model is offered",
+    "max_turns": "stops after a given number of model turns",
+    "resume": "resumes a stored session",
+    "fork": "forks a resumed session into a new one",
+    "hooks": "runs hook commands on loop events (PreToolUse, Stop, ...)",
+    "fallback_model": "switches to a fallback model after repeated overload",
+    "max_budget_usd": "stops when a spending budget is exhausted",
+}
+
+
+@dataclass(frozen=True)
+class Hooks:
+    """The harness's hook recorder, installed for every hook event the client offers.
+
+    Every call is recorded; ``policy`` says what the recorder answers (see
+    ``probes.hook_recorder``); the empty policy records only.
+    """
+
+    policy: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Invocation:
+    """One run of the client inside the probe's sandbox.
+
+    ``session``: ``new`` starts a session with a fixed id (derived from the probe
+    and this invocation's name); ``resume`` continues the session started by the
+    invocation named in ``resume_from``; ``none`` passes no session flag.
+    """
+
+    name: str
+    prompt: str
+    session: Literal["new", "resume", "none"] = "new"
+    resume_from: str | None = None
+    fork: bool = False
+    tools: tuple[str, ...] | None = ("Read",)
+    max_turns: int | None = None
+    settings: dict[str, Any] | None = None
+    extra_args: tuple[str, ...] = ()
+    env: dict[str, str | None] = field(default_factory=dict)  # None unsets a variable
+    timeout: float = 90.0
+    model: str = "claude-sonnet-4-5"
+
+    def capabilities(self) -> set[str]:
+        """What a client must support to run this invocation."""
+        needed = {"run"}
+        if self.tools is not None:
+            needed.add("tools")
+        if self.max_turns is not None:
+            needed.add("max_turns")
+        if self.session == "resume":
+            needed.add("resume")
+        if self.fork:
+            needed.add("fork")
+        return needed
