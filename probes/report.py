@@ -5,9 +5,10 @@ The report is the same for two runs of the same binary, byte for byte, wherever 
 ran: paths of the isolated run appear as placeholders (``$WORKSPACE``, ``$HOME``…),
 the mock's address as ``$MOCK_URL``/``$MOCK_HOST``, session ids as ``$SESSION[<run>]``,
 other client-made UUIDs, agent and device ids as ``$UUID_<n>``, ``$AGENT_<n>`` and
-``$DEVICE_<n>``, the date of the run as ``$RUN_DATE``; durations, timestamps and hashes of files
-that hold timestamps are ``$VOLATILE`` in the report and kept, with the generation
-time, in ``<report>.timing.json`` beside it (not evidence to commit: it differs per run).
+``$DEVICE_<n>``, the date of the run as ``$RUN_DATE``; durations, timestamps, hashes of
+files that hold timestamps and durations the client writes into text are ``$VOLATILE`` in
+the report and kept, with the generation time, in ``<report>.timing.json`` beside it (not
+evidence to commit: it differs per run).
 """
 
 from __future__ import annotations
@@ -35,8 +36,8 @@ from probes.report_format import (
     Report,
 )
 
-__all__ = ["JOURNAL_VOLATILE", "RANDOM_IDS", "TRUST_CHECK", "VOLATILE_KEYS", "build_report",
-           "write_fingerprint", "write_report"]
+__all__ = ["JOURNAL_VOLATILE", "RANDOM_IDS", "TEXT_DURATION", "TRUST_CHECK", "VOLATILE_KEYS",
+           "build_report", "write_fingerprint", "write_report"]
 
 TRUST_CHECK = "harness.no-egress"
 # client-made random identifiers, each numbered by first appearance
@@ -44,6 +45,8 @@ RANDOM_IDS = re.compile(
     r"\b(?P<UUID>[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})\b"
     r"|\b(?P<AGENT>a[0-9a-f]{16})\b"
     r"|(?<=device_id\":\")(?P<DEVICE>[0-9a-f]{64})\b")
+# a duration the client writes into text it sends (a task notification's usage)
+TEXT_DURATION = re.compile(r"(?<=<duration_ms>)\d+(?=</duration_ms>)")
 JOURNAL_VOLATILE = ("time", "elapsed")
 VOLATILE_KEYS = frozenset({"timestamp", "time", "elapsed", "started", "finished"})
 
@@ -73,7 +76,7 @@ class _Normaliser:
         for real, placeholder in self.pairs:
             if real in value:
                 value = value.replace(real, placeholder)
-        return RANDOM_IDS.sub(self._random_id, value)
+        return TEXT_DURATION.sub("$VOLATILE", RANDOM_IDS.sub(self._random_id, value))
 
     def _random_id(self, match: re.Match[str]) -> str:
         found, kind = match.group(0), str(match.lastgroup)

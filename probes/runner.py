@@ -13,7 +13,6 @@ import platform
 import shlex
 import sys
 import time
-import traceback
 import uuid
 from collections.abc import Callable
 from contextlib import nullcontext
@@ -23,7 +22,6 @@ from typing import Any
 from mockapi.journal import read_journal
 from mockapi.server import MockServer
 from probes import hook_recorder
-from probes.checks import Checks
 from probes.clients.base import Client, ClientBinary, HookCommand, RunContext
 from probes.egress import EgressSink
 from probes.evidence import Evidence, RunRecord
@@ -32,8 +30,9 @@ from probes.model import Probe
 from probes.outcome import ProbeOutcome
 from probes.process import run_process
 from probes.sandbox import Sandbox
+from probes.verdicts import check_evidence
 
-__all__ = ["HOOK_EVENTS_RECORDED", "SECRET_ENV", "harness_checks", "run_probe", "session_id_for"]
+__all__ = ["HOOK_EVENTS_RECORDED", "SECRET_ENV", "run_probe", "session_id_for"]
 
 SECRET_ENV = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN")
 HOOK_EVENTS_RECORDED = ("PreToolUse", "PostToolUse", "Stop", "SubagentStop")
@@ -66,30 +65,6 @@ def _digest(path: Path) -> str:
 
 def _redact_env(env: dict[str, str]) -> dict[str, str]:
     return {k: ("[redacted]" if k in SECRET_ENV else v) for k, v in sorted(env.items())}
-
-
-def harness_checks(evidence: Evidence, checks: Checks) -> None:
-    for name, run in evidence.runs.items():
-        checks.that(f"harness.{name}.finished", None,
-                    f"the {name!r} run ended by itself within its timeout",
-                    passed=not run.timed_out, expected="exited before the timeout",
-                    observed=(f"killed at the {run.invocation.timeout}s timeout; last events: "
-                              f"{run.last_events()}") if run.timed_out
-                    else f"exited with {run.exit_code}",
-                    evidence=f"run {name}")
-    hosts = sorted({attempt["host"] for attempt in evidence.egress})
-    if evidence.egress_guarded:
-        checks.that("harness.no-egress", None,
-                    "the client connected to nothing but the mock (the proxy refused the rest)",
-                    passed=not hosts, expected=[], observed=hosts,
-                    evidence="egress guard: connections made through the refusing proxy")
-    unmatched = [r for r in evidence.all_requests()
-                 if r.get("outcome") in ("no_rule", "mock_error")]
-    checks.that("harness.script-covered", None,
-                "every request the client made found a scripted reply",
-                passed=not unmatched, expected="no request without a rule",
-                observed=[r.get("error") for r in unmatched] or "all requests matched",
-                evidence="journal outcome")
 
 
 def _not_applicable(probe: Probe, client: Client, binary: ClientBinary) -> str | None:
@@ -138,16 +113,10 @@ def run_probe(probe: Probe, client: Client, binary: ClientBinary, work_dir: Path
     except Exception as error:
         return ProbeOutcome(probe, None, [], box.root, scenario=_scripted(scenario),
                             error=f"{type(error).__name__}: {error}")
-    checks = Checks(probe.name)
-    check_error = None
-    try:
-        probe.check(evidence, checks)
-    except Exception:
-        check_error = "a check raised instead of failing: " + traceback.format_exc(limit=4)
-    harness_checks(evidence, checks)
+    results, check_error = check_evidence(probe, evidence)
     if not keep:
         box.remove()
-    return ProbeOutcome(probe, evidence, checks.results, box.root if keep else None,
+    return ProbeOutcome(probe, evidence, results, box.root if keep else None,
                         error=check_error, scenario=_scripted(scenario))
 
 

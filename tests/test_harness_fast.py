@@ -30,7 +30,8 @@ from probes.model import Claim, Hooks, Invocation, Probe, ReportSpec
 from probes.outcome import ProbeOutcome
 from probes.report import build_report, write_fingerprint, write_report
 from probes.report_format import TIMING_SUFFIX, load_folder
-from probes.runner import harness_checks, run_probe
+from probes.runner import run_probe
+from probes.verdicts import check_evidence
 from tests.fakeloop import FakeLoopClient
 from tests.fakeloop import catalog as fake_catalog
 from tests.fakeloop.catalog import DENY_REASON, READ, REPORTS, STOP_REASON, read_probe
@@ -375,10 +376,8 @@ def _recheck(outcome: ProbeOutcome, alter: Callable[[Evidence], None]) -> set[st
     evidence = copy.deepcopy(outcome.evidence)
     assert evidence is not None
     alter(evidence)
-    checks = Checks(outcome.probe.name)
-    outcome.probe.check(evidence, checks)
-    harness_checks(evidence, checks)
-    return {c.id.removeprefix(f"{outcome.probe.name}.") for c in checks.results if not c.passed}
+    results, _ = check_evidence(outcome.probe, evidence)
+    return {c.id.removeprefix(f"{outcome.probe.name}.") for c in results if not c.passed}
 
 
 def _tool_results(ev: Evidence, run: str) -> list[dict[str, Any]]:

@@ -16,10 +16,9 @@ from typing import Any
 import pytest
 
 from probes.catalog import REPORTS
-from probes.checks import Checks
 from probes.evidence import Evidence, blocks_of_type, messages
 from probes.outcome import ProbeOutcome
-from probes.runner import harness_checks
+from probes.verdicts import check_evidence
 
 pytestmark = pytest.mark.client
 
@@ -31,10 +30,8 @@ def recheck(outcome: ProbeOutcome, alter: Callable[[Evidence], Any]) -> dict[str
     evidence = copy.deepcopy(outcome.evidence)
     assert evidence is not None
     alter(evidence)
-    checks = Checks(outcome.probe.name)
-    outcome.probe.check(evidence, checks)
-    harness_checks(evidence, checks)
-    return {c.id.removeprefix(f"{outcome.probe.name}."): c for c in checks.results}
+    results, _ = check_evidence(outcome.probe, evidence)
+    return {c.id.removeprefix(f"{outcome.probe.name}."): c for c in results}
 
 
 # ---- alterations ------------------------------------------------------------

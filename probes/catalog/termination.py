@@ -113,7 +113,8 @@ TURNS_PROBE = Probe(
              reply=tool_use("Read", {"file_path": "{workspace}/turns.txt"})),
     ]),
     fixtures={"turns.txt": "TURNS\n"},
-    hooks=Hooks(),
+    # the second of the two concurrent Reads finishes last, so they are answered in one order
+    hooks=Hooks({"PreToolUse": {"action": "record", "input_contains": "offset", "sleep": 0.3}}),
     invocations=(
         Invocation("turns-1", "TURNS_PROMPT", max_turns=1),
         Invocation("turns-2", "TURNS_PROMPT", max_turns=2),

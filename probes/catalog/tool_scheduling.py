@@ -190,12 +190,19 @@ BATCH_PROBE = Probe(
         ])),
     ]),
     fixtures={"a.txt": "A_CONTENT\n", "b.txt": "ORIGINAL_CONTENT\n", "c.txt": "C_CONTENT\n"},
-    hooks=Hooks({"PreToolUse": {"action": "record", "sleep": HOOK_SLEEP}}),
+    # staggered sleeps: the safe calls still overlap, and finish (so are answered) in one order
+    hooks=Hooks({"PreToolUse": [
+        {"action": "record", "tools": ["Read"], "input_contains": "a.txt", "sleep": HOOK_SLEEP},
+        {"action": "record", "tools": ["Grep"], "sleep": HOOK_SLEEP + 0.3},
+        {"action": "record", "tools": ["Read"], "input_contains": "b.txt", "sleep": HOOK_SLEEP + 0.6},
+        {"action": "record", "sleep": HOOK_SLEEP}]}),
     invocations=(Invocation("batch", BATCH_PROMPT, tools=("Read", "Grep", "Edit", "Bash")),),
     check=check_batch,
     boundaries=(
         "Windows are measured by hooks (PreToolUse to PostToolUse), which run inside each "
-        "tool's pipeline; a PreToolUse hook sleeps to widen every window.",
+        "tool's pipeline; a PreToolUse hook sleeps to widen every window (longer for each "
+        "safe call in turn, so they finish in a fixed order and the evidence is the same "
+        "on every run).",
         "Edit is preceded by a Read of the same file in the same batch, as Edit requires.",
     ),
 )

@@ -1,0 +1,53 @@
+"""Checking evidence: the probe's own checks and the harness's, on gathered or altered evidence.
+
+Light (no server, no client), so a test can alter saved evidence and check it again.
+"""
+
+from __future__ import annotations
+
+import traceback
+
+from probes.checks import CheckResult, Checks
+from probes.evidence import Evidence
+from probes.model import Probe
+
+__all__ = ["check_evidence", "harness_checks"]
+
+
+def check_evidence(probe: Probe, evidence: Evidence) -> tuple[list[CheckResult], str | None]:
+    """Every check of ``probe`` on ``evidence``, then the harness's; and the error of a check
+    that raised instead of failing (the checks it made before are kept)."""
+    checks = Checks(probe.name)
+    error = None
+    try:
+        probe.check(evidence, checks)
+    except Exception:
+        error = "a check raised instead of failing: " + traceback.format_exc(limit=4)
+    harness_checks(evidence, checks)
+    return checks.results, error
+
+
+def harness_checks(evidence: Evidence, checks: Checks) -> None:
+    for name, run in evidence.runs.items():
+        checks.that(f"harness.{name}.finished", None,
+                    f"the {name!r} run ended by itself within its timeout",
+                    passed=not run.timed_out, expected="exited before the timeout",
+                    observed=(f"killed at the {run.invocation.timeout}s timeout; last events: "
+                              f"{run.last_events()}") if run.timed_out
+                    else f"exited with {run.exit_code}",
+                    evidence=f"run {name}")
+    hosts = sorted({attempt["host"] for attempt in evidence.egress})
+    if evidence.egress_guarded:
+        checks.that("harness.no-egress", None,
+                    "the client connected to nothing but the mock (the proxy refused the rest)",
+                    passed=not hosts, expected=[], observed=hosts,
+                    evidence="egress guard: connections made through the refusing proxy")
+    unmatched = [r for r in evidence.all_requests()
+                 if r.get("outcome") in ("no_rule", "mock_error")]
+    checks.that("harness.script-covered", None,
+                "every request the client made found a scripted reply",
+                passed=not unmatched, expected="no request without a rule",
+                observed=[r.get("error") for r in unmatched] or "all requests matched",
+                evidence="journal outcome")
+
+
