@@ -1,7 +1,10 @@
 """Checks: one property of the evidence, stated by a claim, with what was expected and seen.
 
 The expectation comes from the claim. A check never adapts it to what a client
-version did; when the client disagrees, the check fails and says what it saw.
+version did; when the client disagrees, the check fails and says what it saw. A
+check of something the run's mode cannot show (print mode drops some messages) is
+"not observable" when it is not seen: it says what was looked for and where, and is
+never counted as a contradiction.
 """
 
 from __future__ import annotations
@@ -23,9 +26,14 @@ class CheckResult:
     expected: Any
     observed: Any
     evidence: str
+    observable: bool = True  # False: not seen, and this mode may not show it
+
+    @property
+    def status(self) -> str:
+        return "passed" if self.passed else "failed" if self.observable else "not_observable"
 
     def to_json(self) -> dict[str, Any]:
-        return asdict(self)
+        return {**asdict(self), "status": self.status}
 
 
 class Checks:
@@ -36,12 +44,13 @@ class Checks:
         self.results: list[CheckResult] = []
 
     def _add(self, check_id: str, claim: str | None, description: str, passed: bool,
-             expected: Any, observed: Any, evidence: str) -> bool:
+             expected: Any, observed: Any, evidence: str, observable: bool = True) -> bool:
         full_id = f"{self.probe}.{check_id}"
         if any(r.id == full_id for r in self.results):
             raise ValueError(f"check id {full_id!r} is used twice")
         self.results.append(CheckResult(full_id, claim, description, bool(passed), expected,
-                                        MISSING if observed is None else observed, evidence))
+                                        MISSING if observed is None else observed, evidence,
+                                        observable))
         return bool(passed)
 
     def equal(self, check_id: str, claim: str | None, description: str, *, expected: Any,
@@ -73,3 +82,12 @@ class Checks:
         return self._add(check_id, claim, description, not present,
                          f"does not contain {needle!r}", shown, evidence)
 
+    def visible(self, check_id: str, claim: str | None, description: str, *, seen: bool,
+                expected: Any, looked_in: str, hidden_because: str) -> bool:
+        """Something this mode may not show: passes when ``seen``; otherwise it is not
+        observable (``hidden_because`` says why), not a failure of the claim."""
+        observed = "seen" if seen else (f"not seen in {looked_in}; not observable in this "
+                                        f"mode: {hidden_because}")
+        self._add(check_id, claim, description, seen, expected, observed, looked_in,
+                  observable=seen)
+        return seen

@@ -19,12 +19,13 @@ from probes.diff import diff_directories, render_markdown
 from probes.files import write_json, write_text
 from probes.guide import write_guide
 from probes.matrix import build_matrix, render_matrix
+from probes.mechanism_table import render_mechanism_table, replace_section
 from probes.model import ReportSpec
 from probes.outcome import ProbeOutcome
-from probes.report_format import Report, ReportError
+from probes.report_format import Report, ReportError, load_folder
 
 __all__ = ["build_parser", "cmd_clients_install", "cmd_clients_list", "cmd_diff", "cmd_guide", "cmd_matrix",
-           "cmd_run", "load_catalog", "main", "run_suite"]
+           "cmd_mechanisms", "cmd_run", "load_catalog", "main", "run_suite"]
 
 EXIT_PASSED, EXIT_FAILED, EXIT_HARNESS, EXIT_INTERRUPTED = 0, 1, 2, 130
 
@@ -106,7 +107,7 @@ def run_suite(client_spec: str | tuple[Client, str], out: Path, *, probe: str | 
                 outcomes.append(outcome)
                 _say(f"  -> {_verdict(outcome)} ({time.monotonic() - started:.1f}s)")
                 for check in outcome.checks:
-                    if not check.passed:
+                    if check.status == "failed":
                         _say(f"     FAIL {check.id}: expected {check.expected!r}, observed "
                              f"{str(check.observed)[:160]!r}")
         except KeyboardInterrupt:
@@ -122,7 +123,7 @@ def run_suite(client_spec: str | tuple[Client, str], out: Path, *, probe: str | 
         _say(f"  wrote {write_fingerprint(evidence, binary, out)}")
     _say(f"  wrote {write_guide(out)}")
     _say("")
-    _say(f"{'report':<40} {'status':<15} claims passed")
+    _say(f"{'report':<40} {'status':<15} claims confirmed")
     for name, built in written:
         claims = built["claims"]
         _say(f"{name:<40} {built['status']:<15} {sum(c['passed'] for c in claims)}/{len(claims)}")
@@ -230,6 +231,20 @@ def cmd_clients_list(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_mechanisms(args: argparse.Namespace) -> int:
+    folder = load_folder(Path(args.reports))
+    matrix_path = Path(args.matrix) if args.matrix else None
+    matrix = json.loads(matrix_path.read_text()) if matrix_path else None
+    table = render_mechanism_table(folder, matrix)
+    if args.write:
+        target = Path(args.write)
+        write_text(target, replace_section(target.read_text(), table, target))
+        _say(f"wrote {target}")
+    else:
+        sys.stdout.write(table + "\n")
+    return EXIT_PASSED
+
+
 def cmd_guide(args: argparse.Namespace) -> int:
     path = write_guide(Path(args.reports))
     _say(f"wrote {path}")
@@ -279,6 +294,14 @@ def build_parser() -> argparse.ArgumentParser:
     diff.add_argument("--json", action="store_true", help="machine-readable output")
     diff.add_argument("--out", help="write to this file instead of stdout")
     diff.set_defaults(func=cmd_diff)
+
+    mechanisms = commands.add_parser(
+        "mechanisms", help="the analysis' mechanisms with each claim's verdict (README table)")
+    mechanisms.add_argument("reports", help="the report folder whose verdicts are shown")
+    mechanisms.add_argument("--matrix", help="matrix.json: also name versions that differ")
+    mechanisms.add_argument("--write", metavar="FILE",
+                            help="replace the generated section of FILE (e.g. README.md)")
+    mechanisms.set_defaults(func=cmd_mechanisms)
 
     guide = commands.add_parser("guide", help="regenerate EVIDENCE.md for a report directory")
     guide.add_argument("reports")

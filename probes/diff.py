@@ -3,7 +3,8 @@
 Compares claims and checks (verdict flips, with the observed values on each
 side), the request-shape fingerprints (betas, tools, body keys, event types,
 result fields, prompt hashes), and the sequence of requests of every probe.
-A claim that passed in A and does not in B is a regression.
+A claim confirmed in A and contradicted (or a harness error) in B is a regression; a claim
+run on one side only is "not run", never a regression.
 """
 
 from __future__ import annotations
@@ -33,9 +34,11 @@ def _load_dir(directory: Path) -> tuple[dict[str, dict[str, Any]], dict[str, Any
 def _claim_change(a: str | None, b: str | None) -> str:
     if a == b:
         return "same"
-    if a == "passed":
+    if a is None or b is None:
+        return "not run"
+    if a == "confirmed" and b in ("contradicted", "error"):
         return "regressed"
-    if b == "passed":
+    if b == "confirmed":
         return "fixed"
     return "changed"
 
@@ -149,7 +152,8 @@ def render_markdown(result: DiffResult) -> str:
            f"A: `{result['a']['dir']}` (sha256 `{a['binary_sha256'][:16]}…`); "
            f"B: `{result['b']['dir']}` (sha256 `{b['binary_sha256'][:16]}…`).", ""]
     regressions = result.regressions
-    out += [f"**{len(regressions)} claim(s) regressed** (passed in A, not in B).", "",
+    out += [f"**{len(regressions)} claim(s) regressed** (confirmed in A, contradicted or a "
+            "harness error in B).", "",
             "## Claims", "", "| claim | A | B | change |", "|---|---|---|---|"]
     for c in result["claims"]:
         mark = f"**{c['change']}**" if c["change"] in ("regressed", "fixed") else c["change"]

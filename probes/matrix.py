@@ -14,8 +14,8 @@ from probes.report_format import load_folder
 
 __all__ = ["MATRIX_SCHEMA_VERSION", "SYMBOL", "build_matrix", "render_matrix"]
 
-# 2: columns keyed by client kind and version
-MATRIX_SCHEMA_VERSION = 2
+# 2: columns keyed by client kind and version; 3: claim verdicts (confirmed, contradicted, …)
+MATRIX_SCHEMA_VERSION = 3
 
 
 def build_matrix(directories: list[Path]) -> dict[str, Any]:
@@ -41,7 +41,8 @@ def build_matrix(directories: list[Path]) -> dict[str, Any]:
                        for cid in sorted(cells)]}
 
 
-SYMBOL = {"passed": "pass", "failed": "**FAIL**", "not_applicable": "n/a", "error": "error"}
+SYMBOL = {"confirmed": "confirmed", "contradicted": "**contradicted**",
+          "not_observable": "not observable", "not_applicable": "n/a", "error": "error"}
 
 
 def render_matrix(matrix: dict[str, Any]) -> str:
@@ -52,11 +53,11 @@ def render_matrix(matrix: dict[str, Any]) -> str:
     for claim in matrix["claims"]:
         row = [SYMBOL.get(claim["results"].get(v, {}).get("status", ""), "—") for v in versions]
         out.append(f"| `{claim['id']}` | " + " | ".join(row) + " |")
-    out += ["", "Reasons for every verdict other than pass:", ""]
+    out += ["", "Reasons for every verdict other than confirmed:", ""]
     for claim in matrix["claims"]:
         for version in versions:
             cell = claim["results"].get(version)
-            if cell and cell["status"] != "passed":
+            if cell and cell["status"] != "confirmed":
                 out.append(f"- `{claim['id']}` on {version}: {cell['status']} — {cell['reason']}")
     out += ["", "Binaries: " + "; ".join(f"{v['client']} `{v['binary_sha256']}`"
                                          for v in matrix["versions"]), ""]

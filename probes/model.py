@@ -8,21 +8,38 @@ API for your own probes: it re-exports ``Invocation`` and ``Hooks``.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from mockapi.scenario import Scenario
 from probes.checks import Checks
 from probes.evidence import Evidence
 from probes.invocation import CAPABILITIES, Hooks, Invocation
+from probes.provenance import Source, unstated
 
-__all__ = ["Claim", "Hooks", "Invocation", "Probe", "ReportSpec"]
+__all__ = ["Claim", "Counterfactual", "Hooks", "Invocation", "Probe", "ReportSpec", "Source"]
 
 
 @dataclass(frozen=True)
 class Claim:
     id: str
     statement: str
-    source: str = "../shared/claims/agent-loop-2.1.235.md"
+    source: Source = field(default_factory=unstated)
+
+
+@dataclass(frozen=True)
+class Counterfactual:
+    """A variant of a probe in which the claimed behaviour cannot happen: run on the real
+    client, each of ``claims`` must then fail (shows the checks can fail on real behaviour)."""
+
+    name: str
+    description: str  # the setup, and why the behaviour cannot happen in it
+    claims: tuple[str, ...]
+    change: Callable[[Probe], Probe]
+
+    def probe(self, original: Probe) -> Probe:
+        changed = self.change(original)
+        return replace(changed, name=f"{original.name}.counterfactual.{self.name}",
+                       counterfactuals=())
 
 
 @dataclass(frozen=True)
@@ -39,6 +56,7 @@ class Probe:
     # capabilities beyond what the invocations imply (see probes.invocation.CAPABILITIES);
     # a client that lacks one is not applicable
     requires: tuple[str, ...] = ()
+    counterfactuals: tuple[Counterfactual, ...] = ()
 
     def __post_init__(self) -> None:
         unknown = sorted(set(self.requires) - set(CAPABILITIES))
@@ -48,6 +66,12 @@ class Probe:
         names = [i.name for i in self.invocations]
         if len(set(names)) != len(names):
             raise ValueError(f"probe {self.name!r}: invocation names repeat: {names}")
+        claims = {c.id for c in self.claims}
+        for counterfactual in self.counterfactuals:
+            if not set(counterfactual.claims) <= claims:
+                raise ValueError(f"probe {self.name!r}: counterfactual {counterfactual.name!r} "
+                                 f"names claims {sorted(set(counterfactual.claims) - claims)} "
+                                 f"that are not the probe's: {sorted(claims)}")
 
     def capabilities(self) -> list[str]:
         """Everything a client must support to run this probe, in a stable order."""

@@ -26,7 +26,7 @@ class ProbeOutcome:
     @property
     def passed(self) -> bool:
         return self.error is None and self.not_applicable is None and bool(self.checks) \
-            and all(c.passed for c in self.checks)
+            and all(c.status != "failed" for c in self.checks)
 
     @property
     def status(self) -> str:

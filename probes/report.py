@@ -36,10 +36,12 @@ from probes.report_format import (
     Report,
 )
 
-__all__ = ["JOURNAL_VOLATILE", "RANDOM_IDS", "TEXT_DURATION", "TRUST_CHECK", "VOLATILE_KEYS",
+__all__ = ["JOURNAL_VOLATILE", "RANDOM_IDS", "TEXT_DURATION", "TRUST_CHECK", "UPHELD", "VOLATILE_KEYS",
            "build_report", "write_fingerprint", "write_report"]
 
 TRUST_CHECK = "harness.no-egress"
+# claim verdicts that do not fail a report: nothing the source states was seen otherwise
+UPHELD = ("confirmed", "not_observable", "not_applicable")
 # client-made random identifiers, each numbered by first appearance
 RANDOM_IDS = re.compile(
     r"\b(?P<UUID>[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})\b"
@@ -192,7 +194,8 @@ def _claim_entries(outcome: ProbeOutcome, probe_checks: list[dict[str, Any]],
     claims: list[ClaimEntry] = []
     for claim in outcome.probe.claims:
         own = [c for c in probe_checks if c["claim"] == claim.id]
-        failed = [c["id"] for c in own if not c["passed"]]
+        failed = [c["id"] for c in own if c["status"] == "failed"]
+        hidden = [c["id"] for c in own if c["status"] == "not_observable"]
         # a timeout or an unscripted request undermines the evidence of every claim of the
         # probe; an egress attempt does not (it is reported on its own, in `trust`)
         harness_failed = [c["id"] for c in probe_checks if c["claim"] is None
@@ -204,12 +207,22 @@ def _claim_entries(outcome: ProbeOutcome, probe_checks: list[dict[str, Any]],
         elif not own:
             status, reason = "error", "the probe produced no check for this claim"
         elif failed or harness_failed:
-            status, reason = "failed", f"failed checks: {', '.join(failed + harness_failed)}"
+            status, reason = "contradicted", ("the stated behaviour was reachable and observed "
+                                              f"otherwise; failed checks: "
+                                              f"{', '.join(failed + harness_failed)}")
+        elif hidden:
+            status, reason = "not_observable", (
+                f"{len(own) - len(hidden)} of {len(own)} checks passed; not observable in this "
+                f"mode: {', '.join(hidden)}")
         else:
-            status, reason = "passed", f"all {len(own)} checks passed"
-        claims.append({"id": claim.id, "statement": claim.statement, "source": claim.source,
+            status, reason = "confirmed", f"all {len(own)} checks passed"
+        counterfactuals = [cf.description for cf in outcome.probe.counterfactuals
+                           if claim.id in cf.claims]
+        claims.append({"id": claim.id, "statement": claim.statement,
+                       "source": claim.source.to_json(),
+                       "counterfactuals": counterfactuals or None,
                        "probe": outcome.probe.name, "status": status,
-                       "passed": status == "passed", "reason": reason,
+                       "passed": status == "confirmed", "reason": reason,
                        "checks": [c["id"] for c in own]})
     return claims
 
@@ -246,7 +259,7 @@ def build_report(spec: ReportSpec, outcomes: list[ProbeOutcome], binary: ClientB
     elif not ran:
         status = "not_applicable"
     else:
-        status = "passed" if all(c["passed"] for c in claims if c["status"] != "not_applicable") \
+        status = "passed" if all(c["status"] in UPHELD for c in claims) \
             and not trust["egress_refused"] else "failed"
     terminal = [
         {"probe": o.probe.name, "run": name, "terminal_reason": (run.result or {}).get(

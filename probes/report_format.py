@@ -13,13 +13,18 @@ from pathlib import Path
 from typing import Any, Literal, TypedDict
 
 __all__ = ["FINGERPRINT_FILE", "FINGERPRINT_FILE_VERSION", "READABLE_REPORT_VERSIONS",
-           "REPORT_SCHEMA_VERSION", "TIMING_SUFFIX", "CheckEntry", "ClaimEntry", "ClientIdentity",
-           "FingerprintFile", "Report", "ReportError", "ReportFolder", "Status", "load_fingerprint",
-           "load_folder", "load_report"]
+           "REPORT_SCHEMA_VERSION", "TIMING_SUFFIX", "VERDICTS", "CheckEntry", "ClaimEntry",
+           "ClientIdentity", "FingerprintFile", "Report", "ReportError", "ReportFolder", "Status",
+           "load_fingerprint", "load_folder", "load_report", "verdict"]
 
 # 2: run-specific values (timings, the generation time) moved out to <report>.timing.json
-REPORT_SCHEMA_VERSION = 2
-READABLE_REPORT_VERSIONS = (1, 2)
+# 3: claim verdicts confirmed / contradicted / not_observable / not_applicable / error;
+#    claim provenance and counterfactuals; check status
+REPORT_SCHEMA_VERSION = 3
+READABLE_REPORT_VERSIONS = (1, 2, 3)
+VERDICTS = ("confirmed", "contradicted", "not_observable", "not_applicable", "error")
+# how reports before schema 3 named the verdicts
+_OLD_VERDICTS = {"passed": "confirmed", "failed": "contradicted"}
 FINGERPRINT_FILE = "fingerprint.json"
 FINGERPRINT_FILE_VERSION = 1
 TIMING_SUFFIX = ".timing.json"
@@ -53,7 +58,9 @@ class CheckEntry(TypedDict):
 class ClaimEntry(TypedDict):
     id: str
     statement: str
-    source: str
+    source: dict[str, Any]  # probes.provenance.Source.to_json()
+    # the setups in which the claimed behaviour cannot happen, whose runs make it fail
+    counterfactuals: list[str] | None
     probe: str
     status: str
     passed: bool
@@ -101,6 +108,11 @@ def _load_json(path: Path, what: str, versions: tuple[int, ...]) -> dict[str, An
     return data
 
 
+def verdict(status: str) -> str:
+    """A claim verdict in today's vocabulary (reports before schema 3 said passed/failed)."""
+    return _OLD_VERDICTS.get(status, status)
+
+
 def load_report(path: Path) -> Report:
     data = _load_json(path, "report", READABLE_REPORT_VERSIONS)
     missing = [k for k in ("report", "client", "claims", "checks", "probes") if k not in data]
@@ -108,6 +120,16 @@ def load_report(path: Path) -> Report:
         raise ReportError(f"{path}: not a loopprobe report (no {', '.join(missing)})")
     data.setdefault("trust", {})
     data.setdefault("terminal_reasons", [])
+    if data["schema_version"] < 3:
+        for claim in data["claims"]:
+            claim["status"] = verdict(claim["status"])
+            claim["source"] = {"kind": "unstated",
+                               "citation": "no source recorded (a report before schema 3)"}
+            claim.setdefault("counterfactuals", None)
+    unknown = sorted({c.get("status") for c in data["claims"]} - set(VERDICTS))
+    if unknown:
+        raise ReportError(f"{path}: unknown claim verdicts {unknown}; expected one of "
+                          f"{', '.join(VERDICTS)}")
     return data  # type: ignore[return-value]
 
 

@@ -42,14 +42,14 @@ def test_an_injected_regression_exits_1_and_names_it(tmp_path: Path) -> None:
     path = broken / "runtime-controls.json"
     report = json.loads(path.read_text())
     claim = next(c for c in report["claims"] if c["id"] == "probe.stop-hook-reentry")
-    claim.update(status="failed", passed=False, reason="failed checks: injected")
+    claim.update(status="contradicted", passed=False, reason="failed checks: injected")
     check = next(c for c in report["checks"] if c["id"] == "stop-hook-reentry.hook-calls")
     check.update(passed=False, observed=1)
     path.write_text(json.dumps(report))
     done = _loopprobe("diff", str(REPORTS / "2.1.235"), str(broken))
     assert done.returncode == 1
     assert "probe.stop-hook-reentry" in done.stderr
-    assert "| `probe.stop-hook-reentry` | passed | failed | **regressed** |" in done.stdout
+    assert "| `probe.stop-hook-reentry` | confirmed | contradicted | **regressed** |" in done.stdout
     assert "| `stop-hook-reentry.hook-calls` | True | False | 2 | 2 | 1 |" in done.stdout
     # the other way round it is a fix, not a regression
     assert _loopprobe("diff", str(broken), str(REPORTS / "2.1.235")).returncode == 0
@@ -80,7 +80,7 @@ def test_diff_refuses_what_is_not_a_report_directory(tmp_path: Path) -> None:
     (tmp_path / "x.json").write_text('{"schema_version": 99}')
     done = _loopprobe("diff", str(REPORTS / "2.1.235"), str(tmp_path))
     assert done.returncode == 2
-    assert "expected a loopprobe report with schema_version 1 or 2, found 99" in done.stderr
+    assert "expected a loopprobe report with schema_version 1 or 2 or 3, found 99" in done.stderr
 
 
 def test_matrix_tabulates_every_claim_per_version() -> None:
@@ -92,7 +92,8 @@ def test_matrix_tabulates_every_claim_per_version() -> None:
     for claim in matrix["claims"]:
         assert set(claim["results"]) == set(columns)
         for cell in claim["results"].values():
-            assert cell["status"] in ("passed", "failed", "not_applicable", "error")
+            assert cell["status"] in ("confirmed", "contradicted", "not_observable",
+                                      "not_applicable", "error")
             assert cell["reason"]
     assert render_matrix(matrix) == (REPORTS / "MATRIX.md").read_text()
 

@@ -106,12 +106,12 @@ def test_a_report_round_trips_and_two_runs_diff_clean(catalog: dict[str, ProbeOu
                                                       tmp_path: Path) -> None:
     spec = ReportSpec("fake-read", "Fake read", (READ,))
     report = _write(tmp_path / "a", spec, [catalog["read-file"]])
-    assert (report["status"], [c["status"] for c in report["claims"]]) == ("passed", ["passed"])
+    assert (report["status"], [c["status"] for c in report["claims"]]) == ("passed", ["confirmed"])
     folder = load_folder(tmp_path / "a")
     assert folder.reports == {"fake-read": json.loads(json.dumps(report))}
     assert folder.fingerprint is not None and folder.client["name"] == "fake-loop"
     guide = (tmp_path / "a" / "EVIDENCE.md").read_text()
-    assert "### `fake.read-loop` — PASSED" in guide
+    assert "### `fake.read-loop` — CONFIRMED" in guide
     assert "| fake-read | read-file | read | completed | success | False | 0 |" in guide
 
     _write(tmp_path / "b", spec, [_run(READ, tmp_path / "work")])
@@ -276,7 +276,7 @@ def test_egress_is_refused_and_reported(tmp_path: Path) -> None:
     assert _check(outcome, "answered").passed
     report, _, _ = build_report(ReportSpec("r", "r", (probe,)), [outcome], BINARY)
     assert report["trust"]["egress_refused"] == ["example.invalid:443"]
-    assert [c["status"] for c in report["claims"]] == ["passed"]
+    assert [c["status"] for c in report["claims"]] == ["confirmed"]
     assert report["status"] == "failed"
 
 
@@ -341,7 +341,7 @@ def test_the_cli_runs_a_catalog_and_exits_by_verdict(tmp_path: Path,
     assert sorted(p.name for p in out.iterdir()) == [
         "EVIDENCE.md", "fake-wrong.journal.jsonl", "fake-wrong.json", "fake-wrong.timing.json",
         "fingerprint.json"]
-    assert "### `fake.read-loop` — FAILED" in (out / "EVIDENCE.md").read_text()
+    assert "### `fake.read-loop` — CONTRADICTED" in (out / "EVIDENCE.md").read_text()
 
     # a client kind is its module plus one registry entry
     monkeypatch.setitem(registry.CLIENT_KINDS, "fake-loop", FakeLoopClient)
@@ -363,7 +363,7 @@ def test_a_changed_reply_is_a_regression_in_the_diff(catalog: dict[str, ProbeOut
     _write(tmp_path / "b", replace(spec, probes=(changed,)), [_run(changed, tmp_path / "work")])
     diff = diff_directories(tmp_path / "a", tmp_path / "b")
     assert [(c["id"], c["a"], c["b"]) for c in diff.regressions] == [
-        ("fake.read-loop", "passed", "failed")]
+        ("fake.read-loop", "confirmed", "contradicted")]
     assert [(c["id"], c["observed_a"], c["observed_b"]) for c in diff["checks_flipped"]] == [
         ("read-file.read.final-text", "NOTE_READ", "SOMETHING_ELSE")]
     assert diff["request_sequences"] == []

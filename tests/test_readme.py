@@ -61,3 +61,25 @@ def test_readme_commands_exist() -> None:
                           text=True, timeout=60)
     for command in ("run", "serve", "clients", "guide"):
         assert command in done.stdout
+
+
+def test_readme_mechanism_table_is_rendered_from_the_committed_reports() -> None:
+    import json
+
+    from probes.mechanism_table import render_mechanism_table, replace_section
+    from probes.report_format import load_folder
+    root = Path(__file__).resolve().parent.parent
+    table = render_mechanism_table(load_folder(root / "reports" / "2.1.235"),
+                                   json.loads((root / "reports" / "matrix.json").read_text()))
+    assert replace_section(README, table, Path("README.md")) == README, \
+        "README's mechanism table disagrees with the reports; run: loopprobe mechanisms " \
+        "reports/2.1.235 --matrix reports/matrix.json --write README.md"
+
+
+def test_every_claim_of_the_catalog_has_a_mechanism_row() -> None:
+    from probes.catalog import REPORTS
+    from probes.catalog.mechanisms import MECHANISMS
+    claims = {c.id for spec in REPORTS for p in spec.probes for c in p.claims}
+    rows = {m.claim for m in MECHANISMS if m.claim}
+    assert sorted(rows - claims) == [], "rows naming claims the catalog does not have"
+    assert sorted(claims - rows) == [], "claims without a row in the mechanism table"

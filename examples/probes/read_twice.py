@@ -11,6 +11,7 @@ from probes.catalog.common import check_ended, tool_pairs
 from probes.checks import Checks
 from probes.evidence import Evidence
 from probes.model import Claim, Invocation, Probe, ReportSpec
+from probes.provenance import project_expectation
 
 CLAIM = "example.two-reads-two-results"
 
@@ -27,7 +28,9 @@ PROBE = Probe(
     name="read-twice",
     title="Two Reads in one response",
     claims=(Claim(CLAIM, "Two tool_use blocks in one response each get a tool_result.",
-                  source="examples/probes/read_twice.py"),),
+                  source=project_expectation(
+                      "each tool_use must be answered by a tool_result with its id",
+                      "Anthropic Messages API docs, 'Tool use': tool_result blocks")),),
     scenario=Scenario(name="read-twice", rules=[
         Rule(id="answer", match=Match(tool_result_for="toolu_second"), reply=text("BOTH_READ")),
         Rule(id="two-reads", match=Match(last_user_text_contains="READ_TWICE"), reply=Message(

@@ -14,10 +14,12 @@ from probes.catalog.common import check_ended, last_user_locations, tool_pairs
 from probes.checks import Checks
 from probes.evidence import Evidence, block_text, blocks_of_type, messages
 from probes.model import Claim, Hooks, Invocation, Probe, ReportSpec
+from probes.provenance import project_expectation
 
 __all__ = ["DENY", "DENY_REASON", "READ", "REPORTS", "RESUME", "STOP", "STOP_REASON", "read_probe"]
 
-SOURCE = "tests/fakeloop/catalog.py"
+SOURCE = project_expectation("the fake loop's own contract, written to test the harness",
+                             "tests/fakeloop/program.py")
 READ_CLAIM = "fake.read-loop"
 STOP_CLAIM = "fake.stop-block"
 DENY_CLAIM = "fake.pretooluse-deny"

@@ -1,0 +1,102 @@
+"""The mechanisms the published analysis describes, each with the claim that tests it at runtime
+(or why none does here). The README's table is rendered from this and the committed reports
+(``loopprobe mechanisms``); a test keeps them in step.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["MECHANISMS", "Mechanism"]
+
+
+@dataclass(frozen=True)
+class Mechanism:
+    description: str
+    claim: str | None = None
+    unprobed: str | None = None  # why no claim tests it here
+
+
+MECHANISMS: tuple[Mechanism, ...] = (
+    Mechanism('tool_use → client runs the tool → tool_result with the same id in the next request',
+              'probe.agent-loop-tool-feedback'),
+    Mechanism('`--resume` restores prompt, tool exchange and answer',
+              'probe.session-resume'),
+    Mechanism('`/compact`: compact_boundary, trigger manual, pre-token count',
+              'probe.manual-compaction-boundary'),
+    Mechanism('`--fork-session`: new identity, post-compaction message view',
+              'probe.session-fork-identity'),
+    Mechanism('Stop hook block re-enters the loop; `stop_hook_active` on re-entry',
+              'probe.stop-hook-reentry'),
+    Mechanism("`--max-turns 1`: the turn's tools run, no second request, error_max_turns",
+              'probe.max-turns-terminal'),
+    Mechanism('max turns counts model iterations, not requests or tools (N = 1, 2, 3)',
+              'probe.max-turns-counts-model-turns'),
+    Mechanism('subagent = separate loop (own prompt, tools, requests)',
+              'probe.subagent-isolation'),
+    Mechanism('background subagent: launch ack, result by `<task-notification>`, 3 parent requests',
+              'probe.subagent-notification-feedback'),
+    Mechanism('a tool starts at its `content_block_stop`, before `message_stop`',
+              'probe.streaming-tool-start'),
+    Mechanism('concurrency-safe calls overlap',
+              'probe.concurrency-safe-overlap'),
+    Mechanism('an unsafe call is a barrier; Bash after Edit sees the edit',
+              'probe.unsafe-tool-barrier'),
+    Mechanism('results pair by `tool_use_id`, not completion order',
+              'probe.result-pairing-by-id'),
+    Mechanism('unknown tool → error tool_result, loop continues',
+              'probe.unknown-tool-error-result'),
+    Mechanism('schema violation → InputValidationError, tool and hooks not run',
+              'probe.input-validation-error'),
+    Mechanism('denial (hook, deny rule) → error tool_result, no side effect',
+              'probe.permission-denied-no-side-effect'),
+    Mechanism('failing tool → is_error result, earlier edits kept',
+              'probe.failed-tool-no-rollback'),
+    Mechanism('PreToolUse `updatedInput` is what runs',
+              'probe.pretooluse-updated-input'),
+    Mechanism('`max_tokens`: at most 3 recovery requests, then the error',
+              'probe.max-tokens-recovery'),
+    Mechanism('`stop_reason: tool_use` without a block: one retry, then '
+              '`malformed_tool_use_exhausted`',
+              'probe.malformed-tool-use-retry'),
+    Mechanism('thinking-only answer: one nudge, then accepted',
+              'probe.thinking-only-nudge'),
+    Mechanism('400 prompt too long → reactive compaction and retry, error hidden',
+              'probe.prompt-too-long-reactive-compact'),
+    Mechanism('compaction cannot help → `prompt_too_long` surfaced',
+              'probe.prompt-too-long-surfaced'),
+    Mechanism('auto-compaction inside the loop with a configured window',
+              'probe.auto-compaction-window'),
+    Mechanism('529 / 500 / mid-stream overloaded retried with `api_retry` events, retry-after '
+              'honoured',
+              'probe.api-retry-backoff'),
+    Mechanism('`--fallback-model` after repeated overload; abandoned response dropped',
+              'probe.fallback-model-switch'),
+    Mechanism('Stop-hook block cap (8, `CLAUDE_CODE_STOP_HOOK_BLOCK_CAP`) ends the loop with a '
+              'warning',
+              'probe.stop-hook-block-cap'),
+    Mechanism('`--max-budget-usd` → `budget_exhausted` / error_max_budget_usd',
+              'probe.max-budget-usd'),
+    Mechanism('hook `continue: false` after a tool batch → `hook_stopped`',
+              'probe.hook-stopped-terminal'),
+    Mechanism('Stop hook `continue: false` → `stop_hook_prevented`',
+              'probe.stop-hook-prevented-terminal'),
+    Mechanism('PreToolUse `defer` in print mode → `tool_deferred`',
+              'probe.tool-deferred-terminal'),
+    Mechanism('PostToolUse output rewriting',
+              unprobed='not reachable here: applies to MCP tool output only, no MCP server is '
+                       'configured'),
+    Mechanism('mid-turn user input absorbed from the queue; `interruptBehavior`',
+              unprobed='not reachable in print mode: needs interactive or streamed input'),
+    Mechanism('`/loop` dynamic wake-up, MCP tool refresh between turns, `command_lifecycle`',
+              unprobed='not reachable in print mode without a scheduler, an MCP server or SDK stream '
+                       'input'),
+    Mechanism('refusal fallback, server mid-stream model fallback',
+              unprobed='not reachable: decided by the real service'),
+    Mechanism('past the blocking line with no compaction → `blocking_limit`, no request sent',
+              'probe.blocking-limit-terminal'),
+    Mechanism('`rapid_refill_breaker`, `image_error`, `structured_output_retry_exhausted`',
+              unprobed='not probed yet'),
+    Mechanism("concurrency-safe tools' context layers, queryChainId/depth, timing marks",
+              unprobed='internal state and telemetry, not observable on the wire or in print output'),
+)
