@@ -59,6 +59,8 @@ def _claim_section(report: Report, claim: ClaimEntry) -> list[str]:
     out = [f"### `{claim['id']}` — {claim['status'].replace('_', ' ').upper()}", "",
            f"**Claim.** {claim['statement']}", "",
            f"**Source.** {claim['source']['citation']}", "",
+           *([f"**Beyond the source.** {claim['beyond_source']}", ""]
+             if claim.get("beyond_source") else []),
            f"**Verdict.** {claim['reason']}", ""]
     counterfactuals = claim.get("counterfactuals")
     out += [("**Shown able to fail** on the real client when: " + "; ".join(counterfactuals))

@@ -24,6 +24,8 @@ class Claim:
     id: str
     statement: str
     source: Source = field(default_factory=unstated)
+    # what the statement expects beyond what its source states, and why we expect it
+    beyond_source: str | None = None
 
 
 @dataclass(frozen=True)

@@ -40,8 +40,9 @@ class Source:
         """One line a reader can follow without this repository."""
         if self.kind == "analysis":
             line = f", line {self.line}" if self.line is not None else ""
+            quote = " ".join(self.text.split())  # a quote across table rows, on one line
             return (f"“{ANALYSIS_TITLE}” (analysis of Claude Code {ANALYSIS_VERSION}), "
-                    f"section “{self.where}”{line}: “{self.text}”")
+                    f"section “{self.where}”{line}: “{quote}”")
         if self.kind == "project":
             return f"project expectation: {self.text} (reference: {self.where})"
         return "no source given for this expectation"

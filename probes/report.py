@@ -219,7 +219,7 @@ def _claim_entries(outcome: ProbeOutcome, probe_checks: list[dict[str, Any]],
         counterfactuals = [cf.description for cf in outcome.probe.counterfactuals
                            if claim.id in cf.claims]
         claims.append({"id": claim.id, "statement": claim.statement,
-                       "source": claim.source.to_json(),
+                       "source": claim.source.to_json(), "beyond_source": claim.beyond_source,
                        "counterfactuals": counterfactuals or None,
                        "probe": outcome.probe.name, "status": status,
                        "passed": status == "confirmed", "reason": reason,

@@ -59,6 +59,7 @@ class ClaimEntry(TypedDict):
     id: str
     statement: str
     source: dict[str, Any]  # probes.provenance.Source.to_json()
+    beyond_source: str | None  # what the statement adds to its source, and why
     # the setups in which the claimed behaviour cannot happen, whose runs make it fail
     counterfactuals: list[str] | None
     probe: str
@@ -126,6 +127,7 @@ def load_report(path: Path) -> Report:
             claim["source"] = {"kind": "unstated",
                                "citation": "no source recorded (a report before schema 3)"}
             claim.setdefault("counterfactuals", None)
+            claim.setdefault("beyond_source", None)
     unknown = sorted({c.get("status") for c in data["claims"]} - set(VERDICTS))
     if unknown:
         raise ReportError(f"{path}: unknown claim verdicts {unknown}; expected one of "

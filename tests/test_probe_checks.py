@@ -167,6 +167,22 @@ def _stop_hook_once(ev: Evidence) -> None:
     ev.hook_calls = [h for h in ev.hook_calls if h.get("event") != "Stop" or h is first]
 
 
+def _stop_ended_at_block(ev: Evidence) -> None:
+    """The client ended at the blocking Stop: no request arrived after it."""
+    started = ev.hooks("Stop")[0]["started"]
+    ev.journal[:] = [r for r in ev.journal if r.get("type") != "request"
+                     or r.get("time", 0) <= started]
+
+
+def _stop_request_after_allow(ev: Evidence) -> None:
+    """The loop went on after the second Stop call: one more request arrived after it."""
+    extra = copy.deepcopy(ev.requests("stop")[-1])
+    extra["seq"] = ev.runs["stop"].seqs[1] + 1
+    extra["time"] = ev.hooks("Stop")[1]["started"] + 1
+    ev.runs["stop"].seqs = (ev.runs["stop"].seqs[0], extra["seq"])
+    ev.journal.append(extra)
+
+
 def _stop_feedback_lost(ev: Evidence) -> None:
     record = _request(ev, "stop", 1)
     record["rule"] = "other"
@@ -277,9 +293,13 @@ ALTERATIONS: list[tuple[str, str, Callable[[Evidence], Any], set[str]]] = [
     ("tool-result-resume", "a request found no rule", _unscripted_request,
      {"harness.script-covered"}),
     ("stop-hook-reentry", "the hook's calls are swapped", _stop_hook_never_reenters,
-     {"first-call-inactive", "first-call-blocked", "second-call-active", "second-call-allowed"}),
+     {"first-call-inactive", "second-call-active"}),
     ("stop-hook-reentry", "the hook ran once", _stop_hook_once,
-     {"hook-calls", "second-call-active", "second-call-allowed"}),
+     {"hook-calls", "second-call-active", "ended-after-allow"}),
+    ("stop-hook-reentry", "the client ended at the blocking Stop", _stop_ended_at_block,
+     {"request-count", "reentered-after-block", "feedback-in-request-2", "first-answer-kept"}),
+    ("stop-hook-reentry", "a request after the second Stop", _stop_request_after_allow,
+     {"request-count", "ended-after-allow"}),
     ("stop-hook-reentry", "the feedback never reached the model", _stop_feedback_lost,
      {"first-answer-rule", "feedback-in-request-2", "first-answer-kept"}),
     ("stop-hook-reentry", "a third request", _extra_request("stop"), {"request-count"}),

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from probes.catalog import (
     recovery,
     runtime_controls,
@@ -11,56 +13,63 @@ from probes.catalog import (
     tool_result_resume,
     tool_scheduling,
 )
-from probes.model import ReportSpec
+from probes.catalog.counterfactuals import COUNTERFACTUALS
+from probes.model import Probe, ReportSpec
 
 __all__ = ["REPORTS", "find_report"]
+
+
+def _attached(*probes: Probe) -> tuple[Probe, ...]:
+    """The probes with their counterfactuals (probes.catalog.counterfactuals) attached."""
+    return tuple(replace(p, counterfactuals=COUNTERFACTUALS.get(p.name, ())) for p in probes)
+
 
 REPORTS: tuple[ReportSpec, ...] = (
     ReportSpec(
         name="agent-loop-tool-result-resume",
         title="Agent loop: tool feedback, resume, manual compaction and fork",
-        probes=(tool_result_resume.PROBE,),
+        probes=_attached(tool_result_resume.PROBE),
         summary="One isolated session: a Read tool_use answered by the client with a paired "
                 "tool_result, resumed, compacted by /compact and forked.",
     ),
     ReportSpec(
         name="runtime-controls",
         title="Runtime controls: Stop hook re-entry and max turns",
-        probes=(runtime_controls.STOP_PROBE, runtime_controls.MAX_TURNS_PROBE),
+        probes=_attached(runtime_controls.STOP_PROBE, runtime_controls.MAX_TURNS_PROBE),
         summary="How a blocking Stop hook and --max-turns change when the loop ends.",
     ),
     ReportSpec(
         name="subagent-loop",
         title="Subagents: an isolated child loop and notification feedback",
-        probes=(subagents.PROBE,),
+        probes=_attached(subagents.PROBE),
         summary="The parent launches a project agent; the child runs its own loop "
                 "and its result returns to the parent as a task notification.",
     ),
     ReportSpec(
         name="tool-scheduling",
         title="Tool scheduling: streaming start, concurrency, barriers, pairing",
-        probes=(tool_scheduling.STREAMING_PROBE, tool_scheduling.BATCH_PROBE,
-                tool_scheduling.PAIRING_PROBE),
+        probes=_attached(tool_scheduling.STREAMING_PROBE, tool_scheduling.BATCH_PROBE,
+                         tool_scheduling.PAIRING_PROBE),
         summary="When tools start relative to the stream, which calls overlap, which wait, "
                 "and how results find their calls.",
     ),
     ReportSpec(
         name="tool-pipeline",
         title="Tool pipeline: unknown tools, invalid input, denials, failures, rewritten input",
-        probes=(tool_pipeline.PROBE,),
+        probes=_attached(tool_pipeline.PROBE),
         summary="Each way a single call can go wrong, and a hook changing its input.",
     ),
     ReportSpec(
         name="recovery",
         title="Recovery: max_tokens, malformed tool use, thinking-only, prompt too long, "
               "compaction, retries, fallback model",
-        probes=recovery.PROBES,
+        probes=_attached(*recovery.PROBES),
         summary="The loop's branches that send another request for the same turn.",
     ),
     ReportSpec(
         name="termination",
         title="Termination: Stop-hook cap, max turns, budget, hook-made terminal reasons",
-        probes=termination.PROBES,
+        probes=_attached(*termination.PROBES),
         summary="What ends the loop, and what the final result says about it.",
     ),
 )

@@ -27,6 +27,7 @@ from probes.catalog.common import body_text, check_ended, check_terminal, last_u
 from probes.checks import Checks
 from probes.evidence import Evidence, messages
 from probes.model import Claim, Hooks, Invocation, Probe
+from probes.provenance import from_analysis, project_expectation
 
 __all__ = ["AUTO_COMPACT", "AUTO_COMPACT_PROBE", "FALLBACK", "FALLBACK_PROBE", "FILLER_FILE", "GROUPS",
            "MALFORMED", "MALFORMED_PROBE", "MAX_TOKENS", "MAX_TOKENS_PROBE", "PROBES", "PTL_FAIL_PROBE",
@@ -88,7 +89,10 @@ MAX_TOKENS_PROBE = Probe(
     title="max_tokens: up to three recovery requests, then a surfaced error",
     claims=(Claim(MAX_TOKENS, "A response stopped by max_tokens is followed by at most three "
                               "recovery requests continuing the same turn; after that the "
-                              "error is surfaced."),),
+                              "error is surfaced.",
+                  source=from_analysis(
+                      "max_tokens 恢复",
+                      "本版常量 DGS=3,因此初次截断后最多再发起 3 次恢复请求", 266)),),
     scenario=Scenario(name="max-tokens-recovery", rules=[
         Rule(id="always-truncated", match=Match(),
              reply=text("PARTIAL_ANSWER_", stop_reason="max_tokens"), repeat="always"),
@@ -118,7 +122,13 @@ MALFORMED_PROBE = Probe(
     title="stop_reason tool_use without a tool_use block: one retry, then exhausted",
     claims=(Claim(MALFORMED, "A response with stop_reason tool_use but no complete tool_use "
                              "block is retried once; a second such response ends the loop "
-                             "with malformed_tool_use_exhausted; no tool runs."),),
+                             "with malformed_tool_use_exhausted; no tool runs.",
+                  source=from_analysis(
+                      "malformed tool use",
+                      "如果 API 的 stop reason 是 tool_use,但客户端没有得到任何完整可"
+                      "执行 block,CLI 会重试一次;第二次仍失败才返回 "
+                      "malformed_tool_use_exhausted。第一次没有完整 block,因此不会执"
+                      "行工具。", 276)),),
     scenario=Scenario(name="malformed-tool-use", rules=[
         Rule(id="no-block", match=Match(), repeat="always",
              reply=text("NO_TOOL_BLOCK_HERE", stop_reason="tool_use")),
@@ -149,7 +159,12 @@ THINKING_PROBE = Probe(
     title="A thinking-only answer gets one nudge for a visible answer, then is accepted",
     claims=(Claim(THINKING, "When the model ends its turn with only a thinking block, the "
                             "client asks once for a visible answer; a second thinking-only "
-                            "answer is accepted (success)."),),
+                            "answer is accepted (success).",
+                  source=from_analysis(
+                      "thinking-only nudge",
+                      "当模型以 end_turn/stop_sequence 结束、只有 thinking 而没有可见"
+                      "文本时,CLI 会补一次提示要求给出用户可见结果。只补一次,第二次仍"
+                      "如此就接受结束,避免无限 nudge。", 279)),),
     scenario=Scenario(name="thinking-only-nudge", rules=[
         Rule(id="thinking-only", match=Match(), repeat="always",
              reply=Message(content=[ThinkingBlock(thinking="THINKING_WITHOUT_ANSWER")])),
@@ -171,11 +186,35 @@ def _reads(prefix: str, count: int, last_usage: int | None = None) -> list[Messa
     return turns
 
 
-GROUPS = 4  # the client refuses to compact a history of too few message groups
+def _read_chain(prefix: str, count: int, prompt: str, last_usage: int | None = None) -> list[Rule]:
+    """Rules answering ``prompt`` with ``count`` Read turns, each after the previous result;
+    they match by prompt and tool_result id, so several runs can share one scenario."""
+    matches = [Match(last_user_text_contains=prompt),
+               *(Match(tool_result_for=f"toolu_{prefix}{i}") for i in range(1, count))]
+    return [Rule(id=f"{prefix}-read-{i}", match=match, reply=reply) for i, (match, reply)
+            in enumerate(zip(matches, _reads(prefix, count, last_usage), strict=True), start=1)]
+
+
+def _fillers(prefix: str, count: int) -> dict[str, str]:
+    return {f"{prefix}{i}.txt": FILLER_FILE for i in range(1, count + 1)}
+
+
+GROUPS = 4  # more than the client's compaction gate needs (see the compaction-gate probe)
 
 # ---- prompt too long ---------------------------------------------------------------------
 
 SUMMARY = "<summary>PTL_SUMMARY_MARKER</summary>"
+# the API's wording; the client prints it capitalised ("Prompt is too long · …")
+PTL_TEXT = "prompt is too long"
+
+
+def _printed(ev: Evidence, run: str) -> str | None:
+    """What a run printed (stdout, stderr) and its result text, lower-cased; None without it."""
+    record = ev.run(run)
+    if record is None:
+        return None
+    result = str(result_of(ev, run).get("result", ""))
+    return "\n".join((record.stdout, record.stderr, result)).lower()
 
 
 def _compaction_checks(c: Checks, claim: str, ev: Evidence, run: str, trigger: str) -> None:
@@ -201,11 +240,10 @@ def check_ptl_recovered(ev: Evidence, c: Checks) -> None:
     c.contains("retry-after-compaction", PTL_RECOVERED,
                "the retried request starts from the summary", needle="PTL_SUMMARY_MARKER",
                haystack=body_text(retried), evidence="the last main request's messages")
-    record = ev.run("ptl")
-    printed = record.stdout if record else ""
     c.absent("error-not-surfaced", PTL_RECOVERED,
-             "the prompt-too-long error never reaches the output", needle="prompt is too long",
-             haystack=printed if record else None, evidence="run ptl: stdout")
+             "the prompt-too-long error never reaches the output, in any letter case",
+             needle=PTL_TEXT, haystack=_printed(ev, "ptl"),
+             evidence="run ptl: stdout, stderr and result.result, lower-cased")
     check_ended(c, PTL_RECOVERED, ev, "ptl", final_text="PTL_RECOVERED", prefix="result")
 
 
@@ -214,7 +252,11 @@ PTL_PROBE = Probe(
     title="400 prompt-too-long: reactive compaction and a retry; the error is not surfaced",
     claims=(Claim(PTL_RECOVERED, "A 400 'prompt is too long' makes the client compact "
                                  "reactively (compact_boundary trigger auto) and retry the "
-                                 "turn; when that succeeds the error is not surfaced."),),
+                                 "turn; when that succeeds the error is not surfaced.",
+                  source=from_analysis(
+                      "Prompt-too-long 为什么不一定立刻显示",
+                      "precomputed_compact_swap或reactive_compact_retry,同一逻辑turn"
+                      "再次请求;原PTL不显示。", 261)),),
     scenario=Scenario(name="prompt-too-long-recovered", rules=[
         Rule(id="summary", match=Match(kind="compaction"), reply=text(SUMMARY)),
         Rule(id="turns", match=Match(),
@@ -226,27 +268,52 @@ PTL_PROBE = Probe(
 )
 
 
+PTL_FAIL_TURNS = 2  # enough history for the client to try compacting (one turn is too few)
+
+
 def check_ptl_surfaced(ev: Evidence, c: Checks) -> None:
+    main = ev.requests("ptl-fails")
+    c.equal("rejected-after-tool-turns", PTL_SURFACED,
+            f"the request after {PTL_FAIL_TURNS} tool turns is the one rejected as too long",
+            expected=[200] * PTL_FAIL_TURNS + [400], observed=[r.get("status") for r in main],
+            evidence="journal: statuses of the main requests")
+    compactions = ev.requests("ptl-fails", kind="compaction")
+    c.that("compaction-tried-and-failed", PTL_SURFACED,
+           "the client tries to compact, and the summary request is itself rejected",
+           passed=bool(compactions) and all(r.get("status") == 400 for r in compactions),
+           expected="at least one compaction request, each answered 400",
+           observed=[r.get("status") for r in compactions] or "no compaction request",
+           evidence="journal: compaction requests of run ptl-fails")
     check_terminal(c, PTL_SURFACED, ev, "ptl-fails", "prompt_too_long")
     c.equal("is-error", PTL_SURFACED, "the error is surfaced",
             expected=True, observed=result_of(ev, "ptl-fails").get("is_error"),
             evidence="run ptl-fails: result.is_error")
+    result = str(result_of(ev, "ptl-fails").get("result", "")).lower()
     c.contains("error-text", PTL_SURFACED, "the result carries the prompt-too-long error",
-               needle="too long", haystack=str(result_of(ev, "ptl-fails").get("result", ""))
-               if ev.run("ptl-fails") else None, evidence="run ptl-fails: result.result")
+               needle=PTL_TEXT, haystack=result if ev.run("ptl-fails") else None,
+               evidence="run ptl-fails: result.result, lower-cased")
 
 
 PTL_FAIL_PROBE = Probe(
     name="prompt-too-long-surfaced",
     title="400 prompt-too-long when compaction cannot help: the error is surfaced",
     claims=(Claim(PTL_SURFACED, "When reactive compaction fails, the prompt-too-long error is "
-                                "surfaced with terminal reason prompt_too_long."),),
+                                "surfaced with terminal reason prompt_too_long.",
+                  source=from_analysis(
+                      "Prompt-too-long 为什么不一定立刻显示",
+                      "普通失败或不具备资格:才把原错误和可选compact failure detail交"
+                      "给上层,terminal reason为\nprompt_too_long。", 261)),),
     scenario=Scenario(name="prompt-too-long-surfaced", rules=[
+        *_read_chain("fail", PTL_FAIL_TURNS, "PTL_FAIL_PROMPT"),
         Rule(id="always-too-long", match=Match(kind=["main", "compaction"]),
              reply=prompt_too_long(), repeat="always"),
     ]),
+    fixtures=_fillers("fail", PTL_FAIL_TURNS),
     invocations=(Invocation("ptl-fails", "PTL_FAIL_PROMPT"),),
     check=check_ptl_surfaced,
+    boundaries=(f"The history holds {PTL_FAIL_TURNS} tool turns, so the client does try to "
+                "compact; every later request, the summary request included, is rejected as "
+                "too long.",),
 )
 
 
@@ -268,7 +335,11 @@ AUTO_COMPACT_PROBE = Probe(
     title="Auto-compaction with a configured window runs inside the loop",
     claims=(Claim(AUTO_COMPACT, "With a configured context window, a turn whose reported "
                                 "input_tokens exceed the threshold is followed by an automatic "
-                                "compaction (trigger auto) before the next model request."),),
+                                "compaction (trigger auto) before the next model request.",
+                  source=from_analysis(
+                      "3. 每次模型调用前都检查上下文治理",
+                      "Auto-compact 位于 Agent Loop 内部,不是会话结束后的清理任务。每"
+                      "次准备调用模型前都会执行", 151)),),
     scenario=Scenario(name="auto-compaction-window", rules=[
         Rule(id="summary", match=Match(kind="compaction"),
              reply=text("<summary>AUTO_SUMMARY_MARKER</summary>")),
@@ -281,8 +352,76 @@ AUTO_COMPACT_PROBE = Probe(
     check=check_auto_compact,
     boundaries=("The window is set with CLAUDE_CODE_AUTO_COMPACT_WINDOW=100000 and the "
                 "reported input_tokens (99000) are scripted, not real.",
-                f"The history holds {GROUPS} tool turns: with fewer the client's compaction "
-                "gives up (compact_error too_few_groups), which is a gate of its own."),
+                f"The history holds {GROUPS} tool turns, more than the client's compaction "
+                "gate needs: a single tool turn is not compacted at all (compact_error "
+                "too_few_groups), two are (measured by the compaction-gate probe)."),
+)
+
+
+# ---- the compaction gate ----------------------------------------------------------------------
+
+COMPACTION_GATE = "probe.compaction-group-gate"
+GATE_TURNS = (1, 2, 3)
+GATE_COMPACTS = {1: False, 2: True, 3: True}  # one tool turn is too few message groups
+
+
+def _compaction_outcome(ev: Evidence, run: str) -> dict[str, Any] | None:
+    record = ev.run(run)
+    if record is None:
+        return None
+    failed = [e.get("compact_error") for e in record.output.of_type("system", "status")
+              if e.get("compact_result") == "failed"]
+    return {"compacted": bool(record.output.of_type("system", "compact_boundary")),
+            "summary_requests": len(ev.requests(run, kind="compaction")),
+            "compact_error": failed[0] if failed else None}
+
+
+def check_compaction_gate(ev: Evidence, c: Checks) -> None:
+    for trigger in ("reactive", "auto"):
+        for turns in GATE_TURNS:
+            run, compacts = f"{trigger}-{turns}", GATE_COMPACTS[turns]
+            outcome = _compaction_outcome(ev, run)
+            c.that(f"{run}.compacted", COMPACTION_GATE,
+                   f"a history of {turns} tool turn(s) is {'' if compacts else 'not '}compacted "
+                   f"({trigger})",
+                   passed=outcome is not None and outcome["compacted"] == compacts
+                   and (outcome["summary_requests"] > 0) == compacts,
+                   expected={"compacted": compacts}, observed=outcome,
+                   evidence=f"run {run}: stream-json compact_boundary and status events; "
+                            "journal: summary requests")
+    check_terminal(c, COMPACTION_GATE, ev, "reactive-1", "prompt_too_long")
+
+
+def _gate_rules() -> list[Rule]:
+    rules = [Rule(id="summary", match=Match(kind="compaction"), repeat="always",
+                  reply=text("<summary>GATE_SUMMARY_MARKER</summary>"))]
+    for turns in GATE_TURNS:
+        reactive, auto = f"gate-reactive-{turns}-", f"gate-auto-{turns}-"
+        rules += [*_read_chain(reactive, turns, f"GATE_REACTIVE_{turns}_PROMPT"),
+                  Rule(id=f"{reactive}end", match=Match(tool_result_for=f"toolu_{reactive}{turns}"),
+                       replies=[prompt_too_long(), text(f"GATE_REACTIVE_{turns}_DONE")]),
+                  *_read_chain(auto, turns, f"GATE_AUTO_{turns}_PROMPT", last_usage=99000),
+                  Rule(id=f"{auto}end", match=Match(tool_result_for=f"toolu_{auto}{turns}"),
+                       reply=text(f"GATE_AUTO_{turns}_DONE"))]
+    return rules
+
+
+GATE_PROBE = Probe(
+    name="compaction-gate",
+    title="How much history the client compacts: one, two and three tool turns",
+    claims=(),
+    scenario=Scenario(name="compaction-gate", rules=_gate_rules()),
+    fixtures={name: FILLER_FILE for turns in GATE_TURNS for trigger in ("reactive", "auto")
+              for name in _fillers(f"gate-{trigger}-{turns}-", turns)},
+    invocations=tuple(
+        Invocation(f"{trigger}-{turns}", f"GATE_{trigger.upper()}_{turns}_PROMPT", env=env)
+        for trigger, env in (("reactive", {}),
+                             ("auto", {"CLAUDE_CODE_AUTO_COMPACT_WINDOW": "100000"}))
+        for turns in GATE_TURNS),
+    check=check_compaction_gate,
+    boundaries=("reactive-N: after N Read turns the next request is rejected as too long; "
+                "auto-N: the Nth Read reports 99000 input tokens against a 100000 window "
+                "(CLAUDE_CODE_AUTO_COMPACT_WINDOW).",),
 )
 
 
@@ -319,7 +458,18 @@ RETRIES_PROBE = Probe(
     title="HTTP 529/500 and a mid-stream overloaded error are retried with api_retry events",
     claims=(Claim(RETRIES, "529 overloaded, 500 and a mid-stream overloaded_error are retried "
                            "(each retry announced by an api_retry event), honouring a "
-                           "retry-after longer than the backoff; the turn then succeeds."),),
+                           "retry-after longer than the backoff; the turn then succeeds.",
+                  source=project_expectation(
+                      "the client retries an HTTP 529 overloaded_error and a 500, announcing "
+                      "each retry with a stream-json system/api_retry event and waiting out a "
+                      "retry-after; we expect an overloaded_error that arrives mid-stream to "
+                      "be retried the same way. The analysis of 2.1.235 states neither "
+                      "api_retry events nor retry-after: it lists network retries and a "
+                      "stream to non-stream fallback among the API attempts of one model turn",
+                      "Claude API errors, https://platform.claude.com/docs/en/api/errors "
+                      "(529 overloaded_error; errors inside an SSE stream after a 200); "
+                      "api_retry events for HTTP 529 and 500 recorded on claude-code 2.1.235 "
+                      "by loopprobe (recovery report)")),),
     scenario=Scenario(name="api-retries", rules=[
         Rule(id="flaky", match=Match(), replies=[
             api_error(529, "Overloaded", type="overloaded_error",
@@ -367,7 +517,12 @@ FALLBACK_PROBE = Probe(
     title="--fallback-model takes over after repeated overload; the abandoned response is dropped",
     claims=(Claim(FALLBACK, "With --fallback-model, repeated overload of the primary model "
                             "switches the turn to the fallback model; the abandoned partial "
-                            "response is not reused."),),
+                            "response is not reused.",
+                  source=from_analysis(
+                      "模型 fallback 与工具副作用如何交互",
+                      "普通 fallback chain | overloaded、server error、model "
+                      "unavailable 等 | tombstone 当前 assistant/tool result,abort 执"
+                      "行中工具,换下一个模型重新请求", 323)),),
     scenario=Scenario(name="fallback-model", rules=[
         Rule(id="fallback-answers", match=Match(model=FALLBACK_MODEL), reply=text("FALLBACK_OK")),
         Rule(id="primary-overloaded", match=Match(model=PRIMARY), repeat="always", replies=[

@@ -10,6 +10,7 @@ from probes.catalog.common import body_text, check_ended, last_user_locations
 from probes.checks import Checks
 from probes.evidence import Evidence, Location, block_text, blocks_of_type, locate, messages
 from probes.model import Claim, Invocation, Probe
+from probes.provenance import from_analysis
 
 __all__ = ["CHILD_AGENT", "CHILD_DEFINITION", "CHILD_PROMPT", "CHILD_RESULT", "CHILD_SYSTEM", "FEEDBACK",
            "ISOLATION", "LAUNCH_INPUT", "NOTIFICATION", "PARENT_OK", "PARENT_PROMPT", "PROBE", "TOOL_ID",
@@ -118,11 +119,21 @@ PROBE = Probe(
     claims=(
         Claim(ISOLATION, "The subagent runs a separate agent loop: its own system prompt and "
                          "tool list (from its definition), its own model requests, without the "
-                         "parent's conversation."),
+                         "parent's conversation.",
+              source=from_analysis(
+                  "第二组控制流探针:Stop、maxTurns 与子 Agent",
+                  "子 Agent 使用独立 prompt、独立工具表和独立 Messages 请求", 467)),
         Claim(FEEDBACK, "The parent's immediate tool_result for the Agent call is a launch "
                         "acknowledgement; the child's result reaches the parent only through a "
                         "<task-notification> in a later parent request; the parent makes three "
-                        "requests and ends with its final answer."),
+                        "requests and ends with its final answer.",
+              source=from_analysis(
+                  "第二组控制流探针:Stop、maxTurns 与子 Agent",
+                  "CLI 立即返回配对 tool_result,其语义是 async_launched,不是子任"
+                  "务结论。子 Agent 使用独立 prompt、独立工具表和独立 Messages 请"
+                  "求,完成后通过 <task-notification> 把 "
+                  "SUBAGENT_CHILD_RESULT_MARKER 入父队列。父循环共发出三个请求:启"
+                  "动、等待、消费完成通知并输出 SUBAGENT_PARENT_OK。", 467)),
     ),
     scenario=Scenario(name="subagent-loop", rules=[
         Rule(id="child-answer", match=Match(kind="any", system_contains=CHILD_SYSTEM),

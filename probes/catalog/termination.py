@@ -11,6 +11,7 @@ from probes.catalog.common import check_ended, check_terminal, result_of
 from probes.checks import Checks
 from probes.evidence import Evidence
 from probes.model import Claim, Hooks, Invocation, Probe
+from probes.provenance import Source, from_analysis
 
 __all__ = ["BLOCKING", "BLOCKING_PROBE", "BUDGET", "BUDGET_PROBE", "CAP", "CAP_PROBE", "DEFERRED",
            "DEFERRED_PROBE", "HOOK_STOPPED", "HOOK_STOPPED_PROBE", "PROBES", "STOP_PREVENTED",
@@ -60,7 +61,11 @@ CAP_PROBE = Probe(
     title="A Stop hook that always blocks is overridden at the cap",
     claims=(Claim(CAP, "Consecutive Stop-hook blocks are capped (8 by default, "
                        "CLAUDE_CODE_STOP_HOOK_BLOCK_CAP to change it): past the cap the client "
-                       "overrides the hook and ends the loop (completed) with a warning."),),
+                       "overrides the hook and ends the loop (completed) with a warning.",
+                  source=from_analysis(
+                      "Stop hook 为什么会让模型再次运行",
+                      "CLAUDE_CODE_STOP_HOOK_BLOCK_CAP默认是 8,连续超过时客户端覆盖 "
+                      "hook 并以 warning 结束。", 288)),),
     scenario=Scenario(name="stop-hook-block-cap", rules=[
         Rule(id="answer", match=Match(), reply=text("STILL_ANSWERING"), repeat="always"),
     ]),
@@ -101,7 +106,11 @@ TURNS_PROBE = Probe(
     title="--max-turns counts model iterations, not requests or tools",
     claims=(Claim(TURNS, "--max-turns N allows N model iterations: N requests, every tool "
                          "call of those iterations runs (two tools in one response count as "
-                         "one turn), then error_max_turns."),),
+                         "one turn), then error_max_turns.",
+                  source=from_analysis(
+                      "先区分四个容易混淆的“轮次”",
+                      "它限制的是 Agent Loop 的模型轮次,不是 HTTP 请求次数,也不是工具"
+                      "数量。", 84)),),
     scenario=Scenario(name="max-turns-counting", rules=[
         Rule(id="two-tools", match=Match(last_user_text_contains="TWO_TOOLS_PROMPT"),
              reply=Message(content=[
@@ -140,7 +149,11 @@ BUDGET_PROBE = Probe(
     title="--max-budget-usd ends the loop once the scripted usage costs more",
     claims=(Claim(BUDGET, "With --max-budget-usd, a turn whose usage costs more than the "
                           "budget ends the loop: error_max_budget_usd, terminal reason "
-                          "budget_exhausted, is_error, exit 1."),),
+                          "budget_exhausted, is_error, exit 1.",
+                  source=from_analysis(
+                      "终止状态字典",
+                      "前者由客户端累计美元成本检查 maxBudgetUsd 后生成,并映射成 "
+                      "error_max_budget_usd", 386)),),
     scenario=Scenario(name="max-budget-usd", rules=[
         Rule(id="expensive", match=Match(), repeat="always",
              reply=tool_use("Read", {"file_path": "{workspace}/budget.txt"},
@@ -158,13 +171,13 @@ BUDGET_PROBE = Probe(
 # ---- terminal reasons caused by hooks ---------------------------------------------------------
 
 def _hook_probe(name: str, claim: str, statement: str, hooks: dict[str, Any], terminal: str,
-                title: str) -> Probe:
+                title: str, *, source: Source) -> Probe:
     def check(ev: Evidence, c: Checks) -> None:
         check_terminal(c, claim, ev, "run", terminal)
         c.equal("requests", claim, "no model request after the hook's decision",
                 expected=1, observed=len(ev.requests("run")), evidence="journal: main requests")
     return Probe(
-        name=name, title=title, claims=(Claim(claim, statement),),
+        name=name, title=title, claims=(Claim(claim, statement, source=source),),
         scenario=Scenario(name=name, rules=[
             Rule(id="read", match=Match(last_user_text_contains="HOOK_TERMINAL_PROMPT"),
                  reply=tool_use("Read", {"file_path": "{workspace}/hook.txt"})),
@@ -180,7 +193,9 @@ HOOK_STOPPED_PROBE = _hook_probe(
     "(terminal reason hook_stopped), without another model request.",
     {"PreToolUse": {"action": "output",
                     "output": {"continue": False, "stopReason": "HOOK_STOPPED_MARKER"}}},
-    "hook_stopped", "A hook's continue:false ends the loop after the tool batch")
+    "hook_stopped", "A hook's continue:false ends the loop after the tool batch",
+    source=from_analysis("有工具调用时的后半程",
+                         "hook stopped continuation?\n-> hook_stopped", 297))
 
 def _check_single_stop(ev: Evidence, c: Checks, claim: str, terminal: str) -> None:
     check_terminal(c, claim, ev, "run", terminal)
@@ -192,7 +207,10 @@ STOP_PREVENTED_PROBE = Probe(
     name="stop-hook-prevented",
     title="A Stop hook's continue:false ends the loop as stop_hook_prevented",
     claims=(Claim(STOP_PREVENTED, "A Stop hook answering continue:false ends the loop with "
-                                  "terminal reason stop_hook_prevented."),),
+                                  "terminal reason stop_hook_prevented.",
+                  source=from_analysis(
+                      "终止状态字典",
+                      "stop_hook_prevented |\nStop hook 明确阻止 continuation", 356)),),
     scenario=Scenario(name="stop-hook-prevented", rules=[
         Rule(id="answer", match=Match(), reply=text("ANSWERED"), repeat="always")]),
     hooks=Hooks({"Stop": {"action": "output",
@@ -207,7 +225,9 @@ DEFERRED_PROBE = _hook_probe(
     "terminal reason tool_deferred, without running the tool or asking the model again.",
     {"PreToolUse": {"action": "output", "output": {"hookSpecificOutput": {
         "hookEventName": "PreToolUse", "permissionDecision": "defer"}}}},
-    "tool_deferred", "A PreToolUse defer suspends the only tool call")
+    "tool_deferred", "A PreToolUse defer suspends the only tool call",
+    source=from_analysis("有工具调用时的后半程",
+                         "PreToolUse defer?\n-> tool_deferred", 295))
 
 def check_blocking(ev: Evidence, c: Checks) -> None:
     c.equal("requests", BLOCKING, "the request known to be too large is never sent",
@@ -223,7 +243,11 @@ BLOCKING_PROBE = Probe(
     claims=(Claim(BLOCKING, "When the context is already past the blocking line before a "
                             "model call and no compaction succeeded, the loop ends with "
                             "blocking_limit instead of sending a request known to be too "
-                            "large."),),
+                            "large.",
+                  source=from_analysis(
+                      "3. 每次模型调用前都检查上下文治理",
+                      "如果在调用前已经达到 blocked line 且本轮没有成功 compact,则返"
+                      "回 blocking_limit,不会继续发送一个已知超限的请求。", 159)),),
     scenario=Scenario(name="blocking-limit", rules=[
         Rule(id="huge-turn", match=Match(last_user_text_contains="BLOCKING_PROMPT"),
              reply=tool_use("Read", {"file_path": "{workspace}/blocking.txt"},

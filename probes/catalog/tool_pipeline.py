@@ -13,6 +13,7 @@ from probes.catalog.common import check_ended
 from probes.checks import Checks
 from probes.evidence import Evidence, blocks_of_type
 from probes.model import Claim, Hooks, Invocation, Probe
+from probes.provenance import from_analysis
 
 __all__ = ["DENIED", "FAILED", "IDS", "INVALID", "PROBE", "REWRITTEN", "UNKNOWN", "check"]
 
@@ -130,14 +131,35 @@ PROBE = Probe(
     title="Every tool path ends in a paired tool_result and the loop continues",
     claims=(
         Claim(UNKNOWN, "A call to an unknown tool name becomes an error tool_result with the "
-                       "same id; the loop continues and the next request carries it."),
+                       "same id; the loop continues and the next request carries it.",
+              source=from_analysis(
+                  "找不到工具",
+                  "它生成带相同 tool_use_id 的 error tool_result,把“工具不存在”和"
+                  "相似工具提示反馈给模型。模型下一轮可以修正工具名。", 237)),
         Claim(INVALID, "Input that breaks the tool's schema becomes an InputValidationError "
-                       "tool_result; the tool (and its hooks) do not run."),
+                       "tool_result; the tool (and its hooks) do not run.",
+              source=from_analysis(
+                  "输入 JSON 或 schema 错误",
+                  "无法解析的 JSON、类型错误、缺失必填字段会变成 "
+                  "InputValidationError tool result。", 239)),
         Claim(DENIED, "A denied call (PreToolUse hook deny, settings deny rule) becomes an "
-                      "error tool_result and leaves no side effect."),
+                      "error tool_result and leaves no side effect.",
+              source=from_analysis(
+                  "权限决策",
+                  "hook 结果、permission mode、规则、managed policy、sandbox、安"
+                  "全分类器、用户对话框和 canUseTool 会汇合成 allow、deny 或未解"
+                  "决的 ask。拒绝不会调用工具,而是生成 error tool_result。", 243)),
         Claim(FAILED, "A failing tool (Bash exiting non-zero) gives an is_error tool_result; "
-                      "earlier side effects (an Edit) are kept, not rolled back."),
-        Claim(REWRITTEN, "A PreToolUse hook's updatedInput is what the tool runs with."),
+                      "earlier side effects (an Edit) are kept, not rolled back.",
+              source=from_analysis(
+                  "亲手改变一次 Agent Loop",
+                  "把测试结果切到“失败”,文件修改仍然保留,失败输出会作为 is_error "
+                  "工具结果回灌;Agent Loop 本身不会替你撤销已经发生的文件修改。", 66)),
+        Claim(REWRITTEN, "A PreToolUse hook's updatedInput is what the tool runs with.",
+              source=from_analysis(
+                  "单个工具调用的执行管线",
+                  "hook/permission 返回 updatedInput 时再次 schema 校验,并基于新"
+                  "值继续 permission 裁决", 228)),
     ),
     scenario=Scenario(name="tool-pipeline", rules=[
         _final("unknown", "UNKNOWN_DONE"),

@@ -12,6 +12,7 @@ from probes.catalog.common import body_text, check_ended, last_user_locations, t
 from probes.checks import Checks
 from probes.evidence import Evidence, blocks_of_type, locate
 from probes.model import Claim, Invocation, Probe
+from probes.provenance import from_analysis
 
 __all__ = ["CLAIMS", "COMPACTED", "FEEDBACK", "FILE_MARKER", "FINAL", "FIXTURE", "FORK", "FORKED",
            "FORK_OK", "INITIAL", "PROBE", "RESUME", "RESUMED", "RESUME_OK", "SCENARIO", "SUMMARY",
@@ -37,17 +38,36 @@ CLAIMS = (
     Claim(FEEDBACK, "A tool_use from the model is executed by the client, and its result "
                     "returns in the next request as a tool_result with the same id; the file "
                     "content reaches the model only through that tool_result; the run ends "
-                    "with success and exit 0 after two model requests."),
+                    "with success and exit 0 after two model requests.",
+          source=from_analysis(
+              "模型结束任务:CLI 返回成功结果",
+              "对 2.1.235 精确二进制验证了首个请求声明 Read 工具、第二个请求"
+              "含同 ID 的调用与结果、结果包含文件 marker,并记录最终文本、"
+              "success subtype 和退出状态", 61)),
     Claim(RESUMED, "--resume of the session sends a request holding the first prompt, the "
                    "tool exchange, the first final text and the new prompt, in the same "
-                   "session."),
+                   "session.",
+          source=from_analysis(
+              "精确版本正向探针:闭环不是纸面调用链",
+              "随后脚本使用同一个 session ID 运行 --resume。第三次主请求同时"
+              "包含首次 user marker、首次最终助手文本 TOOL_EXECUTION_OK 和当"
+              "前 AGENT_LOOP_RESUME_MARKER", 454)),
     Claim(COMPACTED, "/compact on the resumed session emits a compact_boundary with trigger "
                      "'manual' and a pre-compaction token count, and records it in the "
-                     "transcript."),
+                     "transcript.",
+          source=from_analysis(
+              "精确版本正向探针:闭环不是纸面调用链",
+              "同一报告随后向真实 session 发送 /compact,观察到 "
+              "system:compact_boundary、trigger=manual 和 preTokens=104", 461)),
     Claim(FORKED, "--fork-session after compaction gets a new session identity; its request "
                   "keeps the summary and the current prompt and drops the pre-compaction "
                   "prompt, the old tool_use id and the old assistant result; the original "
-                  "transcript is not modified."),
+                  "transcript is not modified.",
+          source=from_analysis(
+              "精确版本正向探针:闭环不是纸面调用链",
+              "再用 --fork-session 创建新 session。fork 请求保留 compact "
+              "summary 与当前 prompt,移除 compact 前 prompt、旧 tool-use ID "
+              "和旧 assistant result。", 461)),
 )
 
 SCENARIO = Scenario(

@@ -17,6 +17,7 @@ from probes.catalog.common import check_ended, tool_pairs
 from probes.checks import Checks
 from probes.evidence import Evidence, blocks_of_type
 from probes.model import Claim, Hooks, Invocation, Probe
+from probes.provenance import from_analysis
 
 __all__ = ["BARRIER", "BATCH_PROBE", "BATCH_PROMPT", "CONCURRENCY", "HOLD_SECONDS", "HOOK_SLEEP", "IDS",
            "PAIRING", "PAIRING_PROBE", "PAIR_PROMPT", "STREAMING", "STREAMING_PROBE", "STREAM_PROMPT",
@@ -85,7 +86,13 @@ STREAMING_PROBE = Probe(
     title="A tool_use block is executed as soon as it is complete, before the message ends",
     claims=(Claim(STREAMING, "The client starts executing a tool_use block at its "
                              "content_block_stop, while the rest of the message is still "
-                             "streaming (before message_delta/message_stop)."),),
+                             "streaming (before message_delta/message_stop).",
+                  source=from_analysis(
+                      "最关键的细节:模型仍在流式输出时,工具已经可以开始执行",
+                      "这发生在整个 message_stop 到达之前。Waf 会同时等待“下一个模型"
+                      "流事件”和“工具执行器有新结果可排出”。如果工具先产生 progress "
+                      "或 result,它返回 tool_drain_tick,主循环立即把工具事件向 "
+                      "UI/SDK 输出,然后继续消费模型流。", 185)),),
     scenario=Scenario(name="streaming-tool-start", rules=[
         Rule(id="final", match=Match(tool_result_for=STREAM_TOOL), reply=text("STREAMING_DONE")),
         Rule(id="held-tool-use", match=Match(last_user_text_contains=STREAM_PROMPT),
@@ -172,10 +179,17 @@ BATCH_PROBE = Probe(
     title="Concurrency-safe calls overlap; an unsafe call is a barrier",
     claims=(
         Claim(CONCURRENCY, "Several concurrency-safe calls (Read, Grep) in one response run "
-                           "concurrently."),
+                           "concurrently.",
+              source=from_analysis(
+                  "工具并发不是“全部 Promise.all”",
+                  "这意味着多个只读、无共享状态的工具可以重叠;写文件、修改上下文"
+                  "或其他被判定不安全的工具会按响应顺序串行化。", 210)),
         Claim(BARRIER, "A call that is not concurrency-safe (Edit, Bash) is a barrier: it "
                        "starts after the calls before it end, the calls after it start after "
-                       "it ends, and a Bash after an Edit sees the edit."),
+                       "it ends, and a Bash after an Edit sees the edit.",
+              source=from_analysis(
+                  "一个具体执行例子",
+                  "Edit 被判定非并发安全;如果 Read 仍在执行,Edit 等待,并形成屏障", 473)),
     ),
     scenario=Scenario(name="tool-batch-scheduling", rules=[
         Rule(id="final", match=Match(tool_result_for=IDS["bash"]), reply=text("BATCH_DONE")),
@@ -243,7 +257,10 @@ PAIRING_PROBE = Probe(
     name="result-pairing",
     title="Results pair by tool_use_id whatever the completion order",
     claims=(Claim(PAIRING, "Tool results are paired with their calls by tool_use_id, not by "
-                           "completion order; every tool_use gets exactly one tool_result."),),
+                           "completion order; every tool_use gets exactly one tool_result.",
+                  source=from_analysis(
+                      "工具并发不是“全部 Promise.all”",
+                      "工具结果用 tool_use_id 配对,不依赖完成顺序。", 211)),),
     scenario=Scenario(name="result-pairing", rules=[
         Rule(id="final", match=Match(tool_result_for=SLOW), reply=text("PAIR_DONE")),
         Rule(id="two-reads", match=Match(last_user_text_contains=PAIR_PROMPT), reply=Message(content=[

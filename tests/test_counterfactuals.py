@@ -1,0 +1,75 @@
+"""Every claim's checks fail on real behaviour: each probe's counterfactuals, run on the real client.
+
+A counterfactual (probes.catalog.counterfactuals) changes a probe so that the claimed
+behaviour cannot happen; the run must still complete normally (no harness error, no
+timeout, every request scripted), and every claim it names must fail through its own
+checks. The coverage test (fast) lists the claims no counterfactual names.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from probes.catalog import REPORTS
+from probes.checks import CheckResult
+from probes.clients.claude_code import ClaudeCode
+from probes.model import Counterfactual, Probe
+from probes.runner import run_probe
+
+# The fast coverage test below runs without a client, so the marker is per test, not the
+# module's pytestmark.
+CLIENT = pytest.mark.client
+
+PROBES: tuple[Probe, ...] = tuple(p for spec in REPORTS for p in spec.probes)
+CASES = [pytest.param(p, cf, id=f"{p.name}:{cf.name}") for p in PROBES for cf in p.counterfactuals]
+
+# Claims no realistic counterfactual of 2.1.235 makes fail (probe name, claim id); each is a
+# finding: its checks may be vacuous. Keep this empty unless a variant was tried and failed.
+KNOWN_GAPS: frozenset[tuple[str, str]] = frozenset()
+
+
+def _shown(check: CheckResult) -> str:
+    return (f"    [{check.status}] {check.id}: {check.description}\n"
+            f"        expected {check.expected!r}\n        observed {check.observed!r}")
+
+
+@CLIENT
+@pytest.mark.parametrize(("probe", "counterfactual"), CASES)
+def test_counterfactual_makes_its_claims_fail(probe: Probe, counterfactual: Counterfactual,
+                                              claude_code_binary: Any, tmp_path: Path) -> None:
+    variant = counterfactual.probe(probe)
+    outcome = run_probe(variant, ClaudeCode(), claude_code_binary, tmp_path)
+    assert outcome.not_applicable is None, outcome.not_applicable
+    assert outcome.error is None, f"harness error: {outcome.error}"
+    assert outcome.evidence is not None
+    timed_out = sorted(name for name, run in outcome.evidence.runs.items() if run.timed_out)
+    assert not timed_out, f"runs killed at their timeout: {timed_out}"
+    # a failing harness check (an unscripted request, egress) would be a trivial break
+    harness = [c for c in outcome.checks if c.claim is None and not c.passed]
+    assert not harness, "the run did not complete normally:\n" + "\n".join(map(_shown, harness))
+    still_holding = []
+    for claim in counterfactual.claims:
+        checks = [c for c in outcome.checks if c.claim == claim]
+        if not any(c.status == "failed" for c in checks):
+            still_holding.append(f"  {claim}: no check failed ({len(checks)} checks)\n"
+                                 + "\n".join(map(_shown, checks)))
+    report = "\n".join(f"  {claim}:\n" + "\n".join(_shown(c) for c in outcome.checks
+                                                 if c.claim == claim)
+                       for claim in counterfactual.claims)
+    assert not still_holding, (
+        f"{variant.name} ({counterfactual.description}) left claims holding on the real "
+        f"client:\n" + "\n".join(still_holding) + f"\nsandbox: {outcome.sandbox}")
+    print(f"{variant.name}: every named claim failed\n{report}")
+
+
+def test_every_claim_is_named_by_a_counterfactual() -> None:
+    named = {(p.name, claim) for p in PROBES for cf in p.counterfactuals for claim in cf.claims}
+    claims = {(p.name, c.id) for p in PROBES for c in p.claims}
+    uncovered = sorted(claims - named - KNOWN_GAPS)
+    assert not uncovered, "claims no counterfactual names (add one, or list a known gap): " + \
+        ", ".join(f"{probe}: {claim}" for probe, claim in uncovered)
+    stale = sorted(KNOWN_GAPS & named) + sorted(KNOWN_GAPS - claims)
+    assert not stale, f"known gaps that are covered now, or are no claim any more: {stale}"
