@@ -191,6 +191,13 @@ def _stop_feedback_lost(ev: Evidence) -> None:
     _request(ev, "stop", 0)["rule"] = "other"
 
 
+def _one_turn_compacted(ev: Evidence) -> None:
+    """The runs with a single tool turn were compacted after all."""
+    for run in ("reactive-1", "auto-1"):
+        ev.runs[run].output.events.append(
+            {"type": "system", "subtype": "compact_boundary", "compact_metadata": {"trigger": "auto"}})
+
+
 def _no_post_tool_use(ev: Evidence) -> None:
     ev.hook_calls = [h for h in ev.hook_calls if h.get("event") != "PostToolUse"]
 
@@ -307,6 +314,8 @@ ALTERATIONS: list[tuple[str, str, Callable[[Evidence], Any], set[str]]] = [
      _result("stop", result="x", subtype="error_during_execution", is_error=True),
      {"result.final-text", "result.subtype", "result.is-error"}),
     ("stop-hook-reentry", "exit 1", _exit("stop", 1), {"result.exit-code"}),
+    ("compaction-gate", "a single tool turn was compacted", _one_turn_compacted,
+     {"reactive-1.compacted", "auto-1.compacted"}),
     ("max-turns-terminal", "the limit was ignored", _max_turns_ignored,
      {"request-count", "terminal-reason", "result.subtype", "result.is-error",
       "result.exit-code"}),

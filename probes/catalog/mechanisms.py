@@ -30,7 +30,8 @@ MECHANISMS: tuple[Mechanism, ...] = (
               'probe.stop-hook-reentry'),
     Mechanism("`--max-turns 1`: the turn's tools run, no second request, error_max_turns",
               'probe.max-turns-terminal'),
-    Mechanism('max turns counts model iterations, not requests or tools (N = 1, 2, 3)',
+    Mechanism('max turns counts model iterations, not requests or tools (N = 1, 2, 3; a 529 '
+              'retry and a max_tokens recovery inside a turn do not count)',
               'probe.max-turns-counts-model-turns'),
     Mechanism('subagent = separate loop (own prompt, tools, requests)',
               'probe.subagent-isolation'),
@@ -67,9 +68,15 @@ MECHANISMS: tuple[Mechanism, ...] = (
               'probe.prompt-too-long-surfaced'),
     Mechanism('auto-compaction inside the loop with a configured window',
               'probe.auto-compaction-window'),
-    Mechanism('529 / 500 / mid-stream overloaded retried with `api_retry` events, retry-after '
-              'honoured',
+    Mechanism('529 / 500 retried with `api_retry` events, retry-after honoured; a broken '
+              'stream re-sent without streaming',
               'probe.api-retry-backoff'),
+    Mechanism('compaction needs two message groups: one tool turn is not compacted, two and '
+              'three are (reactive and automatic)',
+              'probe.compaction-group-gate'),
+    Mechanism('`CLAUDE_CODE_DISABLE_NONSTREAMING_FALLBACK=1`: a broken stream goes to the retry '
+              'layer, never to a non-streaming re-send (public docs, not the analysis)',
+              'probe.nonstreaming-fallback-disabled'),
     Mechanism('`--fallback-model` after repeated overload; abandoned response dropped',
               'probe.fallback-model-switch'),
     Mechanism('Stop-hook block cap (8, `CLAUDE_CODE_STOP_HOOK_BLOCK_CAP`) ends the loop with a '

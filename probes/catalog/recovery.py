@@ -1,5 +1,6 @@
 """Recovery paths: max_tokens continuation, malformed tool use, thinking-only answers,
-prompt-too-long compaction, auto-compaction, API retries and the fallback model.
+prompt-too-long compaction, auto-compaction and the history it needs, API retries (also with
+the non-streaming fallback switched off) and the fallback model.
 
 Retries and stalls are kept short with the client's own knobs
 (CLAUDE_CODE_MAX_RETRIES, retry-after values of a second or two).
@@ -7,34 +8,41 @@ Retries and stalls are kept short with the client's own knobs
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from typing import Any
 
 from mockapi import (
     Match,
     Message,
+    Raw,
     Rule,
     Scenario,
     TextBlock,
     ThinkingBlock,
     api_error,
     prompt_too_long,
+    raw,
     text,
     tool_use,
 )
-from mockapi.replies import StreamError, Usage
+from mockapi.replies import EventCount, StreamError, Usage
+from mockapi.sse import encode_event
 from probes.catalog.common import body_text, check_ended, check_terminal, last_user_locations, result_of
 from probes.checks import Checks
 from probes.evidence import Evidence, messages
 from probes.model import Claim, Hooks, Invocation, Probe
 from probes.provenance import from_analysis, project_expectation
 
-__all__ = ["AUTO_COMPACT", "AUTO_COMPACT_PROBE", "FALLBACK", "FALLBACK_PROBE", "FILLER_FILE", "GROUPS",
-           "MALFORMED", "MALFORMED_PROBE", "MAX_TOKENS", "MAX_TOKENS_PROBE", "PROBES", "PTL_FAIL_PROBE",
-           "PTL_PROBE", "PTL_RECOVERED", "PTL_SURFACED", "RETRIES", "RETRIES_PROBE", "RETRY_AFTER",
-           "SUMMARY", "THINKING", "THINKING_PROBE", "check_auto_compact", "check_fallback",
-           "check_malformed", "check_max_tokens", "check_ptl_recovered", "check_ptl_surfaced",
-           "check_retries", "check_thinking"]
+__all__ = ["ABANDONED", "AUTO_COMPACT", "AUTO_COMPACT_PROBE", "BREAK_AFTER", "COMPACTION_GATE",
+           "FALLBACK", "FALLBACK_PROBE", "FILLER_FILE", "GATE_COMPACTS", "GATE_PROBE", "GATE_TURNS",
+           "GROUPS", "MALFORMED", "MALFORMED_PROBE", "MALFORMED_TOOL_ID", "MAX_TOKENS",
+           "MAX_TOKENS_PROBE", "NO_STREAM_FALLBACK", "NO_STREAM_FALLBACK_PROBE", "PROBES",
+           "PTL_FAIL_PROBE", "PTL_FAIL_TURNS", "PTL_PROBE", "PTL_RECOVERED", "PTL_SURFACED",
+           "PTL_TEXT", "RETRIES", "RETRIES_PROBE", "RETRY_AFTER", "SUMMARY", "THINKING",
+           "THINKING_PROBE", "check_auto_compact", "check_compaction_gate", "check_fallback",
+           "check_malformed", "check_max_tokens", "check_no_stream_fallback",
+           "check_ptl_recovered", "check_ptl_surfaced", "check_retries", "check_thinking"]
 
 MAX_TOKENS = "probe.max-tokens-recovery"
 MALFORMED = "probe.malformed-tool-use-retry"
@@ -106,6 +114,30 @@ MAX_TOKENS_PROBE = Probe(
 
 # ---- malformed tool use -----------------------------------------------------------------
 
+MALFORMED_TOOL_ID = "toolu_malformed_unterminated"
+
+
+def _unterminated_tool_use() -> Raw:
+    """stop_reason tool_use after a Read call whose block never ends: the call is named, with
+    a valid input, but no content_block_stop ever makes it a complete block."""
+    call = {"type": "tool_use", "id": MALFORMED_TOOL_ID, "name": "Read", "input": {}}
+    events: list[dict[str, Any]] = [
+        {"type": "message_start", "message": {
+            "id": "msg_loopprobe_malformed", "type": "message", "role": "assistant",
+            "model": "claude-sonnet-4-5", "content": [], "stop_reason": None,
+            "stop_sequence": None, "usage": {"input_tokens": 100, "output_tokens": 1}}},
+        {"type": "content_block_start", "index": 0, "content_block": call},
+        {"type": "content_block_delta", "index": 0, "delta": {
+            "type": "input_json_delta",
+            "partial_json": json.dumps({"file_path": "{workspace}/malformed.txt"})}},
+        {"type": "message_delta", "delta": {"stop_reason": "tool_use", "stop_sequence": None},
+         "usage": {"output_tokens": 20}},
+        {"type": "message_stop"},
+    ]
+    # text chunks, not bytes: the {workspace} placeholder is filled in text only
+    return raw(*(encode_event(event).decode() for event in events))
+
+
 def check_malformed(ev: Evidence, c: Checks) -> None:
     c.equal("request-count", MALFORMED, "one retry after the malformed answer",
             expected=2, observed=len(ev.requests("malformed")), evidence="journal: main requests")
@@ -113,13 +145,18 @@ def check_malformed(ev: Evidence, c: Checks) -> None:
     c.equal("is-error", MALFORMED, "the exhausted retry is an error",
             expected=True, observed=result_of(ev, "malformed").get("is_error"),
             evidence="run malformed: result.is_error")
-    c.equal("no-tool-ran", MALFORMED, "no tool ran", expected=0,
-            observed=len(ev.hooks("PreToolUse")), evidence="hook log PreToolUse")
+    run = ev.run("malformed")
+    c.equal("no-tool-ran", MALFORMED,
+            "the Read the unterminated block names never runs (no hook call, no result)",
+            expected={"PreToolUse calls": 0, "tool_result blocks": 0},
+            observed={"PreToolUse calls": len(ev.hooks("PreToolUse")),
+                      "tool_result blocks": len(run.output.tool_results())} if run else None,
+            evidence="hook log: PreToolUse; run malformed: stream-json tool_result blocks")
 
 
 MALFORMED_PROBE = Probe(
     name="malformed-tool-use",
-    title="stop_reason tool_use without a tool_use block: one retry, then exhausted",
+    title="stop_reason tool_use without a complete tool_use block: one retry, then exhausted",
     claims=(Claim(MALFORMED, "A response with stop_reason tool_use but no complete tool_use "
                              "block is retried once; a second such response ends the loop "
                              "with malformed_tool_use_exhausted; no tool runs.",
@@ -130,12 +167,15 @@ MALFORMED_PROBE = Probe(
                       "malformed_tool_use_exhausted。第一次没有完整 block,因此不会执"
                       "行工具。", 276)),),
     scenario=Scenario(name="malformed-tool-use", rules=[
-        Rule(id="no-block", match=Match(), repeat="always",
-             reply=text("NO_TOOL_BLOCK_HERE", stop_reason="tool_use")),
+        Rule(id="no-block", match=Match(), repeat="always", reply=_unterminated_tool_use()),
     ]),
+    fixtures={"malformed.txt": "MALFORMED_FILE_MARKER\n"},
     hooks=Hooks(),
     invocations=(Invocation("malformed", "MALFORMED_PROMPT"),),
     check=check_malformed,
+    boundaries=("Both answers name a Read of an existing file with a valid input, but the "
+                "tool_use block is never closed (no content_block_stop) before stop_reason "
+                "tool_use: a complete block would have run.",),
 )
 
 
@@ -191,7 +231,7 @@ def _read_chain(prefix: str, count: int, prompt: str, last_usage: int | None = N
     they match by prompt and tool_result id, so several runs can share one scenario."""
     matches = [Match(last_user_text_contains=prompt),
                *(Match(tool_result_for=f"toolu_{prefix}{i}") for i in range(1, count))]
-    return [Rule(id=f"{prefix}-read-{i}", match=match, reply=reply) for i, (match, reply)
+    return [Rule(id=f"{prefix.rstrip('-')}-read-{i}", match=match, reply=reply) for i, (match, reply)
             in enumerate(zip(matches, _reads(prefix, count, last_usage), strict=True), start=1)]
 
 
@@ -256,7 +296,11 @@ PTL_PROBE = Probe(
                   source=from_analysis(
                       "Prompt-too-long 为什么不一定立刻显示",
                       "precomputed_compact_swap或reactive_compact_retry,同一逻辑turn"
-                      "再次请求;原PTL不显示。", 261)),),
+                      "再次请求;原PTL不显示。", 261),
+                  beyond_source=('The analysis lists gates before a reactive compaction (rapid-refill '
+                                'breaker, a legal message group, the auto-compact/abort gate, a prior '
+                                'attempt) and does not name the trigger; compaction of an eligible '
+                                "history and trigger 'auto' are expected from the recorded behaviour.")),),
     scenario=Scenario(name="prompt-too-long-recovered", rules=[
         Rule(id="summary", match=Match(kind="compaction"), reply=text(SUMMARY)),
         Rule(id="turns", match=Match(),
@@ -339,7 +383,13 @@ AUTO_COMPACT_PROBE = Probe(
                   source=from_analysis(
                       "3. 每次模型调用前都检查上下文治理",
                       "Auto-compact 位于 Agent Loop 内部,不是会话结束后的清理任务。每"
-                      "次准备调用模型前都会执行", 151)),),
+                      "次准备调用模型前都会执行", 151),
+                  beyond_source=('The analysis says only that auto-compaction runs inside the loop before '
+                                'each model call; the configured window '
+                                '(CLAUDE_CODE_AUTO_COMPACT_WINDOW), the threshold against the reported '
+                                "input_tokens, trigger 'auto' and the message-group gate are expected "
+                                "from the client's documented settings and its recorded behaviour on "
+                                '2.1.235.')),),
     scenario=Scenario(name="auto-compaction-window", rules=[
         Rule(id="summary", match=Match(kind="compaction"),
              reply=text("<summary>AUTO_SUMMARY_MARKER</summary>")),
@@ -409,15 +459,25 @@ def _gate_rules() -> list[Rule]:
 GATE_PROBE = Probe(
     name="compaction-gate",
     title="How much history the client compacts: one, two and three tool turns",
-    claims=(),
+    claims=(Claim(COMPACTION_GATE,
+                  "Compaction needs at least two message groups: with one tool turn of history "
+                  "the client does not compact (compact_error too_few_groups; after a 400 "
+                  "prompt-too-long the error is then surfaced with terminal reason "
+                  "prompt_too_long); with two or three tool turns it compacts, both reactively "
+                  "after a 400 prompt-too-long and automatically past a configured window.",
+                  source=project_expectation(
+                      "the analysis names a legal message group among the gates before a "
+                      "compaction but gives no count; a loopprobe audit of 2.1.235 saw one "
+                      "tool turn refused and two and three compacted",
+                      "behaviour recorded on claude-code 2.1.235 by loopprobe (recovery "
+                      "report, compaction-gate probe)")),),
     scenario=Scenario(name="compaction-gate", rules=_gate_rules()),
     fixtures={name: FILLER_FILE for turns in GATE_TURNS for trigger in ("reactive", "auto")
               for name in _fillers(f"gate-{trigger}-{turns}-", turns)},
     invocations=tuple(
-        Invocation(f"{trigger}-{turns}", f"GATE_{trigger.upper()}_{turns}_PROMPT", env=env)
-        for trigger, env in (("reactive", {}),
-                             ("auto", {"CLAUDE_CODE_AUTO_COMPACT_WINDOW": "100000"}))
-        for turns in GATE_TURNS),
+        Invocation(f"{trigger}-{turns}", f"GATE_{trigger.upper()}_{turns}_PROMPT",
+                   env={"CLAUDE_CODE_AUTO_COMPACT_WINDOW": "100000"} if trigger == "auto" else {})
+        for trigger in ("reactive", "auto") for turns in GATE_TURNS),
     check=check_compaction_gate,
     boundaries=("reactive-N: after N Read turns the next request is rejected as too long; "
                 "auto-N: the Nth Read reports 99000 input tokens against a 100000 window "
@@ -437,10 +497,15 @@ def check_retries(ev: Evidence, c: Checks) -> None:
             evidence="journal: attempt numbers of the main requests")
     record = ev.run("retries")
     retries = record.output.of_type("system", "api_retry") if record else []
-    c.equal("api-retry-events", RETRIES, "each retry is announced with an api_retry event",
-            expected=3, observed=len(retries), evidence="run retries: stream-json system/api_retry")
-    c.equal("streamed-retries", RETRIES, "every retry is again a streaming request",
-            expected=[True] * 4, observed=[r.get("stream") for r in attempts],
+    c.equal("api-retry-events", RETRIES,
+            "the retries of the 529 and the 500 are each announced with an api_retry event",
+            expected=[529, 500], observed=[e.get("error_status") for e in retries],
+            evidence="run retries: stream-json system/api_retry error_status")
+    # the analysis names the stream -> non-stream fallback as the path after a broken stream
+    c.equal("retry-paths", RETRIES,
+            "the HTTP-error retries stream again; the stream broken by overloaded_error is "
+            "re-sent once as a non-streaming request",
+            expected=[True, True, True, False], observed=[r.get("stream") for r in attempts],
             evidence="journal: stream flag of each attempt (false = non-streaming fallback)")
     gap = (attempts[1]["time"] - attempts[0]["time"]) if len(attempts) > 1 else None
     c.that("retry-after-honoured", RETRIES,
@@ -455,21 +520,22 @@ def check_retries(ev: Evidence, c: Checks) -> None:
 
 RETRIES_PROBE = Probe(
     name="api-retries",
-    title="HTTP 529/500 and a mid-stream overloaded error are retried with api_retry events",
-    claims=(Claim(RETRIES, "529 overloaded, 500 and a mid-stream overloaded_error are retried "
-                           "(each retry announced by an api_retry event), honouring a "
-                           "retry-after longer than the backoff; the turn then succeeds.",
-                  source=project_expectation(
-                      "the client retries an HTTP 529 overloaded_error and a 500, announcing "
-                      "each retry with a stream-json system/api_retry event and waiting out a "
-                      "retry-after; we expect an overloaded_error that arrives mid-stream to "
-                      "be retried the same way. The analysis of 2.1.235 states neither "
-                      "api_retry events nor retry-after: it lists network retries and a "
-                      "stream to non-stream fallback among the API attempts of one model turn",
-                      "Claude API errors, https://platform.claude.com/docs/en/api/errors "
-                      "(529 overloaded_error; errors inside an SSE stream after a 200); "
-                      "api_retry events for HTTP 529 and 500 recorded on claude-code 2.1.235 "
-                      "by loopprobe (recovery report)")),),
+    title="HTTP 529/500 are retried with api_retry events; a broken stream is re-sent without "
+          "streaming",
+    claims=(Claim(RETRIES, "529 overloaded and 500 are retried, each retry announced by an "
+                           "api_retry event and honouring a retry-after longer than the backoff; "
+                           "a stream broken mid-way by overloaded_error is re-sent once as a "
+                           "non-streaming request (the stream to non-stream fallback); the turn "
+                           "then succeeds.",
+                  source=from_analysis(
+                      "先区分四个容易混淆的“轮次”",
+                      "同一模型轮次中的网络重试、流转非流、模型 fallback 或拒绝 fallback", 81),
+                  beyond_source=(
+                      "The analysis lists network retries and the stream to non-stream "
+                      "fallback among the API attempts of one model turn; the api_retry "
+                      "event and retry-after are expected from the Claude API errors page "
+                      "(platform.claude.com/docs/en/api/errors: 529 overloaded_error, "
+                      "retry-after) and the client's stream-json output.")),),
     scenario=Scenario(name="api-retries", rules=[
         Rule(id="flaky", match=Match(), replies=[
             api_error(529, "Overloaded", type="overloaded_error",
@@ -491,9 +557,74 @@ RETRIES_PROBE = Probe(
 )
 
 
+# ---- the non-streaming fallback switched off --------------------------------------------------
+
+NO_STREAM_FALLBACK = "probe.nonstreaming-fallback-disabled"
+# where the stream breaks: after message_start and ping, or after the first block's start too
+BREAK_AFTER = {"before-content": 2, "after-content": 3}
+
+
+def check_no_stream_fallback(ev: Evidence, c: Checks) -> None:
+    for run in BREAK_AFTER:
+        attempts = ev.requests(run)
+        c.equal(f"{run}.no-non-streaming-resend", NO_STREAM_FALLBACK,
+                "no attempt is a non-streaming re-send", expected=[True] * len(attempts),
+                observed=[r.get("stream") for r in attempts] if ev.run(run) else None,
+                evidence="journal: stream flag of each attempt")
+        c.that(f"{run}.streamed-retry", NO_STREAM_FALLBACK,
+               "the broken stream goes to the retry layer: the turn is sent again, streaming",
+               passed=len(attempts) > 1 and attempts[1].get("stream") is True,
+               expected="attempt 2 of the turn, streaming",
+               observed=[{"attempt": r.get("attempt"), "stream": r.get("stream")}
+                         for r in attempts],
+               evidence="journal: attempts of the turn")
+        check_ended(c, NO_STREAM_FALLBACK, ev, run, final_text="RETRIED_OK",
+                    prefix=f"{run}.result")
+
+
+NO_STREAM_FALLBACK_PROBE = Probe(
+    name="nonstreaming-fallback-disabled",
+    title="CLAUDE_CODE_DISABLE_NONSTREAMING_FALLBACK: a stream broken by overloaded_error",
+    claims=(Claim(NO_STREAM_FALLBACK,
+                  "With CLAUDE_CODE_DISABLE_NONSTREAMING_FALLBACK=1, a stream broken by "
+                  "overloaded_error (before or after its first content block) is never re-sent "
+                  "as a non-streaming request; the error goes to the retry layer, which sends "
+                  "the turn again as a streaming request, and the turn succeeds.",
+                  source=project_expectation(
+                      "the documented meaning of the variable: streaming errors propagate to "
+                      "the retry layer instead of a non-streaming fallback",
+                      "Claude Code docs, environment variables: "
+                      "https://code.claude.com/docs/en/env-vars")),),
+    scenario=Scenario(name="nonstreaming-fallback-disabled", rules=[
+        Rule(id=f"{run}-broken", match=Match(last_user_text_contains=f"NO_FALLBACK_{after}_PROMPT"),
+             replies=[Message(content=[TextBlock(text="BROKEN_STREAM")],
+                              stream_error=StreamError(after_events=after),
+                              replay_to_fallback=False),
+                      text("RETRIED_OK")])
+        for run, after in BREAK_AFTER.items()]),
+    invocations=tuple(
+        Invocation(run, f"NO_FALLBACK_{after}_PROMPT",
+                   env={"CLAUDE_CODE_MAX_RETRIES": "3",
+                        "CLAUDE_CODE_DISABLE_NONSTREAMING_FALLBACK": "1"})
+        for run, after in BREAK_AFTER.items()),
+    check=check_no_stream_fallback,
+    boundaries=("Each run's first attempt breaks with an overloaded_error event: before-content "
+                "after message_start and ping, after-content once the first text block has "
+                "started; any further attempt is answered RETRIED_OK.",),
+)
+
+
 # ---- fallback model -------------------------------------------------------------------------
 
 PRIMARY, FALLBACK_MODEL = "claude-sonnet-4-5", "claude-haiku-4-5"
+
+
+ABANDONED = "ABANDONED_PARTIAL"
+# A complete, signed thinking block, then the connection drops: the client has the block, retries
+# the stream, meets 529s and switches models. (A complete text or tool_use block before the
+# break is not abandoned: the client keeps it as a finished, possibly incomplete response.)
+_PARTIAL = ThinkingBlock(thinking=f"{ABANDONED} thinking", chunk_size=64)
+_THROUGH_PARTIAL = 6  # message_start, ping, the block's start, thinking and signature deltas, stop
 
 
 def check_fallback(ev: Evidence, c: Checks) -> None:
@@ -503,12 +634,25 @@ def check_fallback(ev: Evidence, c: Checks) -> None:
            passed=FALLBACK_MODEL in models and models[0] == PRIMARY,
            expected=f"first {PRIMARY}, later {FALLBACK_MODEL}", observed=models,
            evidence="journal: model of each main request")
-    switched: Mapping[str, Any] = next(
-        (r for r in requests if r.get("model") == FALLBACK_MODEL), {})
-    c.absent("abandoned-not-reused", FALLBACK,
-             "the abandoned partial response is not part of the fallback request",
-             needle="ABANDONED_PARTIAL", haystack=body_text(switched) if switched else None,
-             evidence="first request to the fallback model")
+    record = ev.run("fallback")
+    held = [e for e in (record.output.of_type("assistant") if record else [])
+            if ABANDONED in json.dumps(e.get("message"))]
+    c.visible("partial-held", FALLBACK,
+              "the client had the partial response before abandoning it (it printed it)",
+              seen=bool(held), expected=f"an assistant event holding {ABANDONED}",
+              looked_in="run fallback: stream-json assistant events",
+              hidden_because="a client need not print a block of a response it abandons")
+    fallback = [r for r in requests if r.get("model") == FALLBACK_MODEL]
+    carrying = [r for r in fallback if ABANDONED in (body_text(r) or "")]
+    c.that("abandoned-not-reused", FALLBACK,
+           "no request to the fallback model carries the abandoned partial response: neither "
+           "the switch nor the request after the fallback model's tool call",
+           passed=bool(fallback) and not carrying,
+           expected=f"{ABANDONED} in none of the fallback model's requests",
+           observed=(f"in {len(carrying)} of {len(fallback)} requests" if carrying
+                     else f"in none of {len(fallback)} requests") if fallback
+           else "no request to the fallback model",
+           evidence="journal: messages of every request to the fallback model")
     check_ended(c, FALLBACK, ev, "fallback", final_text="FALLBACK_OK", prefix="result")
 
 
@@ -524,21 +668,28 @@ FALLBACK_PROBE = Probe(
                       "unavailable 等 | tombstone 当前 assistant/tool result,abort 执"
                       "行中工具,换下一个模型重新请求", 323)),),
     scenario=Scenario(name="fallback-model", rules=[
-        Rule(id="fallback-answers", match=Match(model=FALLBACK_MODEL), reply=text("FALLBACK_OK")),
+        Rule(id="fallback-answers", match=Match(model=FALLBACK_MODEL), replies=[
+            tool_use("Read", {"file_path": "{workspace}/fallback.txt"}, id="toolu_fallback_read"),
+            text("FALLBACK_OK")]),
         Rule(id="primary-overloaded", match=Match(model=PRIMARY), repeat="always", replies=[
-            Message(content=[TextBlock(text="ABANDONED_PARTIAL")],
-                    stream_error=StreamError(after_events=4), replay_to_fallback=False),
+            Message(content=[_PARTIAL], disconnect=EventCount(after_events=_THROUGH_PARTIAL),
+                    replay_to_fallback=False),
             api_error(529, "Overloaded", type="overloaded_error"),
         ]),
     ]),
+    fixtures={"fallback.txt": "FALLBACK_FILE\n"},
     invocations=(Invocation("fallback", "FALLBACK_PROMPT", model=PRIMARY,
                             extra_args=("--fallback-model", FALLBACK_MODEL),
                             env={"CLAUDE_CODE_MAX_RETRIES": "4"}),),
     check=check_fallback,
     requires=("fallback_model",),
-    boundaries=("The primary model first streams a partial text (ABANDONED_PARTIAL) and breaks "
-                "with overloaded_error, then answers every request with 529.",),
+    boundaries=(f"The primary model first streams a complete thinking block ({ABANDONED}) and "
+                "drops the connection, then answers every request with 529; the fallback model "
+                "answers with a Read, then text, so a later request shows the kept history.",
+                "A complete text or tool_use block before a mid-stream overloaded_error is not "
+                "abandoned: 2.1.235 keeps it as a finished response ('… may be incomplete'), "
+                "runs a tool in it, and switches models only on a later request."),
 )
 
 PROBES = (MAX_TOKENS_PROBE, MALFORMED_PROBE, THINKING_PROBE, PTL_PROBE, PTL_FAIL_PROBE,
-          AUTO_COMPACT_PROBE, RETRIES_PROBE, FALLBACK_PROBE)
+          AUTO_COMPACT_PROBE, GATE_PROBE, RETRIES_PROBE, NO_STREAM_FALLBACK_PROBE, FALLBACK_PROBE)

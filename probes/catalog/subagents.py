@@ -122,7 +122,10 @@ PROBE = Probe(
                          "parent's conversation.",
               source=from_analysis(
                   "第二组控制流探针:Stop、maxTurns 与子 Agent",
-                  "子 Agent 使用独立 prompt、独立工具表和独立 Messages 请求", 467)),
+                  "子 Agent 使用独立 prompt、独立工具表和独立 Messages 请求", 467),
+              beyond_source=("'Without the parent's conversation' and 'a system prompt from its "
+                            "definition' read the analysis' 'own prompt, own tools, own Messages "
+                            "requests' as the system prompt; the analysis does not say which prompt.")),
         Claim(FEEDBACK, "The parent's immediate tool_result for the Agent call is a launch "
                         "acknowledgement; the child's result reaches the parent only through a "
                         "<task-notification> in a later parent request; the parent makes three "
@@ -133,7 +136,10 @@ PROBE = Probe(
                   "务结论。子 Agent 使用独立 prompt、独立工具表和独立 Messages 请"
                   "求,完成后通过 <task-notification> 把 "
                   "SUBAGENT_CHILD_RESULT_MARKER 入父队列。父循环共发出三个请求:启"
-                  "动、等待、消费完成通知并输出 SUBAGENT_PARENT_OK。", 467)),
+                  "动、等待、消费完成通知并输出 SUBAGENT_PARENT_OK。", 467),
+              beyond_source=('The analysis says the result reaches the parent through a '
+                            "<task-notification>; 'only' (not also in the launch's tool_result) is our "
+                            'expectation of a background agent.')),
     ),
     scenario=Scenario(name="subagent-loop", rules=[
         Rule(id="child-answer", match=Match(kind="any", system_contains=CHILD_SYSTEM),

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from mockapi import Match, Message, Rule, Scenario, ToolUseBlock, text, tool_use
+from mockapi import Match, Message, Rule, Scenario, ToolUseBlock, api_error, text, tool_use
 from mockapi.replies import Usage
 from probes.catalog.common import check_ended, check_terminal, result_of
 from probes.checks import Checks
@@ -13,10 +13,10 @@ from probes.evidence import Evidence
 from probes.model import Claim, Hooks, Invocation, Probe
 from probes.provenance import Source, from_analysis
 
-__all__ = ["BLOCKING", "BLOCKING_PROBE", "BUDGET", "BUDGET_PROBE", "CAP", "CAP_PROBE", "DEFERRED",
-           "DEFERRED_PROBE", "HOOK_STOPPED", "HOOK_STOPPED_PROBE", "PROBES", "STOP_PREVENTED",
-           "STOP_PREVENTED_PROBE", "TURNS", "TURNS_PROBE", "check_blocking", "check_budget", "check_cap",
-           "check_turns"]
+__all__ = ["BLOCKING", "BLOCKING_PROBE", "BUDGET", "BUDGET_PROBE", "CAP", "CAP_PROBE", "CAP_WARNING",
+           "DEFERRED", "DEFERRED_PROBE", "HOOK_STOPPED", "HOOK_STOPPED_PROBE", "PROBES",
+           "STOP_PREVENTED", "STOP_PREVENTED_PROBE", "TURNS", "TURNS_PROBE", "TURN_RUNS",
+           "check_blocking", "check_budget", "check_cap", "check_turns"]
 
 CAP = "probe.stop-hook-block-cap"
 TURNS = "probe.max-turns-counts-model-turns"
@@ -35,6 +35,8 @@ def _post_tool_uses(ev: Evidence, run: str) -> int:
 
 # ---- Stop hook block cap -------------------------------------------------------------
 
+CAP_WARNING = "overriding"
+
 def check_cap(ev: Evidence, c: Checks) -> None:
     for run, cap in (("cap-3", 3), ("cap-default", 8)):
         record = ev.run(run)
@@ -48,11 +50,17 @@ def check_cap(ev: Evidence, c: Checks) -> None:
                 expected=cap + 1, observed=len(calls), evidence="hook log: Stop calls of the run")
         # the feedback messages mention the Stop hook too; the override's own wording is
         # "A hook blocked the turn from ending N consecutive times — overriding and ending turn."
+        # 2.1.235 emits it as a system informational message, which print mode never prints;
+        # its --debug log (--debug-file, CLAUDE_CODE_DEBUG_LOGS_DIR) and
+        # CLAUDE_CODE_DIAGNOSTICS_FILE do not carry it either
         seen = ((record.stdout + record.stderr) if record else "") + "".join(
             ev.session_files.values())
-        c.contains(f"{run}.warning", CAP, "the override is reported as a warning",
-                   needle="overriding", haystack=seen if record else None,
-                   evidence=f"run {run}: stdout, stderr and the session transcripts")
+        c.visible(f"{run}.warning", CAP, "the override is reported as a warning",
+                  seen=CAP_WARNING in seen, expected=f"a warning containing {CAP_WARNING!r}",
+                  looked_in=f"run {run}: stream-json events on stdout, stderr, the session "
+                            "transcripts",
+                  hidden_because="print mode does not print the client's system informational "
+                                 "messages, the kind of message the warning is")
         check_terminal(c, CAP, ev, run, "completed")
 
 
@@ -88,11 +96,17 @@ CAP_PROBE = Probe(
 
 # ---- what --max-turns counts ------------------------------------------------------------
 
+# run, --max-turns, tool calls run, requests: a retried request (a 529) or a max_tokens
+# recovery inside a turn is one request more, not one turn more
+TURN_RUNS = (("turns-1", 1, 1, 1), ("turns-2", 2, 2, 2), ("turns-3", 3, 3, 3),
+             ("two-tools", 2, 3, 2), ("retry-in-turn", 2, 2, 3), ("recovery-in-turn", 1, 1, 2))
+
+
 def check_turns(ev: Evidence, c: Checks) -> None:
-    for run, limit, tools in (("turns-1", 1, 1), ("turns-2", 2, 2), ("turns-3", 3, 3),
-                              ("two-tools", 2, 3)):
-        c.equal(f"{run}.requests", TURNS, f"--max-turns {limit} allows {limit} model requests",
-                expected=limit, observed=len(ev.requests(run)), evidence="journal: main requests")
+    for run, limit, tools, requests in TURN_RUNS:
+        c.equal(f"{run}.requests", TURNS,
+                f"--max-turns {limit} allows {limit} model turn(s): {requests} request(s)",
+                expected=requests, observed=len(ev.requests(run)), evidence="journal: main requests")
         c.equal(f"{run}.tools-run", TURNS, f"all {tools} tool calls of those turns ran",
                 expected=tools, observed=_post_tool_uses(ev, run),
                 evidence="hook log: PostToolUse calls of the run")
@@ -104,9 +118,11 @@ def check_turns(ev: Evidence, c: Checks) -> None:
 TURNS_PROBE = Probe(
     name="max-turns-counting",
     title="--max-turns counts model iterations, not requests or tools",
-    claims=(Claim(TURNS, "--max-turns N allows N model iterations: N requests, every tool "
-                         "call of those iterations runs (two tools in one response count as "
-                         "one turn), then error_max_turns.",
+    claims=(Claim(TURNS, "--max-turns N allows N model iterations, not N requests or N "
+                         "tools: every tool call of those iterations runs (two tools in one "
+                         "response count as one turn), a request retried after a 529 or a "
+                         "max_tokens recovery request inside an iteration does not count as "
+                         "another, then error_max_turns.",
                   source=from_analysis(
                       "先区分四个容易混淆的“轮次”",
                       "它限制的是 Agent Loop 的模型轮次,不是 HTTP 请求次数,也不是工具"
@@ -118,6 +134,12 @@ TURNS_PROBE = Probe(
                  ToolUseBlock(name="Read", input={"file_path": "{workspace}/turns.txt",
                                                   "offset": 1}),
              ])),
+        # answered once; the retry of the same request falls through to one-tool
+        Rule(id="overloaded-once", match=Match(last_user_text_contains="RETRY_TURNS_PROMPT"),
+             reply=api_error(529, "Overloaded", type="overloaded_error")),
+        # answered once; the recovery request (a new user turn) falls through to one-tool
+        Rule(id="truncated-once", match=Match(last_user_text_contains="RECOVERY_TURNS_PROMPT"),
+             reply=text("TRUNCATED_", stop_reason="max_tokens")),
         Rule(id="one-tool", match=Match(), repeat="always",
              reply=tool_use("Read", {"file_path": "{workspace}/turns.txt"})),
     ]),
@@ -129,8 +151,15 @@ TURNS_PROBE = Probe(
         Invocation("turns-2", "TURNS_PROMPT", max_turns=2),
         Invocation("turns-3", "TURNS_PROMPT", max_turns=3),
         Invocation("two-tools", "TWO_TOOLS_PROMPT", max_turns=2),
+        Invocation("retry-in-turn", "RETRY_TURNS_PROMPT", max_turns=2,
+                   env={"CLAUDE_CODE_MAX_RETRIES": "1"}),
+        Invocation("recovery-in-turn", "RECOVERY_TURNS_PROMPT", max_turns=1),
     ),
     check=check_turns,
+    boundaries=("retry-in-turn: the first request of the run gets a 529 and is retried once "
+                "(CLAUDE_CODE_MAX_RETRIES=1, the client's own short backoff); recovery-in-turn: "
+                "the first answer stops at max_tokens and the client's recovery request gets "
+                "the Read.",),
 )
 
 
@@ -153,7 +182,10 @@ BUDGET_PROBE = Probe(
                   source=from_analysis(
                       "终止状态字典",
                       "前者由客户端累计美元成本检查 maxBudgetUsd 后生成,并映射成 "
-                      "error_max_budget_usd", 386)),),
+                      "error_max_budget_usd", 386),
+                  beyond_source=('The analysis maps the budget check to error_max_budget_usd and marks it '
+                                'an error; exit status 1 and the loop stopping after the request that '
+                                "spent the budget are expected from print mode's error results.")),),
     scenario=Scenario(name="max-budget-usd", rules=[
         Rule(id="expensive", match=Match(), repeat="always",
              reply=tool_use("Read", {"file_path": "{workspace}/budget.txt"},

@@ -51,14 +51,19 @@ CLAIMS = (
               "精确版本正向探针:闭环不是纸面调用链",
               "随后脚本使用同一个 session ID 运行 --resume。第三次主请求同时"
               "包含首次 user marker、首次最终助手文本 TOOL_EXECUTION_OK 和当"
-              "前 AGENT_LOOP_RESUME_MARKER", 454)),
+              "前 AGENT_LOOP_RESUME_MARKER", 454),
+          beyond_source=('The analysis lists the first prompt, the first answer and the new prompt; that '
+                        "the tool exchange is kept too is expected from 'restores history'.")),
     Claim(COMPACTED, "/compact on the resumed session emits a compact_boundary with trigger "
                      "'manual' and a pre-compaction token count, and records it in the "
                      "transcript.",
           source=from_analysis(
               "精确版本正向探针:闭环不是纸面调用链",
               "同一报告随后向真实 session 发送 /compact,观察到 "
-              "system:compact_boundary、trigger=manual 和 preTokens=104", 461)),
+              "system:compact_boundary、trigger=manual 和 preTokens=104", 461),
+          beyond_source=('The analysis reports the compact_boundary, trigger manual and the pre-token '
+                        'count, not where they are recorded; the transcript entry and the single summary '
+                        "request are expected from the client's session format.")),
     Claim(FORKED, "--fork-session after compaction gets a new session identity; its request "
                   "keeps the summary and the current prompt and drops the pre-compaction "
                   "prompt, the old tool_use id and the old assistant result; the original "
@@ -67,7 +72,10 @@ CLAIMS = (
               "精确版本正向探针:闭环不是纸面调用链",
               "再用 --fork-session 创建新 session。fork 请求保留 compact "
               "summary 与当前 prompt,移除 compact 前 prompt、旧 tool-use ID "
-              "和旧 assistant result。", 461)),
+              "和旧 assistant result。", 461),
+          beyond_source=('That the original transcript is not modified (and the fork writes its own) is '
+                        "expected from --fork-session's documented meaning (a new session), not stated by"
+                        ' the analysis.')),
 )
 
 SCENARIO = Scenario(

@@ -183,13 +183,19 @@ BATCH_PROBE = Probe(
               source=from_analysis(
                   "工具并发不是“全部 Promise.all”",
                   "这意味着多个只读、无共享状态的工具可以重叠;写文件、修改上下文"
-                  "或其他被判定不安全的工具会按响应顺序串行化。", 210)),
+                  "或其他被判定不安全的工具会按响应顺序串行化。", 210),
+              beyond_source=('The analysis speaks of read-only tools without shared state and names Read '
+                            'only conditionally; that Read and Grep are concurrency-safe is our '
+                            'expectation of read-only tools.')),
         Claim(BARRIER, "A call that is not concurrency-safe (Edit, Bash) is a barrier: it "
                        "starts after the calls before it end, the calls after it start after "
                        "it ends, and a Bash after an Edit sees the edit.",
               source=from_analysis(
                   "一个具体执行例子",
-                  "Edit 被判定非并发安全;如果 Read 仍在执行,Edit 等待,并形成屏障", 473)),
+                  "Edit 被判定非并发安全;如果 Read 仍在执行,Edit 等待,并形成屏障", 473),
+              beyond_source=('The analysis names Edit as unsafe and says concurrency safety depends on the'
+                            ' tool and its input; that this Bash (a read-only cat) waits for the Edit is '
+                            'expected from the Edit barrier, not from Bash being unsafe.')),
     ),
     scenario=Scenario(name="tool-batch-scheduling", rules=[
         Rule(id="final", match=Match(tool_result_for=IDS["bash"]), reply=text("BATCH_DONE")),
