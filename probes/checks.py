@@ -9,6 +9,7 @@ never counted as a contradiction.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -27,6 +28,8 @@ class CheckResult:
     observed: Any
     evidence: str
     observable: bool = True  # False: not seen, and this mode may not show it
+    # the recorded requests the check function looked up since the check before this one
+    journal_seqs: tuple[int, ...] = ()
 
     @property
     def status(self) -> str:
@@ -39,18 +42,21 @@ class CheckResult:
 class Checks:
     """Collects the checks of one probe; ids are prefixed with the probe name."""
 
-    def __init__(self, probe: str):
+    def __init__(self, probe: str, reads: Callable[[], list[int]] | None = None):
         self.probe = probe
         self.results: list[CheckResult] = []
+        # the journal seqs the check function looked up since the previous check
+        self._reads = reads
 
     def _add(self, check_id: str, claim: str | None, description: str, passed: bool,
              expected: Any, observed: Any, evidence: str, observable: bool = True) -> bool:
         full_id = f"{self.probe}.{check_id}"
         if any(r.id == full_id for r in self.results):
             raise ValueError(f"check id {full_id!r} is used twice")
+        seqs = tuple(self._reads()) if self._reads else ()
         self.results.append(CheckResult(full_id, claim, description, bool(passed), expected,
                                         MISSING if observed is None else observed, evidence,
-                                        observable))
+                                        observable, seqs))
         return bool(passed)
 
     def equal(self, check_id: str, claim: str | None, description: str, *, expected: Any,

@@ -157,7 +157,7 @@ def render_markdown(result: DiffResult) -> str:
             "## Claims", "", "| claim | A | B | change |", "|---|---|---|---|"]
     for c in result["claims"]:
         mark = f"**{c['change']}**" if c["change"] in ("regressed", "fixed") else c["change"]
-        out.append(f"| `{c['id']}` | {c['a']} | {c['b']} | {mark} |")
+        out.append(f"| `{c['id']}` | {c['a'] or '—'} | {c['b'] or '—'} | {mark} |")
     out += ["", "## Checks that flipped", ""]
     if not result["checks_flipped"]:
         out.append("None.")

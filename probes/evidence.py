@@ -113,6 +113,17 @@ class Evidence:
     mock_url: str = ""
     egress: list[dict[str, Any]] = field(default_factory=list)  # connections the guard refused
     egress_guarded: bool = False
+    # journal seqs the checks looked up since the last take_reads(): which lines a check read
+    _reads: set[int] = field(default_factory=set, repr=False, compare=False)
+
+    def take_reads(self) -> list[int]:
+        """The seqs of the requests looked up since the last call, and forget them."""
+        reads, self._reads = sorted(self._reads), set()
+        return reads
+
+    def _seen(self, records: list[RequestRecord]) -> list[RequestRecord]:
+        self._reads.update(r["seq"] for r in records)
+        return records
 
     def path(self, placeholder: str) -> str:
         """The real path behind a placeholder such as ``$WORKSPACE``."""
@@ -121,7 +132,7 @@ class Evidence:
 
     def all_requests(self) -> list[RequestRecord]:
         """Every recorded request, any path, in arrival order."""
-        return [r for r in self.journal if r["type"] == "request"]
+        return self._seen([r for r in self.journal if r["type"] == "request"])
 
     def run_of(self, seq: int) -> str | None:
         """The run during which the request ``seq`` arrived."""
@@ -134,9 +145,10 @@ class Evidence:
         if run is not None and run not in self.runs:
             return []  # a misspelt run name must not read the whole journal
         low, high = self.runs[run].seqs if run is not None else (0, 1 << 62)
-        return [r for r in self.all_requests()
-                if r.get("path") == path
-                and (kind is None or r.get("kind") == kind) and low < r.get("seq", 0) <= high]
+        every = [r for r in self.journal if r["type"] == "request"]
+        return self._seen([r for r in every if r.get("path") == path
+                           and (kind is None or r.get("kind") == kind)
+                           and low < r.get("seq", 0) <= high])
 
     def request(self, run: str | None, index: int,
                 kind: str | None = "main") -> Mapping[str, Any]:

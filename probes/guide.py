@@ -29,6 +29,19 @@ def _command(argv: list[str], env: dict[str, str] | None = None) -> str:
                      [" ".join(quote(a) for a in argv)])
 
 
+def _lines(numbers: list[int] | None) -> str:
+    """``[3, 4, 5, 9]`` -> ``3–5, 9``."""
+    if not numbers:
+        return "—"
+    spans: list[list[int]] = []
+    for n in sorted(set(numbers)):
+        if spans and n == spans[-1][1] + 1:
+            spans[-1][1] = n
+        else:
+            spans.append([n, n])
+    return ", ".join(f"{a}–{b}" if b > a else str(a) for a, b in spans)
+
+
 def _rule_lines(scenario: dict[str, Any]) -> list[str]:
     lines = []
     for position, rule in enumerate(scenario.get("rules", []), start=1):
@@ -102,7 +115,10 @@ def _claim_section(report: Report, claim: ClaimEntry) -> list[str]:
                 for line in (r.get("messages") or [])[-2:]:
                     out.append(f"    - {_short(line, 160)}")
             out.append("")
-    out += ["**Checks:**", "", "| check | result | expected | observed | evidence |",
+    journal = report["journal"]
+    read = [n for check_id in claim["checks"] for n in checks[check_id].get("journal_lines", [])]
+    out += [f"**Checks** (they read lines {_lines(read)} of [`{journal}`]({journal})):", "",
+            "| check | result | expected | observed | evidence |",
             "|---|---|---|---|---|"]
     for check_id in claim["checks"]:
         c = checks[check_id]

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from probes import __version__
+from probes.checks import CheckResult
 from probes.clients.base import ClientBinary
 from probes.evidence import Evidence, message_outline
 from probes.files import write_json, write_lines
@@ -189,6 +190,14 @@ def _journal_line(probe: str, record: dict[str, Any], norm: _Normaliser) -> str:
     return json.dumps({"probe": probe, **shown}, sort_keys=True, ensure_ascii=False)
 
 
+def _check_entry(check: CheckResult, norm: _Normaliser,
+                 line_of: dict[int, int]) -> dict[str, Any]:
+    entry: dict[str, Any] = norm(check.to_json())
+    entry.pop("journal_seqs", None)
+    entry["journal_lines"] = [line_of[s] for s in check.journal_seqs if s in line_of]
+    return entry
+
+
 def _claim_entries(outcome: ProbeOutcome, probe_checks: list[dict[str, Any]],
                    norm: _Normaliser) -> list[ClaimEntry]:
     claims: list[ClaimEntry] = []
@@ -239,11 +248,15 @@ def build_report(spec: ReportSpec, outcomes: list[ProbeOutcome], binary: ClientB
                               "probes": {}}
     for outcome in outcomes:
         norm = _Normaliser(outcome.evidence)
-        probe_checks = [norm(c.to_json()) for c in outcome.checks]
+        records = outcome.evidence.journal if outcome.evidence else []
+        # where each request of this probe lands in <report>.journal.jsonl (1-based lines)
+        line_of = {r["seq"]: len(journal_lines) + number for number, r in enumerate(records, 1)
+                   if r["type"] == "request"}
+        probe_checks = [_check_entry(c, norm, line_of) for c in outcome.checks]
         section, probe_timing = _probe_section(outcome, norm)
         probes.append(section)
         timing["probes"][outcome.probe.name] = probe_timing
-        for record in outcome.evidence.journal if outcome.evidence else []:
+        for record in records:
             journal_lines.append(_journal_line(outcome.probe.name, dict(record), norm))
         checks += probe_checks
         claims += _claim_entries(outcome, probe_checks, norm)

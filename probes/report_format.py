@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, TypedDict
+from typing import Any, Literal, NotRequired, TypedDict
 
 __all__ = ["FINGERPRINT_FILE", "FINGERPRINT_FILE_VERSION", "READABLE_REPORT_VERSIONS",
            "REPORT_SCHEMA_VERSION", "TIMING_SUFFIX", "VERDICTS", "CheckEntry", "ClaimEntry",
@@ -53,6 +53,10 @@ class CheckEntry(TypedDict):
     expected: Any
     observed: Any
     evidence: str
+    status: NotRequired[str]  # passed, failed or not_observable (schema 3)
+    observable: NotRequired[bool]
+    # lines of <report>.journal.jsonl the check function read since the check before this one
+    journal_lines: NotRequired[list[int]]
 
 
 class ClaimEntry(TypedDict):

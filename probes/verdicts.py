@@ -17,7 +17,8 @@ __all__ = ["check_evidence", "harness_checks"]
 def check_evidence(probe: Probe, evidence: Evidence) -> tuple[list[CheckResult], str | None]:
     """Every check of ``probe`` on ``evidence``, then the harness's; and the error of a check
     that raised instead of failing (the checks it made before are kept)."""
-    checks = Checks(probe.name)
+    evidence.take_reads()  # only what the checks look up from here on
+    checks = Checks(probe.name, reads=evidence.take_reads)
     error = None
     try:
         probe.check(evidence, checks)

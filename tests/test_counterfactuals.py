@@ -28,12 +28,7 @@ CASES = [pytest.param(p, cf, id=f"{p.name}:{cf.name}") for p in PROBES for cf in
 
 # Claims no realistic counterfactual of 2.1.235 makes fail (probe name, claim id); each is a
 # finding: its checks may be vacuous. Keep this empty unless a variant was tried and failed.
-KNOWN_GAPS: frozenset[tuple[str, str]] = frozenset({
-    # added late in the session that added them; counterfactuals suggested: a rejected summary
-    # request (gate), the variable unset (no-fallback)
-    ("compaction-gate", "probe.compaction-group-gate"),
-    ("nonstreaming-fallback-disabled", "probe.nonstreaming-fallback-disabled"),
-})
+KNOWN_GAPS: frozenset[tuple[str, str]] = frozenset()
 
 
 def _shown(check: CheckResult) -> str:

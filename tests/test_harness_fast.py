@@ -464,3 +464,47 @@ def test_every_check_of_the_fake_catalog_is_shown_failing(
     shown = {f"{p}.{check}" for p, _, _, failing in ALTERATIONS for check in failing}
     claim_checks = {c.id for o in catalog.values() for c in o.checks if c.claim is not None}
     assert claim_checks - shown == set()
+
+
+# ---- verdicts: what was seen, what this mode hides, where the checks read ---------------------
+
+def _verdict_probe(seen: bool, matches: bool) -> Probe:
+    def check(ev: Evidence, c: Checks) -> None:
+        c.equal("answered", "test.fake", "the loop made one request", expected=1,
+                observed=len(ev.requests()) if matches else 0, evidence="journal")
+        c.visible("warning", "test.fake", "a warning this mode may drop", seen=seen,
+                  expected="the warning", looked_in="stdout, stderr",
+                  hidden_because="print mode drops informational messages")
+    return _probe("verdict", Scenario(rules=[Rule(match=Match(), reply=text("hi"))]),
+                  Invocation("run", "PROMPT", tools=None), check=check)
+
+
+@pytest.mark.parametrize(("seen", "matches", "claim", "report_status"), [
+    (True, True, "confirmed", "passed"),
+    (False, True, "not_observable", "passed"),
+    (False, False, "contradicted", "failed"),
+])
+def test_a_hidden_behaviour_is_not_observable_never_contradicted(
+        tmp_path: Path, seen: bool, matches: bool, claim: str, report_status: str) -> None:
+    outcome = _run(_verdict_probe(seen, matches), tmp_path / "work")
+    report = _write(tmp_path / "out", ReportSpec("verdicts", "Verdicts", (outcome.probe,)),
+                    [outcome])
+    (entry,) = report["claims"]
+    assert (entry["status"], report["status"]) == (claim, report_status), entry["reason"]
+    statuses = {c["id"].rsplit(".", 1)[-1]: c["status"] for c in report["checks"]}
+    assert statuses["warning"] == ("passed" if seen else "not_observable")
+    guide = (tmp_path / "out" / "EVIDENCE.md").read_text()
+    assert f"— {claim.replace('_', ' ').upper()}" in guide
+
+
+def test_checks_name_the_journal_lines_they_read(tmp_path: Path) -> None:
+    outcome = _run(_verdict_probe(True, True), tmp_path / "work")
+    report = _write(tmp_path / "out", ReportSpec("lines", "Lines", (outcome.probe,)), [outcome])
+    lines = (tmp_path / "out" / report["journal"]).read_text().splitlines()
+    answered = next(c for c in report["checks"] if c["id"].endswith(".answered"))
+    assert answered["journal_lines"], answered
+    for number in answered["journal_lines"]:
+        record = json.loads(lines[number - 1])
+        assert (record["type"], record["path"]) == ("request", "/v1/messages")
+    warning = next(c for c in report["checks"] if c["id"].endswith(".warning"))
+    assert warning["journal_lines"] == []  # it looked nothing up

@@ -424,6 +424,25 @@ _RETRIES = (
         lambda p: _rules(p, [_answering(p, "flaky", text("RETRIED_OK"))])),
 )
 
+_GATE = (
+    Counterfactual(
+        "summary-rejected",
+        "Every summary request is itself rejected as too long, so no history, of any length, "
+        "can be compacted.",
+        (recovery.COMPACTION_GATE,),
+        lambda p: _rules(p, [_answering(p, "summary", prompt_too_long(), repeat="always")])),
+)
+
+_NO_STREAM_FALLBACK = (
+    Counterfactual(
+        "variable-unset",
+        "CLAUDE_CODE_DISABLE_NONSTREAMING_FALLBACK is not set, so the client may fall back to "
+        "a non-streaming re-send of the broken stream.",
+        (recovery.NO_STREAM_FALLBACK,),
+        lambda p: _runs(p, changes={run: {"env": {"CLAUDE_CODE_MAX_RETRIES": "3"}}
+                                    for run in recovery.BREAK_AFTER})),
+)
+
 _FALLBACK = (
     Counterfactual(
         "primary-answers",
@@ -540,6 +559,8 @@ COUNTERFACTUALS: dict[str, tuple[Counterfactual, ...]] = {
     recovery.AUTO_COMPACT_PROBE.name: _AUTO_COMPACT,
     recovery.RETRIES_PROBE.name: _RETRIES,
     recovery.FALLBACK_PROBE.name: _FALLBACK,
+    recovery.GATE_PROBE.name: _GATE,
+    recovery.NO_STREAM_FALLBACK_PROBE.name: _NO_STREAM_FALLBACK,
     termination.CAP_PROBE.name: _CAP,
     termination.TURNS_PROBE.name: _TURNS,
     termination.BUDGET_PROBE.name: _BUDGET,

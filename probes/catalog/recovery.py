@@ -453,6 +453,10 @@ def _gate_rules() -> list[Rule]:
                   *_read_chain(auto, turns, f"GATE_AUTO_{turns}_PROMPT", last_usage=99000),
                   Rule(id=f"{auto}end", match=Match(tool_result_for=f"toolu_{auto}{turns}"),
                        reply=text(f"GATE_AUTO_{turns}_DONE"))]
+    # a client that compacts a history the others refuse retries from the summary alone: answer
+    # it, so the gate check (not an unscripted request) tells what happened
+    rules.append(Rule(id="after-summary", match=Match(), repeat="always",
+                      reply=text("GATE_AFTER_SUMMARY")))
     return rules
 
 
