@@ -123,7 +123,7 @@ def test_the_suite_through_the_cli_is_reproducible(claude_code_binary, tmp_path:
         # 1: some claims fail on this version (findings, not harness errors)
         assert done.returncode in (0, 1), done.stdout[-3000:] + done.stderr[-3000:]
         outputs.append(out)
-    names = sorted(p.name for p in outputs[0].glob("*.json"))
+    names = sorted(p.name for p in outputs[0].glob("*.json") if not p.name.endswith(".timing.json"))
     assert names == sorted([*(f"{spec.name}.json" for spec in REPORTS), "fingerprint.json"])
     guide = (outputs[0] / "EVIDENCE.md").read_text()
     for name in names:

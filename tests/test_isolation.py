@@ -127,7 +127,9 @@ def test_ctrl_c_stops_client_and_mock_and_writes_an_incomplete_report(claude_cod
          "--catalog", "tests.fixtures.hanging_catalog", "--out", str(out),
          "--work-dir", str(work)],
         cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        start_new_session=True)
+        start_new_session=True,
+        # a test run started in the background inherits SIGINT ignored; Ctrl-C is the point
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
         deadline = time.monotonic() + 120
         while not any(j.stat().st_size for j in work.glob("*/artefacts/journal.jsonl")
