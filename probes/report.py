@@ -37,8 +37,8 @@ from probes.report_format import (
     Report,
 )
 
-__all__ = ["JOURNAL_VOLATILE", "RANDOM_IDS", "TEXT_DURATION", "TRUST_CHECK", "UPHELD", "VOLATILE_KEYS",
-           "build_report", "write_fingerprint", "write_report"]
+__all__ = ["JOURNAL_VOLATILE", "RANDOM_IDS", "SHORT_AGENT_VALUE", "TEXT_DURATION", "TRUST_CHECK", "UPHELD",
+           "VOLATILE_KEYS", "build_report", "write_fingerprint", "write_report"]
 
 TRUST_CHECK = "harness.no-egress"
 # claim verdicts that do not fail a report: nothing the source states was seen otherwise
@@ -47,7 +47,13 @@ UPHELD = ("confirmed", "not_observable", "not_applicable")
 RANDOM_IDS = re.compile(
     r"\b(?P<UUID>[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})\b"
     r"|\b(?P<AGENT>a[0-9a-f]{16})\b"
-    r"|(?<=device_id\":\")(?P<DEVICE>[0-9a-f]{64})\b")
+    r"|(?<=device_id\":\")(?P<DEVICE>[0-9a-f]{64})\b"
+    # the shorter agent ids of 2.0.x, in an agent's transcript name
+    r"|(?<=agent-)(?P<SHORT_AGENT>a[0-9a-f]{6,15})\b"
+    # a socket the client names by its process id
+    r"|(?<=/)(?P<PID>\d+)(?=\.sock\b)")
+# a value that is an agent id of 2.0.x on its own (a hook payload's agent_id)
+SHORT_AGENT_VALUE = re.compile(r"a[0-9a-f]{6,15}")
 # a duration the client writes into text it sends (a task notification's usage)
 TEXT_DURATION = re.compile(r"(?<=<duration_ms>)\d+(?=</duration_ms>)")
 JOURNAL_VOLATILE = ("time", "elapsed")
@@ -79,10 +85,15 @@ class _Normaliser:
         for real, placeholder in self.pairs:
             if real in value:
                 value = value.replace(real, placeholder)
+        if SHORT_AGENT_VALUE.fullmatch(value):
+            return self._numbered(value, "AGENT")
         return TEXT_DURATION.sub("$VOLATILE", RANDOM_IDS.sub(self._random_id, value))
 
     def _random_id(self, match: re.Match[str]) -> str:
-        found, kind = match.group(0), str(match.lastgroup)
+        kind = str(match.lastgroup)
+        return self._numbered(match.group(0), "AGENT" if kind == "SHORT_AGENT" else kind)
+
+    def _numbered(self, found: str, kind: str) -> str:
         if found not in self.ids:
             self.counts[kind] = self.counts.get(kind, 0) + 1
             self.ids[found] = f"${kind}_{self.counts[kind]}"
@@ -159,7 +170,8 @@ def _probe_section(outcome: ProbeOutcome,
             timing[name] = {"duration_s": run.duration, "files_changed": norm(run.files_changed),
                             "result_duration_ms": (run.result or {}).get("duration_ms"),
                             "result_duration_api_ms": (run.result or {}).get("duration_api_ms")}
-        section["requests"] = [norm(_request_summary(dict(r), ev.run_of(r["seq"])))
+        # normalised before it is outlined: the outline cuts texts short, paths included
+        section["requests"] = [_request_summary(norm(dict(r)), ev.run_of(r["seq"]))
                                for r in ev.all_requests()]
         section["hook_calls"] = _hook_calls(ev, norm)
         section["journal_torn_tail"] = ev.torn_journal

@@ -10,14 +10,16 @@ HOME or credential of the user reaches the client.
 
 from __future__ import annotations
 
+import os
 import shutil
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["BASE_PATH", "Sandbox", "base_environment"]
+__all__ = ["BASE_PATH", "FIXTURE_MTIME", "Sandbox", "base_environment"]
 
 BASE_PATH = "/usr/local/bin:/usr/bin:/bin"
+FIXTURE_MTIME = 946684800  # 2000-01-01T00:00:00Z
 
 
 @dataclass(frozen=True)
@@ -51,12 +53,16 @@ class Sandbox:
         return box
 
     def write_files(self, files: dict[str, str]) -> None:
-        for relative, content in files.items():
+        """Write the fixtures, each with a fixed modification time, a second apart in the
+        order given: a tool that shows or sorts by mtime sees the same on every run."""
+        for position, (relative, content) in enumerate(files.items()):
             target = (self.workspace / relative).resolve()
             if not target.is_relative_to(self.workspace):
                 raise ValueError(f"fixture path {relative!r} leaves the workspace")
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_text(content)
+            stamp = FIXTURE_MTIME + position
+            os.utime(target, (stamp, stamp))
 
     def remove(self) -> None:
         shutil.rmtree(self.root, ignore_errors=True)

@@ -26,7 +26,7 @@ from mockapi import (
     text,
     tool_use,
 )
-from mockapi.replies import EventCount, StreamError, Usage
+from mockapi.replies import EventCount, StreamError, StreamStall, Usage
 from mockapi.sse import encode_event
 from probes.catalog.common import body_text, check_ended, check_terminal, last_user_locations, result_of
 from probes.checks import Checks
@@ -676,7 +676,10 @@ FALLBACK_PROBE = Probe(
             tool_use("Read", {"file_path": "{workspace}/fallback.txt"}, id="toolu_fallback_read"),
             text("FALLBACK_OK")]),
         Rule(id="primary-overloaded", match=Match(model=PRIMARY), repeat="always", replies=[
-            Message(content=[_PARTIAL], disconnect=EventCount(after_events=_THROUGH_PARTIAL),
+            # the pause lets the client take in the complete block before the connection drops
+            Message(content=[_PARTIAL],
+                    stall=StreamStall(after_events=_THROUGH_PARTIAL, seconds=0.5),
+                    disconnect=EventCount(after_events=_THROUGH_PARTIAL),
                     replay_to_fallback=False),
             api_error(529, "Overloaded", type="overloaded_error"),
         ]),
@@ -687,9 +690,10 @@ FALLBACK_PROBE = Probe(
                             env={"CLAUDE_CODE_MAX_RETRIES": "4"}),),
     check=check_fallback,
     requires=("fallback_model",),
-    boundaries=(f"The primary model first streams a complete thinking block ({ABANDONED}) and "
-                "drops the connection, then answers every request with 529; the fallback model "
-                "answers with a Read, then text, so a later request shows the kept history.",
+    boundaries=(f"The primary model first streams a complete thinking block ({ABANDONED}), "
+                "pauses half a second and drops the connection, then answers every request "
+                "with 529; the fallback model answers with a Read, then text, so a later "
+                "request shows the kept history.",
                 "A complete text or tool_use block before a mid-stream overloaded_error is not "
                 "abandoned: 2.1.235 keeps it as a finished response ('… may be incomplete'), "
                 "runs a tool in it, and switches models only on a later request."),
