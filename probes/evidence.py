@@ -132,7 +132,10 @@ class Evidence:
 
     def all_requests(self) -> list[RequestRecord]:
         """Every recorded request, any path, in arrival order."""
-        return self._seen([r for r in self.journal if r["type"] == "request"])
+        return self._seen(self._all_requests())
+
+    def _all_requests(self) -> list[RequestRecord]:
+        return [r for r in self.journal if r["type"] == "request"]
 
     def run_of(self, seq: int) -> str | None:
         """The run during which the request ``seq`` arrived."""
@@ -145,8 +148,7 @@ class Evidence:
         if run is not None and run not in self.runs:
             return []  # a misspelt run name must not read the whole journal
         low, high = self.runs[run].seqs if run is not None else (0, 1 << 62)
-        every = [r for r in self.journal if r["type"] == "request"]
-        return self._seen([r for r in every if r.get("path") == path
+        return self._seen([r for r in self._all_requests() if r.get("path") == path
                            and (kind is None or r.get("kind") == kind)
                            and low < r.get("seq", 0) <= high])
 

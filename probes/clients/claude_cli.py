@@ -19,7 +19,7 @@ from probes.evidence import Output
 from probes.invocation import CAPABILITIES, Invocation
 from probes.sandbox import BASE_PATH, Sandbox, base_environment
 
-__all__ = ["CAPABILITY_FLAGS", "DUMMY_API_KEY", "ClaudeCliBase", "path_slug"]
+__all__ = ["CAPABILITY_FLAGS", "DUMMY_API_KEY", "ClaudeCliBase", "path_slug", "run_outside_a_sandbox"]
 
 DUMMY_API_KEY = "sk-ant-loopprobe-dummy-key"
 # the flags of the CLI each capability needs; --max-turns and the settings file (hooks) work
@@ -35,6 +35,15 @@ CAPABILITY_FLAGS: dict[str, tuple[str, ...]] = {
     "fallback_model": ("--fallback-model",),
     "max_budget_usd": ("--max-budget-usd",),
 }
+
+
+def run_outside_a_sandbox(argv: list[str]) -> subprocess.CompletedProcess[str]:
+    """A short informational run of the CLI (--help, --version) in a throwaway home."""
+    with tempfile.TemporaryDirectory(prefix="loopprobe-cli.") as home:
+        env = {"PATH": BASE_PATH, "HOME": home, "TERM": "dumb",
+               "CLAUDE_CONFIG_DIR": f"{home}/.claude", "DISABLE_AUTOUPDATER": "1"}
+        return subprocess.run(argv, capture_output=True, text=True, timeout=60, env=env,
+                              stdin=subprocess.DEVNULL)
 
 
 def path_slug(path: Path | str) -> str:
@@ -56,11 +65,7 @@ class ClaudeCliBase:
         """The CLI's ``--help`` output, read once and kept beside the install."""
         cached = binary.root / "help.txt"
         if not cached.is_file():
-            with tempfile.TemporaryDirectory(prefix="loopprobe-help.") as home:
-                env = {"PATH": BASE_PATH, "HOME": home, "TERM": "dumb",
-                       "CLAUDE_CONFIG_DIR": f"{home}/.claude", "DISABLE_AUTOUPDATER": "1"}
-                done = subprocess.run(self.help_argv(binary), capture_output=True, text=True,
-                                      timeout=60, env=env, stdin=subprocess.DEVNULL)
+            done = run_outside_a_sandbox(self.help_argv(binary))
             cached.write_text(done.stdout + done.stderr)
         return cached.read_text()
 

@@ -9,14 +9,12 @@ from __future__ import annotations
 
 import shutil
 import subprocess
-import tempfile
 from pathlib import Path
 
 from probes.clients.base import ClientBinary, Command, RunContext, read_manifest, scan_installs
-from probes.clients.claude_cli import ClaudeCliBase
+from probes.clients.claude_cli import ClaudeCliBase, run_outside_a_sandbox
 from probes.clients.npm import InstallError, cache_root, install_package, resolve_version
 from probes.invocation import Invocation
-from probes.sandbox import BASE_PATH
 
 __all__ = ["ELF_MAGIC", "PACKAGE", "ClaudeCode"]
 
@@ -81,11 +79,7 @@ class ClaudeCode(ClaudeCliBase):
 
     def _check_version(self, binary: ClientBinary) -> None:
         try:
-            with tempfile.TemporaryDirectory(prefix="loopprobe-version.") as home:
-                env = {"PATH": BASE_PATH, "HOME": home, "TERM": "dumb",
-                       "CLAUDE_CONFIG_DIR": f"{home}/.claude", "DISABLE_AUTOUPDATER": "1"}
-                done = subprocess.run([*binary.launcher, "--version"], capture_output=True,
-                                      text=True, timeout=60, env=env, stdin=subprocess.DEVNULL)
+            done = run_outside_a_sandbox([*binary.launcher, "--version"])
         except (OSError, subprocess.TimeoutExpired) as error:
             raise InstallError(f"{binary.entry} --version failed: {error}") from None
         if binary.version not in done.stdout:
