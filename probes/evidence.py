@@ -88,6 +88,7 @@ class RunRecord:
     session_id: str | None
     seqs: tuple[int, int]  # journal seq range (first, last] of requests made during the run
     pid: int = 0
+    started: float = 0.0  # wall-clock time the client process was started (time.time())
     files_changed: dict[str, dict[str, str | None]] = field(default_factory=dict)
 
     @property

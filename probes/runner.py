@@ -141,6 +141,7 @@ def _run_one(probe: Probe, invocation: Invocation, client: Client, binary: Clien
     before = {str(p): _digest(p) for p in client.session_files(box)}
     first_seq = mock.journal.last_seq
     progress(f"  run {invocation.name}: {invocation.prompt[:40]!r}")
+    started = time.time()
     result = run_process(command.argv, env=command.env, cwd=command.cwd,
                          timeout=invocation.timeout)
     last_seq = mock.journal.last_seq
@@ -160,6 +161,7 @@ def _run_one(probe: Probe, invocation: Invocation, client: Client, binary: Clien
         env=_redact_env(command.env), exit_code=result.exit_code, timed_out=result.timed_out,
         duration=result.duration, stdout=result.stdout, stderr=result.stderr, output=output,
         session_id=session_ids.get(invocation.name), seqs=(first_seq, last_seq), pid=result.pid,
+        started=started,
         files_changed={_relative(box, p): v for p, v in changed.items()},
     )
 
