@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ipaddress
+import os
 import socket
 import threading
 import time
@@ -26,6 +27,7 @@ __all__ = [
     "MockServer",
     "NonLoopbackRefused",
     "bind_socket",
+    "bind_unix_socket",
     "uvicorn_config",
 ]
 
@@ -61,6 +63,20 @@ def bind_socket(host: str = "127.0.0.1", port: int = 0, *, allow_remote: bool = 
     return sock
 
 
+def bind_unix_socket(path: Path) -> socket.socket:
+    """A listening Unix socket only this user can connect to."""
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    path.unlink(missing_ok=True)
+    previous = os.umask(0o177)
+    try:
+        sock.bind(str(path))
+    finally:
+        os.umask(previous)
+    sock.listen(1024)
+    sock.set_inheritable(True)
+    return sock
+
+
 def uvicorn_config(app: Any) -> uvicorn.Config:
     return uvicorn.Config(
         app, log_level="warning", access_log=False, lifespan="off",
@@ -78,19 +94,29 @@ class MockServer:
     def __init__(self, scenario: Scenario, journal_path: str | Path, *,
                  context: Mapping[str, str] | None = None, host: str = "127.0.0.1",
                  port: int = 0, allow_remote: bool = False, fsync: bool = False,
-                 admin_token: str | None = None, **app_options: Any):
+                 admin_token: str | None = None, uds: Path | None = None,
+                 public_url: str | None = None, **app_options: Any):
+        """``uds``: listen on this Unix socket instead of TCP (mode 0600); ``public_url`` is
+        then the address clients are told (a forwarder connects it to the socket)."""
         self.journal = Journal(journal_path, fsync=fsync)
         self.mock = MockApp(scenario, self.journal, context=context, admin_token=admin_token,
                             **app_options)
         self.admin_token = admin_token
-        self._socket = bind_socket(host, port, allow_remote=allow_remote)
+        self.uds = uds
+        self._socket = bind_unix_socket(uds) if uds is not None else bind_socket(
+            host, port, allow_remote=allow_remote)
         self._server = uvicorn.Server(uvicorn_config(self.mock.app))
         self._thread: threading.Thread | None = None
         self._failure: BaseException | None = None
-        address = self._socket.getsockname()
-        shown = f"[{address[0]}]" if ":" in address[0] else address[0]
-        self.url = f"http://{shown}:{address[1]}"
-        self.port: int = address[1]
+        if uds is not None:
+            if public_url is None:
+                raise ValueError("a mock on a Unix socket needs the public_url clients use")
+            self.url, self.port = public_url.rstrip("/"), 0
+        else:
+            address = self._socket.getsockname()
+            shown = f"[{address[0]}]" if ":" in address[0] else address[0]
+            self.url = public_url or f"http://{shown}:{address[1]}"
+            self.port = address[1]
 
     def start(self) -> MockServer:
         def serve() -> None:
@@ -99,7 +125,7 @@ class MockServer:
             except BaseException as error:  # surfaced by start()/stop()
                 self._failure = error
 
-        self._thread = threading.Thread(target=serve, name=f"mockapi:{self.port}", daemon=True)
+        self._thread = threading.Thread(target=serve, name=f"mockapi:{self.url}", daemon=True)
         self._thread.start()
         deadline = time.monotonic() + START_TIMEOUT
         while not self._server.started:
@@ -120,6 +146,8 @@ class MockServer:
             self._thread.join(STOP_TIMEOUT)
         self._thread = None
         self._socket.close()
+        if self.uds is not None:
+            self.uds.unlink(missing_ok=True)
         self.journal.close()
 
     def __enter__(self) -> MockServer:
@@ -147,5 +175,7 @@ class MockServer:
 
     def admin(self, method: str, name: str, **kwargs: Any) -> httpx.Response:
         headers = {ADMIN_TOKEN_HEADER: self.admin_token} if self.admin_token else {}
-        return httpx.request(method, f"{self.url}{ADMIN_PREFIX}/{name}", headers=headers,
-                             timeout=10, **kwargs)
+        transport = httpx.HTTPTransport(uds=str(self.uds)) if self.uds is not None else None
+        with httpx.Client(transport=transport, timeout=10) as client:
+            return client.request(method, f"{self.url}{ADMIN_PREFIX}/{name}", headers=headers,
+                                  **kwargs)

@@ -7,6 +7,7 @@ import importlib
 import importlib.util
 import json
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -23,11 +24,19 @@ from probes.mechanism_table import render_mechanism_table, replace_section
 from probes.model import ReportSpec
 from probes.outcome import ProbeOutcome
 from probes.report_format import Report, ReportError, load_folder
+from probes.sandbox import fixture_problem
 
-__all__ = ["build_parser", "cmd_clients_install", "cmd_clients_list", "cmd_diff", "cmd_guide", "cmd_matrix",
-           "cmd_mechanisms", "cmd_run", "load_catalog", "main", "run_suite"]
+__all__ = ["HarnessInputError", "build_parser", "cmd_clients_install", "cmd_clients_list",
+           "cmd_diff", "cmd_guide", "cmd_matrix", "cmd_mechanisms", "cmd_run", "load_catalog",
+           "main", "run_suite"]
 
 EXIT_PASSED, EXIT_FAILED, EXIT_HARNESS, EXIT_INTERRUPTED = 0, 1, 2, 130
+_NO_SANDBOX_HELP = ("run the client on this host, uncontained (no namespaces): only where "
+                   "bubblewrap cannot start; the reports record it")
+
+
+class HarnessInputError(ValueError):
+    """What the user asked for cannot be run; said in one line before any probe runs (exit 2)."""
 
 
 def _say(message: str) -> None:
@@ -45,9 +54,14 @@ def _select(reports: tuple[ReportSpec, ...], probe: str | None,
             chosen.append(ReportSpec(spec.name, spec.title, probes, spec.summary))
     if not chosen:
         known = sorted({p.name for s in reports for p in s.probes})
-        raise SystemExit(f"loopprobe: no probe matches --probe {probe!r} --report {report!r}; "
-                         f"probes: {', '.join(known)}; reports: "
-                         f"{', '.join(s.name for s in reports)}")
+        raise HarnessInputError(f"no probe matches --probe {probe!r} --report {report!r}; "
+                                f"expected one of the probes: {', '.join(known)}; or reports: "
+                                f"{', '.join(s.name for s in reports)}")
+    for spec in chosen:
+        for one in spec.probes:
+            for relative in one.fixtures:
+                if problem := fixture_problem(relative):
+                    raise HarnessInputError(f"probe {one.name}: {problem}")
     return chosen
 
 
@@ -66,21 +80,47 @@ def load_catalog(name: str | None) -> tuple[ReportSpec, ...]:
         else:
             module = importlib.import_module(name)
     except (ImportError, FileNotFoundError) as error:
-        raise SystemExit(f"loopprobe: cannot import the catalog {name!r}: {error}") from None
+        raise HarnessInputError(f"cannot import the catalog {name!r}: {error}") from None
     reports = getattr(module, "REPORTS", None)
     if not isinstance(reports, tuple) or not all(isinstance(r, ReportSpec) for r in reports):
-        raise SystemExit(f"loopprobe: {name!r} has no REPORTS tuple of ReportSpec "
-                         f"(found {type(reports).__name__})")
+        raise HarnessInputError(f"{name!r}: expected a REPORTS tuple of ReportSpec, "
+                                f"found {type(reports).__name__}")
     return reports
+
+
+def _check_out(out: Path, flag: str = "--out") -> None:
+    """Make ``out`` a directory this process can write into, or say why it cannot."""
+    if out.exists() and not out.is_dir():
+        raise HarnessInputError(f"{flag} {out}: expected a directory, found a file")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=out):
+            pass
+    except OSError as error:
+        raise HarnessInputError(f"{flag} {out}: expected a writable directory, but "
+                                f"{error.strerror or error}") from None
 
 
 def run_suite(client_spec: str | tuple[Client, str], out: Path, *, probe: str | None = None,
               report: str | None = None, work_dir: str | None = None,
-              catalog: tuple[ReportSpec, ...] = REPORTS) -> int:
-    """Run the selected probes on one client version and write its report directory."""
+              catalog: tuple[ReportSpec, ...] = REPORTS, no_sandbox: bool = False) -> int:
+    """Run the selected probes on one client version and write its report directory.
+
+    Every client run is contained (bubblewrap); ``no_sandbox`` runs them on the host, and the
+    reports say so. Input errors raise ``HarnessInputError`` before any probe runs.
+    """
     # the run machinery (the mock server: uvicorn, starlette) loads only for commands that run
+    from probes.containment import ContainmentUnavailable, find_containment
     from probes.report import build_report, write_fingerprint, write_report
     from probes.runner import run_probe
+    specs = _select(catalog, probe, report)
+    try:
+        containment = find_containment(no_sandbox)
+    except ContainmentUnavailable as error:
+        raise HarnessInputError(f"cannot contain the client: {error}") from None
+    _check_out(out)
+    if work_dir is not None:
+        _check_out(Path(work_dir), "--work-dir")
     try:
         client, version = (parse_client_spec(client_spec) if isinstance(client_spec, str)
                            else client_spec)
@@ -90,7 +130,11 @@ def run_suite(client_spec: str | tuple[Client, str], out: Path, *, probe: str | 
         print(f"loopprobe: {error}", file=sys.stderr)
         return EXIT_HARNESS
     _say(f"  binary {binary.entry} sha256 {binary.sha256}")
-    specs = _select(catalog, probe, report)
+    if no_sandbox:
+        _say("  WARNING: runs are NOT contained (--no-sandbox): the client runs on this host "
+             "with bypassed permissions; the reports say so")
+    else:
+        _say(f"  contained: {getattr(containment, 'version', containment.name)}")
     work = Path(work_dir) if work_dir else (
         cache_root() / "runs" / f"{binary.version}-{time.strftime('%Y%m%d-%H%M%S')}")
     _say(f"  sandboxes under {work}")
@@ -103,7 +147,8 @@ def run_suite(client_spec: str | tuple[Client, str], out: Path, *, probe: str | 
             for one in spec.probes:
                 _say(f"probe {one.name} ({spec.name})")
                 started = time.monotonic()
-                outcome = run_probe(one, client, binary, work, progress=_say)
+                outcome = run_probe(one, client, binary, work, containment=containment,
+                                    progress=_say)
                 outcomes.append(outcome)
                 _say(f"  -> {_verdict(outcome)} ({time.monotonic() - started:.1f}s)")
                 for check in outcome.checks:
@@ -146,7 +191,8 @@ def _verdict(outcome: ProbeOutcome) -> str:
 
 def cmd_run(args: argparse.Namespace) -> int:
     return run_suite(args.client, Path(args.out), probe=args.probe, report=args.report,
-                     work_dir=args.work_dir, catalog=load_catalog(args.catalog))
+                     work_dir=args.work_dir, catalog=load_catalog(args.catalog),
+                     no_sandbox=args.no_sandbox)
 
 
 def _client_key(spec: str) -> ClientKey:
@@ -165,7 +211,8 @@ def cmd_matrix(args: argparse.Namespace) -> int:
     codes = {}
     for key in keys:
         if not args.skip_run:
-            codes[key] = run_suite(key.label, out / report_folder(key))
+            codes[key] = run_suite(key.label, out / report_folder(key),
+                                   no_sandbox=args.no_sandbox)
     folders = [report_folder(key) for key in keys]
     matrix = build_matrix([out / f for f in folders if (out / f).is_dir()])
     write_json(out / "matrix.json", matrix)
@@ -264,6 +311,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--report", help="run only the probes of this report")
     run.add_argument("--work-dir", help="where sandboxes go (default: under the cache)")
     run.add_argument("--catalog", help="a module whose REPORTS replace the built-in probes")
+    run.add_argument("--no-sandbox", action="store_true", help=_NO_SANDBOX_HELP)
     run.set_defaults(func=cmd_run)
 
     serve_cmd = commands.add_parser("serve", help="run the Messages API mock")
@@ -283,6 +331,7 @@ def build_parser() -> argparse.ArgumentParser:
                         help="comma-separated versions, e.g. 2.0.77,2.1.235,latest")
     matrix.add_argument("--out", required=True, help="directory; one folder per version")
     matrix.add_argument("--baseline", help="also write diff-<baseline>-to-<version>.md files")
+    matrix.add_argument("--no-sandbox", action="store_true", help=_NO_SANDBOX_HELP)
     matrix.add_argument("--skip-run", action="store_true",
                         help="only rebuild the tables and diffs from the existing folders")
     matrix.set_defaults(func=cmd_matrix)
@@ -311,4 +360,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    return int(args.func(args))
+    try:
+        return int(args.func(args))
+    except HarnessInputError as error:
+        print(f"loopprobe: {error}", file=sys.stderr)
+        return EXIT_HARNESS

@@ -114,6 +114,7 @@ class Evidence:
     mock_url: str = ""
     egress: list[dict[str, Any]] = field(default_factory=list)  # connections the guard refused
     egress_guarded: bool = False
+    containment: dict[str, Any] = field(default_factory=dict)  # how the runs were contained
     # journal seqs the checks looked up since the last take_reads(): which lines a check read
     _reads: set[int] = field(default_factory=set, repr=False, compare=False)
 

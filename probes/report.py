@@ -275,7 +275,11 @@ def build_report(spec: ReportSpec, outcomes: list[ProbeOutcome], binary: ClientB
     trust = {"egress_refused": sorted({host for c in checks if c["id"].endswith(TRUST_CHECK)
                                        and not c["passed"] for host in c["observed"]}),
              "note": "connections the client tried to make to hosts other than the mock; "
-                     "all were refused by the egress guard"}
+                     "all were refused by the egress guard",
+             # how the client runs were contained (the same for every probe of a run)
+             "containment": next((o.evidence.containment for o in outcomes
+                                  if o.evidence is not None and o.evidence.containment),
+                                 {"mode": "unknown"})}
     ran = [o for o in outcomes if not o.not_applicable]
     if not complete:
         status = "incomplete"

@@ -14,8 +14,7 @@ import shlex
 import sys
 import time
 import uuid
-from collections.abc import Callable
-from contextlib import nullcontext
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +22,7 @@ from mockapi.journal import read_journal
 from mockapi.server import MockServer
 from probes import hook_recorder
 from probes.clients.base import Client, ClientBinary, HookCommand, RunContext
-from probes.egress import EgressSink
+from probes.containment import Containment, Place, find_containment
 from probes.evidence import Evidence, RunRecord
 from probes.invocation import Invocation
 from probes.model import Probe
@@ -43,7 +42,7 @@ def session_id_for(probe: str, invocation: str) -> str:
     return str(uuid.uuid5(uuid.NAMESPACE_URL, f"loopprobe:{probe}:{invocation}"))
 
 
-def _hook_command(probe: Probe, box: Sandbox, context: dict[str, str]) -> HookCommand | None:
+def _hook_command(probe: Probe, box: Sandbox, context: Mapping[str, str]) -> HookCommand | None:
     """The recorder as a hook command, with the probe's policy (placeholders filled in)."""
     if probe.hooks is None:
         return None
@@ -78,36 +77,40 @@ def _not_applicable(probe: Probe, client: Client, binary: ClientBinary) -> str |
 
 def run_probe(probe: Probe, client: Client, binary: ClientBinary, work_dir: Path | None, *,
               keep: bool = True, egress_guard: bool = True,
+              containment: Containment | None = None,
               progress: Callable[[str], None] = lambda _: None) -> ProbeOutcome:
-    """Run one probe in a fresh sandbox; ``egress_guard=False`` runs without the refusing proxy
-    (a proxy changes client behaviour: 2.1.235 then skips its HEAD /api/hello warm-up)."""
+    """Run one probe in a fresh sandbox, each client run contained (``containment``; by
+    default bubblewrap, which must be available). ``egress_guard=False`` runs without the
+    refusing proxy (a proxy changes client behaviour: 2.1.235 then skips its HEAD /api/hello
+    warm-up)."""
     not_applicable = _not_applicable(probe, client, binary)
     if not_applicable:
         return ProbeOutcome(probe, None, [], None, not_applicable=not_applicable)
+    containment = containment or find_containment(no_sandbox=False)
     box = Sandbox.create(work_dir, probe.name)
-    client_paths = client.prepare(box)
     box.write_files(probe.fixtures)
-    context = {"workspace": str(box.workspace), "home": str(box.home)}
-    hooks = _hook_command(probe, box, context)
     journal_path = box.artefacts / "journal.jsonl"
     session_ids: dict[str, str] = {}
     runs: dict[str, RunRecord] = {}
-    scenario = probe.scenario.render(context)
+    scenario = probe.scenario
     started = time.time()
     try:
-        with EgressSink() if egress_guard else nullcontext() as sink, \
-                MockServer(probe.scenario, journal_path, context=context, fsync=True) as mock:
-            for invocation in probe.invocations:
-                runs[invocation.name] = _run_one(probe, invocation, client, binary, box, mock,
-                                                 session_ids, hooks, sink, progress)
-        evidence = _gather(probe, client, binary, box, runs, journal_path, client_paths,
-                           started)
-        evidence.mock_url = mock.url
-        evidence.egress_guarded = sink is not None
-        if sink is not None:
-            evidence.placeholders[sink.url] = "$EGRESS_PROXY"
-        evidence.egress = [{"time": a.time, "method": a.method, "target": a.target,
-                            "host": a.host} for a in (sink.attempts if sink else [])]
+        with containment.enter(box, binary, egress_guard) as place:
+            client_paths = client.prepare(box, place.seen)
+            context = {"workspace": place.seen(box.workspace), "home": place.seen(box.home)}
+            scenario = probe.scenario.render(context)
+            hooks = _hook_command(probe, box, context)
+            with place.serve(probe.scenario, journal_path, context=context) as mock:
+                for invocation in probe.invocations:
+                    runs[invocation.name] = _run_one(probe, invocation, client, binary, box,
+                                                     mock, session_ids, hooks, place,
+                                                     progress)
+            evidence = _gather(probe, client, binary, box, runs, journal_path, place,
+                               client_paths, started)
+            evidence.mock_url = mock.url
+            evidence.egress_guarded = egress_guard
+            evidence.egress = place.egress_attempts()
+            evidence.containment = containment.describe()
     except KeyboardInterrupt:
         raise
     except Exception as error:
@@ -128,13 +131,12 @@ def _scripted(scenario: Any) -> dict[str, Any]:
 
 def _run_one(probe: Probe, invocation: Invocation, client: Client, binary: ClientBinary,
              box: Sandbox, mock: MockServer, session_ids: dict[str, str],
-             hooks: HookCommand | None, sink: EgressSink | None,
+             hooks: HookCommand | None, place: Place,
              progress: Callable[[str], None]) -> RunRecord:
     if invocation.session == "new":
         session_ids[invocation.name] = session_id_for(probe.name, invocation.name)
-    context = RunContext(box, mock.url, dict(session_ids),
-                         sink.environment() if sink else {}, hooks)
-    command = client.command(binary, invocation, context)
+    context = RunContext(box, mock.url, dict(session_ids), place.proxy_environment(), hooks)
+    command = place.wrap(client.command(binary, invocation, context))
     for path, content in command.files.items():
         Path(path).parent.mkdir(parents=True, exist_ok=True)
         Path(path).write_text(content)
@@ -157,7 +159,7 @@ def _run_one(probe: Probe, invocation: Invocation, client: Client, binary: Clien
     (runs_dir / "stderr").write_text(result.stderr)
     (runs_dir / "argv.json").write_text(json.dumps(command.argv, indent=1))
     return RunRecord(
-        name=invocation.name, invocation=invocation, argv=command.argv,
+        name=invocation.name, invocation=invocation, argv=command.client_argv,
         env=_redact_env(command.env), exit_code=result.exit_code, timed_out=result.timed_out,
         duration=result.duration, stdout=result.stdout, stderr=result.stderr, output=output,
         session_id=session_ids.get(invocation.name), seqs=(first_seq, last_seq), pid=result.pid,
@@ -171,7 +173,7 @@ def _relative(box: Sandbox, path: str) -> str:
 
 
 def _gather(probe: Probe, client: Client, binary: ClientBinary, box: Sandbox,
-            runs: dict[str, RunRecord], journal_path: Path,
+            runs: dict[str, RunRecord], journal_path: Path, place: Place,
             client_paths: dict[str, str], runs_started: float) -> Evidence:
     journal = read_journal(journal_path)
     # the run's calendar date (clients tell it to the model), as the client may have seen it
@@ -192,9 +194,12 @@ def _gather(probe: Probe, client: Client, binary: ClientBinary, box: Sandbox,
         probe=probe.name, client=binary.identity(), runs=runs, journal=journal.records,
         hook_calls=hook_calls, session_files=session_files, workspace_files=workspace_files,
         torn_journal=journal.torn_tail,
-        placeholders={**box.placeholders(), **client_paths, str(binary.entry): "$CLIENT",
-                      str(binary.root): "$CLIENT_DIR", hook_recorder.__file__: "$HOOK_RECORDER",
-                      sys.executable: "$PYTHON",
+        placeholders={**box.placeholders(), **place.placeholders(),
+                      **client_paths,
+                      **{seen: name for host, name in (
+                          (str(binary.entry), "$CLIENT"), (str(binary.root), "$CLIENT_DIR"),
+                          (hook_recorder.__file__, "$HOOK_RECORDER"), (sys.executable, "$PYTHON"))
+                         for seen in {host, place.seen(Path(host))}},
                       # the machine's kernel, which clients put in their system prompt
                       platform.release(): "$KERNEL_RELEASE",
                       **dict.fromkeys(sorted(dates), "$RUN_DATE")},

@@ -16,10 +16,19 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["BASE_PATH", "FIXTURE_MTIME", "Sandbox", "base_environment"]
+__all__ = ["BASE_PATH", "FIXTURE_MTIME", "Sandbox", "base_environment", "fixture_problem"]
 
 BASE_PATH = "/usr/local/bin:/usr/bin:/bin"
 FIXTURE_MTIME = 946684800  # 2000-01-01T00:00:00Z
+
+
+def fixture_problem(relative: str) -> str | None:
+    """Why a fixture path cannot be written into a workspace (``None`` when it can)."""
+    parts = Path(relative).parts
+    if not relative or Path(relative).is_absolute() or ".." in parts:
+        return (f"fixture path {relative!r}: expected a relative path inside the workspace "
+                "(no leading /, no ..)")
+    return None
 
 
 @dataclass(frozen=True)
@@ -57,8 +66,9 @@ class Sandbox:
         order given: a tool that shows or sorts by mtime sees the same on every run."""
         for position, (relative, content) in enumerate(files.items()):
             target = (self.workspace / relative).resolve()
-            if not target.is_relative_to(self.workspace):
-                raise ValueError(f"fixture path {relative!r} leaves the workspace")
+            if (problem := fixture_problem(relative)) or not target.is_relative_to(
+                    self.workspace):
+                raise ValueError(problem or f"fixture path {relative!r} leaves the workspace")
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_text(content)
             stamp = FIXTURE_MTIME + position

@@ -99,7 +99,7 @@ def test_a_read_loop_leaves_paired_evidence_and_passes(catalog: dict[str, ProbeO
     assert list(ev.session_files) == [transcript]
     assert run.files_changed[transcript]["before"] is None
     assert run.files_changed[transcript]["after"]
-    assert ev.placeholders[f"{ev.path('$HOME')}/.fakeloop"] == "$FAKELOOP_DIR"
+    assert ev.placeholders["/sandbox/home/.fakeloop"] == "$FAKELOOP_DIR"  # as the client sees it
 
 
 def test_a_report_round_trips_and_two_runs_diff_clean(catalog: dict[str, ProbeOutcome],
@@ -180,7 +180,7 @@ def test_a_pretooluse_deny_answers_an_error_and_runs_nothing(
     assert "ran.txt" not in ev.workspace_files and not (Path(ev.path("$WORKSPACE"))
                                                          / "ran.txt").exists()
     assert [h["input"]["tool_input"] for h in ev.hooks("PreToolUse")] == [
-        {"command": f"touch {ev.path('$WORKSPACE')}/ran.txt"}]
+        {"command": "touch /sandbox/workspace/ran.txt"}]  # the path the client sees
     assert ev.hooks("PostToolUse") == []
 
 

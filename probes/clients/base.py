@@ -107,6 +107,12 @@ class Command:
     env: dict[str, str]
     cwd: Path
     files: dict[str, str] = field(default_factory=dict)  # written before the run (settings)
+    # the client's own command when ``argv`` launches it in a sandbox (what reports show)
+    shown_argv: list[str] | None = None
+
+    @property
+    def client_argv(self) -> list[str]:
+        return self.shown_argv if self.shown_argv is not None else self.argv
 
 
 def read_manifest(directory: Path) -> dict[str, Any] | None:
@@ -136,9 +142,9 @@ class Client(Protocol):
 
     def capabilities(self, binary: ClientBinary) -> Capabilities: ...
 
-    def prepare(self, box: Sandbox) -> dict[str, str]:
+    def prepare(self, box: Sandbox, seen: Callable[[Path], str] = str) -> dict[str, str]:
         """Make the sandbox the client's own (config dirs); return how reports show the
-        client's own paths in it (real path -> ``$NAME``)."""
+        client's own paths in it (the path as the client sees it, ``seen(path)`` -> ``$NAME``)."""
         ...
 
     def command(self, binary: ClientBinary, invocation: Invocation,

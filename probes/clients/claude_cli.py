@@ -11,6 +11,7 @@ import json
 import re
 import subprocess
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -85,10 +86,10 @@ class ClaudeCliBase:
     def config_dir(self, box: Sandbox) -> Path:
         return box.home / ".claude"
 
-    def prepare(self, box: Sandbox) -> dict[str, str]:
+    def prepare(self, box: Sandbox, seen: Callable[[Path], str] = str) -> dict[str, str]:
         self.config_dir(box).mkdir(parents=True, exist_ok=True)
-        return {str(self.config_dir(box)): "$CLAUDE_CONFIG_DIR",
-                path_slug(box.workspace): "$WORKSPACE_SLUG"}
+        return {seen(self.config_dir(box)): "$CLAUDE_CONFIG_DIR",
+                path_slug(seen(box.workspace)): "$WORKSPACE_SLUG"}
 
     def environment(self, box: Sandbox, base_url: str) -> dict[str, str]:
         env = base_environment(box)

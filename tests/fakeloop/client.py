@@ -14,6 +14,7 @@ import hashlib
 import json
 import platform
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -69,9 +70,9 @@ class FakeLoopClient:
     def _home(self, box: Sandbox) -> Path:
         return box.home / ".fakeloop"
 
-    def prepare(self, box: Sandbox) -> dict[str, str]:
+    def prepare(self, box: Sandbox, seen: Callable[[Path], str] = str) -> dict[str, str]:
         self._home(box).mkdir(parents=True, exist_ok=True)
-        return {str(self._home(box)): "$FAKELOOP_DIR"}
+        return {seen(self._home(box)): "$FAKELOOP_DIR"}
 
     def command(self, binary: ClientBinary, invocation: Invocation,
                 context: RunContext) -> Command:

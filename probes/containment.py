@@ -1,0 +1,347 @@
+"""How a client run is contained: in a bubblewrap sandbox (the default), or not at all.
+
+Contained (``Bubblewrap``), every client process runs in its own namespaces:
+
+- network: loopback only. The mock listens on a Unix socket in the probe's run directory;
+  inside, ``sandbox_init.py`` forwards ``127.0.0.1:MOCK_PORT`` to it and runs the refusing
+  proxy and DNS resolver, so egress is impossible and every attempt is still recorded;
+- PID: the namespace ends with the run, so nothing the client started outlives it;
+- filesystem: a view built from nothing. The system's programs and libraries (read-only),
+  the client's install at ``/opt/loopprobe/client`` (read-only), the runtimes the client and
+  the harness's tools run on at their own paths (read-only), the tools at
+  ``/opt/loopprobe/tools``, and the probe's sandbox at ``/sandbox`` (home, workspace, tmp,
+  artefacts). Nothing of the caller exists above the workspace or in the home, and the client
+  sees the same paths on every machine.
+
+Uncontained (``NoContainment``, only with an explicit ``--no-sandbox``): the client runs on
+the host with an allow-listed environment, a fresh home and the refusing proxy on the host's
+loopback, as a convention it could break.
+
+The client builds its command with the host's sandbox paths; ``Place.wrap`` rewrites them to
+the paths of the view, and reports show both as the same placeholders.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Protocol
+
+from mockapi.scenario import Scenario
+from mockapi.server import MockServer
+from probes import egress, hook_recorder, sandbox_init
+from probes.clients.base import ClientBinary, Command
+from probes.egress import EgressSink, proxy_environment
+from probes.sandbox import Sandbox
+
+__all__ = ["CLIENT_DIR", "CONTAINED_ROOT", "DNS_PORT", "ETC_SHOWN", "MOCK_PORT", "PROXY_PORT",
+           "RUN_DIR", "SYSTEM_DIRS", "TOOLS",
+           "TOOLS_DIR", "Bubblewrap", "Containment", "ContainmentUnavailable", "NoContainment",
+           "Place", "find_containment"]
+
+CONTAINED_ROOT = "/sandbox"
+CLIENT_DIR = "/opt/loopprobe/client"
+TOOLS_DIR = "/opt/loopprobe/tools"
+RUN_DIR = "/run/loopprobe"
+MOCK_PORT = 8080
+PROXY_PORT = 3128
+DNS_PORT = 53
+SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
+# what programs need of /etc; nothing that configures tools per machine or user (npmrc,
+# gitconfig, environment, profile) is shown
+ETC_SHOWN = ("alternatives", "ca-certificates", "group", "ld.so.cache", "ld.so.conf",
+             "ld.so.conf.d", "localtime", "mime.types", "nsswitch.conf", "os-release", "passwd",
+             "ssl")
+TOOLS = (Path(sandbox_init.__file__), Path(egress.__file__), Path(hook_recorder.__file__))
+
+
+class ContainmentUnavailable(RuntimeError):
+    """The sandbox cannot start here; the message names the cause and the way out."""
+
+
+class Place(Protocol):
+    """One probe's contained place: its mock, how its runs are launched, what they tried."""
+
+    def serve(self, scenario: Scenario, journal_path: Path, *,
+              context: Mapping[str, str]) -> MockServer: ...
+
+    def seen(self, path: Path) -> str:
+        """The path as the client sees it."""
+        ...
+
+    def proxy_environment(self) -> dict[str, str]: ...
+
+    def wrap(self, command: Command) -> Command:
+        """The command to run on the host for the client's ``command``."""
+        ...
+
+    def egress_attempts(self) -> list[dict[str, Any]]: ...
+
+    def placeholders(self) -> dict[str, str]:
+        """How reports show the paths of the view (path as seen -> ``$NAME``)."""
+        ...
+
+
+class Containment(Protocol):
+    @property
+    def name(self) -> str: ...
+
+    def describe(self) -> dict[str, Any]:
+        """What the containment promises, for the report's ``trust.containment``."""
+        ...
+
+    def enter(self, box: Sandbox, binary: ClientBinary,
+              egress_guard: bool) -> Any:  # a context manager yielding a Place
+        ...
+
+
+# ---- uncontained ---------------------------------------------------------------------
+
+
+@dataclass
+class _HostPlace:
+    sink: EgressSink | None
+
+    def serve(self, scenario: Scenario, journal_path: Path, *,
+              context: Mapping[str, str]) -> MockServer:
+        return MockServer(scenario, journal_path, context=context, fsync=True)
+
+    def seen(self, path: Path) -> str:
+        return str(path)
+
+    def proxy_environment(self) -> dict[str, str]:
+        return self.sink.environment() if self.sink else {}
+
+    def wrap(self, command: Command) -> Command:
+        return command
+
+    def egress_attempts(self) -> list[dict[str, Any]]:
+        return [a.to_json() for a in self.sink.attempts] if self.sink else []
+
+    def placeholders(self) -> dict[str, str]:
+        return {self.sink.url: "$EGRESS_PROXY"} if self.sink else {}
+
+
+@dataclass(frozen=True)
+class NoContainment:
+    """The client on the host, contained by convention only (``--no-sandbox``)."""
+
+    name: str = "none"
+    reason: str = "--no-sandbox"
+
+    def describe(self) -> dict[str, Any]:
+        return {"mode": self.name, "reason": self.reason, "promises": [
+            "an allow-listed environment, a fresh home and workspace",
+            "a refusing proxy on the host's loopback for clients that honour proxy variables",
+            "the client's process group is killed after each run"],
+                "does_not_promise": [
+            "no egress: a process opening its own sockets reaches the host's network",
+            "no instructions of the caller: the client reads CLAUDE.md files of every "
+            "directory above the workspace",
+            "nothing outlives a run: a process in a new session survives it"]}
+
+    @contextmanager
+    def enter(self, box: Sandbox, binary: ClientBinary,
+              egress_guard: bool) -> Iterator[_HostPlace]:
+        if not egress_guard:
+            yield _HostPlace(None)
+            return
+        with EgressSink() as sink:
+            yield _HostPlace(sink)
+
+
+# ---- bubblewrap ------------------------------------------------------------------------
+
+
+def _runtime_prefix(executable: str) -> Path | None:
+    """The install prefix of the interpreter an executable resolves to (``prefix/bin/exe``),
+    when it is not one of the system's directories."""
+    real = Path(os.path.realpath(executable))
+    if not real.is_file() or any(real.is_relative_to(d) for d in SYSTEM_DIRS):
+        return None
+    return real.parent.parent
+
+
+@dataclass
+class _SandboxPlace:
+    box: Sandbox
+    binary: ClientBinary
+    run_dir: Path
+    bwrap: str
+    egress_guard: bool
+    runtimes: list[Path] = field(default_factory=list)
+
+    @property
+    def socket(self) -> Path:
+        return self.run_dir / "mock.sock"
+
+    @property
+    def egress_log(self) -> Path:
+        return self.run_dir / "egress.jsonl"
+
+    def serve(self, scenario: Scenario, journal_path: Path, *,
+              context: Mapping[str, str]) -> MockServer:
+        return MockServer(scenario, journal_path, context=context, fsync=True,
+                          uds=self.socket, public_url=f"http://127.0.0.1:{MOCK_PORT}")
+
+    def translations(self) -> list[tuple[str, str]]:
+        """Host path -> path in the view, longest first (so nested paths map correctly)."""
+        pairs = {str(self.box.root): CONTAINED_ROOT, str(self.binary.root): CLIENT_DIR,
+                 # the harness's interpreter runs its tools: the base one, not a venv's
+                 sys.executable: os.path.realpath(sys.executable)}
+        pairs.update({str(tool): f"{TOOLS_DIR}/{tool.name}" for tool in self._tools()})
+        return sorted(pairs.items(), key=lambda kv: -len(kv[0]))
+
+    def _tools(self) -> list[Path]:
+        outside = [Path(part) for part in self.binary.launcher[1:]
+                   if Path(part).is_file() and not Path(part).is_relative_to(self.binary.root)]
+        return sorted(set(TOOLS) | set(outside))
+
+    def translate(self, text: str) -> str:
+        for host, inside in self.translations():
+            text = text.replace(host, inside)
+        return text
+
+    def seen(self, path: Path) -> str:
+        return self.translate(str(path))
+
+    def proxy_environment(self) -> dict[str, str]:
+        return proxy_environment(f"http://127.0.0.1:{PROXY_PORT}") if self.egress_guard else {}
+
+    def placeholders(self) -> dict[str, str]:
+        return {self.translate(host): name for host, name in self.box.placeholders().items()} | {
+            CLIENT_DIR: "$CLIENT_DIR", f"127.0.0.1:{PROXY_PORT}": "$EGRESS_PROXY_HOST",
+            **{str(r): "$RUNTIME" for r in self.runtimes}}
+
+    def _mounts(self) -> list[str]:
+        args: list[str] = []
+        for directory in SYSTEM_DIRS:
+            if os.path.islink(directory):
+                args += ["--symlink", os.readlink(directory), directory]
+            elif os.path.isdir(directory):
+                args += ["--ro-bind", directory, directory]
+        for name in ETC_SHOWN:
+            args += ["--ro-bind-try", f"/etc/{name}", f"/etc/{name}"]
+        for name in ("hosts", "resolv.conf", "hostname"):
+            args += ["--ro-bind", str(self.run_dir / "etc" / name), f"/etc/{name}"]
+        for runtime in self.runtimes:
+            args += ["--ro-bind", str(runtime), str(runtime)]
+        args += ["--ro-bind", str(self.binary.root), CLIENT_DIR]
+        for tool in self._tools():
+            args += ["--ro-bind", str(tool), f"{TOOLS_DIR}/{tool.name}"]
+        args += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp",
+                 "--bind", str(self.box.root), CONTAINED_ROOT,
+                 "--bind", str(self.run_dir), RUN_DIR]
+        return args
+
+    def wrap(self, command: Command) -> Command:
+        argv = [self.translate(a) for a in command.argv]
+        spec = {"forward": [{"port": MOCK_PORT, "socket": f"{RUN_DIR}/mock.sock"}],
+                "proxy_port": PROXY_PORT if self.egress_guard else None,
+                "dns_port": DNS_PORT, "egress_log": f"{RUN_DIR}/egress.jsonl", "argv": argv}
+        python = os.path.realpath(sys.executable)
+        host_argv = [
+            self.bwrap, "--unshare-all", "--die-with-parent", "--new-session",
+            "--hostname", "loopprobe", *self._mounts(),
+            "--chdir", self.translate(str(command.cwd)), "--",
+            python, "-I", "-S", f"{TOOLS_DIR}/{Path(sandbox_init.__file__).name}",
+            json.dumps(spec)]
+        return replace(command, argv=host_argv,
+                       env={k: self.translate(v) for k, v in command.env.items()},
+                       files={path: self.translate(text) for path, text in command.files.items()},
+                       shown_argv=argv)
+
+    def egress_attempts(self) -> list[dict[str, Any]]:
+        if not self.egress_log.is_file():
+            return []
+        return [json.loads(line) for line in self.egress_log.read_text().splitlines() if line]
+
+
+@dataclass(frozen=True)
+class Bubblewrap:
+    """Every run in its own bubblewrap sandbox (network, PID, IPC, UTS, user and mount
+    namespaces)."""
+
+    path: str
+    version: str
+    name: str = "bubblewrap"
+
+    @classmethod
+    def find(cls) -> Bubblewrap:
+        """The installed bwrap, proven to start a sandbox here."""
+        path = shutil.which("bwrap")
+        if path is None:
+            raise ContainmentUnavailable(
+                "bubblewrap (bwrap) is not installed: install it (Debian/Ubuntu: apt-get "
+                "install bubblewrap; the set-up scripts do), or pass --no-sandbox to run the "
+                "client uncontained")
+        try:
+            done = subprocess.run(
+                [path, "--unshare-all", "--die-with-parent", "--ro-bind", "/", "/",
+                 "--", "/bin/true"], capture_output=True, text=True, timeout=30)
+            version = subprocess.run([path, "--version"], capture_output=True, text=True,
+                                     timeout=30).stdout.strip()
+        except (OSError, subprocess.TimeoutExpired) as error:
+            raise ContainmentUnavailable(f"bubblewrap at {path} cannot run: {error}") from None
+        if done.returncode != 0:
+            raise ContainmentUnavailable(
+                f"bubblewrap cannot create namespaces here ({done.stderr.strip()[:200]}); "
+                "user namespaces may be disabled (sysctl kernel.unprivileged_userns_clone, "
+                "a container without CAP_SYS_ADMIN): pass --no-sandbox to run the client "
+                "uncontained")
+        return cls(path, version)
+
+    def describe(self) -> dict[str, Any]:
+        # the tool's version is printed by the run, not reported: reports are the same on
+        # every machine
+        return {"mode": self.name,
+                "namespaces": ["network (loopback only)", "pid", "ipc", "uts", "user", "mount"],
+                "filesystem": {"/sandbox": "the probe's home, workspace, tmp and artefacts",
+                               CLIENT_DIR: "the client's install, read-only",
+                               TOOLS_DIR: "the harness's tools, read-only",
+                               "/usr, /etc (a few files)": "the system, read-only",
+                               "$RUNTIME": "the interpreter the client or a tool runs on, "
+                                           "read-only at its own path",
+                               "/tmp": "empty, private to the run"},
+                "network": {f"127.0.0.1:{MOCK_PORT}": "the mock (forwarded to its socket)",
+                            f"127.0.0.1:{PROXY_PORT}": "the refusing proxy",
+                            f"127.0.0.1:{DNS_PORT}": "the refusing resolver"},
+                "promises": [
+                    "no egress: nothing but loopback exists in the run's network namespace",
+                    "no instructions of the caller: nothing above /sandbox/workspace but "
+                    "the system's directories",
+                    "nothing outlives a run: its PID namespace ends with it"]}
+
+    @contextmanager
+    def enter(self, box: Sandbox, binary: ClientBinary,
+              egress_guard: bool) -> Iterator[_SandboxPlace]:
+        # a short path: a Unix socket's path has room for about 100 bytes
+        run_dir = Path(tempfile.mkdtemp(prefix="loopprobe-"))
+        try:
+            etc = run_dir / "etc"
+            etc.mkdir()
+            (etc / "hosts").write_text("127.0.0.1 localhost loopprobe\n::1 localhost\n")
+            (etc / "resolv.conf").write_text("nameserver 127.0.0.1\n")
+            (etc / "hostname").write_text("loopprobe\n")
+            executables = [sys.executable, *binary.launcher[:1]]
+            runtimes = sorted({p for e in executables
+                               if (p := _runtime_prefix(e)) is not None
+                               and not p.is_relative_to(binary.root)})
+            yield _SandboxPlace(box, binary, run_dir, self.path, egress_guard, runtimes)
+        finally:
+            shutil.rmtree(run_dir, ignore_errors=True)
+
+
+def find_containment(no_sandbox: bool) -> Containment:
+    """The sandbox, or ``NoContainment`` when the user asked for it explicitly."""
+    if no_sandbox:
+        return NoContainment()
+    return Bubblewrap.find()
