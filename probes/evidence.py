@@ -115,6 +115,8 @@ class Evidence:
     egress: list[dict[str, Any]] = field(default_factory=list)  # connections the guard refused
     egress_guarded: bool = False
     containment: dict[str, Any] = field(default_factory=dict)  # how the runs were contained
+    # "$WORKSPACE" -> the path the client saw (in a sandbox: /sandbox/workspace)
+    client_paths: dict[str, str] = field(default_factory=dict)
     # journal seqs the checks looked up since the last take_reads(): which lines a check read
     _reads: set[int] = field(default_factory=set, repr=False, compare=False)
 
@@ -128,7 +130,9 @@ class Evidence:
         return records
 
     def path(self, placeholder: str) -> str:
-        """The real path behind a placeholder such as ``$WORKSPACE``."""
+        """The path behind a placeholder such as ``$WORKSPACE``, as the client saw it."""
+        if placeholder in self.client_paths:
+            return self.client_paths[placeholder]
         return next((real for real, name in self.placeholders.items() if name == placeholder),
                     placeholder)
 

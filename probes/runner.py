@@ -111,6 +111,8 @@ def run_probe(probe: Probe, client: Client, binary: ClientBinary, work_dir: Path
             evidence.egress_guarded = egress_guard
             evidence.egress = place.egress_attempts()
             evidence.containment = containment.describe()
+            evidence.client_paths = {name: place.seen(Path(host))
+                                     for host, name in box.placeholders().items()}
     except KeyboardInterrupt:
         raise
     except Exception as error:

@@ -177,7 +177,7 @@ def test_a_pretooluse_deny_answers_an_error_and_runs_nothing(
     results = [b for _, b in blocks_of_type(ev.request("deny", 1), "tool_result")]
     assert results == [{"type": "tool_result", "tool_use_id": "toolu_bash",
                         "content": DENY_REASON, "is_error": True}]
-    assert "ran.txt" not in ev.workspace_files and not (Path(ev.path("$WORKSPACE"))
+    assert "ran.txt" not in ev.workspace_files and not (Path(str(outcome.sandbox), "workspace")
                                                          / "ran.txt").exists()
     assert [h["input"]["tool_input"] for h in ev.hooks("PreToolUse")] == [
         {"command": "touch /sandbox/workspace/ran.txt"}]  # the path the client sees
