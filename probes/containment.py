@@ -218,7 +218,7 @@ class _SandboxPlace:
 
     def placeholders(self) -> dict[str, str]:
         return {self.translate(host): name for host, name in self.box.placeholders().items()} | {
-            CLIENT_DIR: "$CLIENT_DIR", f"127.0.0.1:{PROXY_PORT}": "$EGRESS_PROXY_HOST",
+            CLIENT_DIR: "$CLIENT_DIR", f"http://127.0.0.1:{PROXY_PORT}": "$EGRESS_PROXY",
             **{str(r): "$RUNTIME" for r in self.runtimes}}
 
     def _mounts(self) -> list[str]:
