@@ -21,16 +21,19 @@ from probes.files import write_json, write_text
 from probes.guide import write_guide
 from probes.matrix import build_matrix, render_matrix
 from probes.mechanism_table import render_mechanism_table, replace_section
-from probes.model import ReportSpec
+from probes.model import Probe, ReportSpec
 from probes.outcome import ProbeOutcome
 from probes.report_format import Report, ReportError, load_folder
 from probes.sandbox import fixture_problem
+from probes.schedule import default_jobs, run_scheduled
 
 __all__ = ["HarnessInputError", "build_parser", "cmd_clients_install", "cmd_clients_list",
            "cmd_diff", "cmd_guide", "cmd_matrix", "cmd_mechanisms", "cmd_run", "load_catalog",
            "main", "run_suite"]
 
 EXIT_PASSED, EXIT_FAILED, EXIT_HARNESS, EXIT_INTERRUPTED = 0, 1, 2, 130
+_JOBS_HELP = ("probes run at once, each in its own sandbox and mock (default: this machine's "
+              "cores); the reports are the same as with -j 1")
 _NO_SANDBOX_HELP = ("run the client on this host, uncontained (no namespaces): only where "
                    "bubblewrap cannot start; the reports record it")
 
@@ -103,11 +106,14 @@ def _check_out(out: Path, flag: str = "--out") -> None:
 
 def run_suite(client_spec: str | tuple[Client, str], out: Path, *, probe: str | None = None,
               report: str | None = None, work_dir: str | None = None,
-              catalog: tuple[ReportSpec, ...] = REPORTS, no_sandbox: bool = False) -> int:
+              catalog: tuple[ReportSpec, ...] = REPORTS, no_sandbox: bool = False,
+              jobs: int = 1) -> int:
     """Run the selected probes on one client version and write its report directory.
 
     Every client run is contained (bubblewrap); ``no_sandbox`` runs them on the host, and the
-    reports say so. Input errors raise ``HarnessInputError`` before any probe runs.
+    reports say so. ``jobs`` probes run at once (each in its own sandbox and mock); the
+    reports are the same as a serial run's. Input errors raise ``HarnessInputError`` before
+    any probe runs.
     """
     # the run machinery (the mock server: uvicorn, starlette) loads only for commands that run
     from probes.containment import ContainmentUnavailable, find_containment
@@ -140,30 +146,41 @@ def run_suite(client_spec: str | tuple[Client, str], out: Path, *, probe: str | 
     _say(f"  sandboxes under {work}")
     written: list[tuple[str, Report]] = []
     evidence = []
-    interrupted = False
+    everything = [one for spec in specs for one in spec.probes]
+    if jobs > 1:
+        _say(f"  {len(everything)} probes, {jobs} at a time")
+
+    started: set[str] = set()
+
+    def run_one(one: Probe) -> ProbeOutcome:
+        started.add(one.name)
+        _say(f"probe {one.name}")
+        return run_probe(one, client, binary, work, containment=containment,
+                         progress=(lambda line: _say(f"  [{one.name}] {line.strip()}"))
+                         if jobs > 1 else _say)
+
+    def finished(outcome: ProbeOutcome) -> None:
+        _say(f"  -> {outcome.probe.name}: {_verdict(outcome)}")
+        for check in outcome.checks:
+            if check.status == "failed":
+                _say(f"     FAIL {check.id}: expected {check.expected!r}, observed "
+                     f"{str(check.observed)[:160]!r}")
+
+    scheduled = run_scheduled(everything, run_one, jobs, finished)
+    interrupted = scheduled.interrupted
+    if interrupted:
+        _say("loopprobe: interrupted; writing what was gathered, marked incomplete")
+    by_probe = iter(scheduled.outcomes)
     for spec in specs:
-        outcomes: list[ProbeOutcome] = []
-        try:
-            for one in spec.probes:
-                _say(f"probe {one.name} ({spec.name})")
-                started = time.monotonic()
-                outcome = run_probe(one, client, binary, work, containment=containment,
-                                    progress=_say)
-                outcomes.append(outcome)
-                _say(f"  -> {_verdict(outcome)} ({time.monotonic() - started:.1f}s)")
-                for check in outcome.checks:
-                    if check.status == "failed":
-                        _say(f"     FAIL {check.id}: expected {check.expected!r}, observed "
-                             f"{str(check.observed)[:160]!r}")
-        except KeyboardInterrupt:
-            interrupted = True
-            _say("loopprobe: interrupted; writing what was gathered, marked incomplete")
+        gathered = [next(by_probe) for _ in spec.probes]
+        outcomes = [o for o in gathered if o is not None]
+        if not started.intersection(p.name for p in spec.probes):
+            continue
         evidence += [o.evidence for o in outcomes if o.evidence is not None]
-        built, journal, timing = build_report(spec, outcomes, binary, complete=not interrupted)
+        built, journal, timing = build_report(spec, outcomes, binary,
+                                              complete=len(outcomes) == len(gathered))
         _say(f"  wrote {write_report(built, journal, out, timing)}")
         written.append((spec.name, built))
-        if interrupted:
-            break
     if evidence and probe is None and report is None and not interrupted:
         _say(f"  wrote {write_fingerprint(evidence, binary, out)}")
     _say(f"  wrote {write_guide(out)}")
@@ -192,7 +209,16 @@ def _verdict(outcome: ProbeOutcome) -> str:
 def cmd_run(args: argparse.Namespace) -> int:
     return run_suite(args.client, Path(args.out), probe=args.probe, report=args.report,
                      work_dir=args.work_dir, catalog=load_catalog(args.catalog),
-                     no_sandbox=args.no_sandbox)
+                     no_sandbox=args.no_sandbox, jobs=_jobs(args.jobs))
+
+
+def _jobs(value: int | None) -> int:
+    if value is None:
+        return default_jobs()
+    if value < 1:
+        raise HarnessInputError(f"-j/--jobs: expected a number of probes at once >= 1, "
+                                f"found {value}")
+    return value
 
 
 def _client_key(spec: str) -> ClientKey:
@@ -212,7 +238,7 @@ def cmd_matrix(args: argparse.Namespace) -> int:
     for key in keys:
         if not args.skip_run:
             codes[key] = run_suite(key.label, out / report_folder(key),
-                                   no_sandbox=args.no_sandbox)
+                                   no_sandbox=args.no_sandbox, jobs=_jobs(args.jobs))
     folders = [report_folder(key) for key in keys]
     matrix = build_matrix([out / f for f in folders if (out / f).is_dir()])
     write_json(out / "matrix.json", matrix)
@@ -312,6 +338,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--work-dir", help="where sandboxes go (default: under the cache)")
     run.add_argument("--catalog", help="a module whose REPORTS replace the built-in probes")
     run.add_argument("--no-sandbox", action="store_true", help=_NO_SANDBOX_HELP)
+    run.add_argument("-j", "--jobs", type=int, help=_JOBS_HELP)
     run.set_defaults(func=cmd_run)
 
     serve_cmd = commands.add_parser("serve", help="run the Messages API mock")
@@ -332,6 +359,7 @@ def build_parser() -> argparse.ArgumentParser:
     matrix.add_argument("--out", required=True, help="directory; one folder per version")
     matrix.add_argument("--baseline", help="also write diff-<baseline>-to-<version>.md files")
     matrix.add_argument("--no-sandbox", action="store_true", help=_NO_SANDBOX_HELP)
+    matrix.add_argument("-j", "--jobs", type=int, help=_JOBS_HELP)
     matrix.add_argument("--skip-run", action="store_true",
                         help="only rebuild the tables and diffs from the existing folders")
     matrix.set_defaults(func=cmd_matrix)

@@ -5,13 +5,34 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["KILL_GRACE", "ProcessResult", "run_process"]
+__all__ = ["KILL_GRACE", "ProcessResult", "allow_starts", "run_process", "stop_all"]
 
 KILL_GRACE = 3.0
+
+# the client processes running now (probes may run in threads), and whether to start more
+_running: set[subprocess.Popen[bytes]] = set()
+_lock = threading.Lock()
+_stopping = threading.Event()
+
+
+def allow_starts() -> None:
+    """Start clients again after ``stop_all`` (the next run of a long-lived process)."""
+    _stopping.clear()
+
+
+def stop_all() -> None:
+    """Kill every running client's process group and refuse to start new ones (Ctrl-C):
+    a probe whose client is killed this way ends as interrupted."""
+    _stopping.set()
+    with _lock:
+        running = list(_running)
+    for process in running:
+        _kill_group(process)
 
 
 @dataclass(frozen=True)
@@ -40,11 +61,15 @@ def run_process(argv: list[str], *, env: dict[str, str], cwd: Path, timeout: flo
     in the background outlives its run.
     """
     started = time.monotonic()
-    process = subprocess.Popen(
-        argv, env=env, cwd=cwd, start_new_session=True,
-        stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-    )
+    with _lock:
+        if _stopping.is_set():
+            raise KeyboardInterrupt("the run is being stopped")
+        process = subprocess.Popen(
+            argv, env=env, cwd=cwd, start_new_session=True,
+            stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        )
+        _running.add(process)
     timed_out = False
     try:
         out, err = process.communicate(
@@ -61,7 +86,12 @@ def run_process(argv: list[str], *, env: dict[str, str], cwd: Path, timeout: flo
         _kill_group(process)
         process.wait(KILL_GRACE)
         raise
+    finally:
+        with _lock:
+            _running.discard(process)
     _kill_group(process)
+    if _stopping.is_set():  # killed by stop_all: the probe is interrupted, not failed
+        raise KeyboardInterrupt("the run was stopped")
     return ProcessResult(
         argv=list(argv), exit_code=None if timed_out else process.returncode,
         timed_out=timed_out, duration=round(time.monotonic() - started, 3),

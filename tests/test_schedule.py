@@ -1,0 +1,63 @@
+"""``loopprobe run -j N``: probes at once, reports the same as one after another."""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from probes import cli
+from probes.model import Probe
+from probes.outcome import ProbeOutcome
+from probes.schedule import run_scheduled
+from tests.fakeloop import FakeLoopClient
+from tests.fakeloop.catalog import REPORTS, READ
+
+CLIENT = FakeLoopClient()
+
+
+def _files(folder: Path) -> dict[str, bytes]:
+    # timings differ from run to run by nature; everything else must not
+    return {p.name: p.read_bytes() for p in sorted(folder.iterdir())
+            if not p.name.endswith(".timing.json")}
+
+
+def test_parallel_reports_equal_serial_reports(tmp_path: Path) -> None:
+    codes = {jobs: cli.run_suite((CLIENT, "1"), tmp_path / f"j{jobs}", catalog=REPORTS,
+                                 work_dir=str(tmp_path / f"work{jobs}"), jobs=jobs)
+             for jobs in (1, 3)}
+    assert codes[1] == codes[3]
+    serial, parallel = _files(tmp_path / "j1"), _files(tmp_path / "j3")
+    assert sorted(serial) == sorted(parallel) and len(serial) > 3
+    assert [name for name in serial if serial[name] != parallel[name]] == []
+
+
+def test_probes_really_overlap_and_come_back_in_order() -> None:
+    probes = [Probe(**{**READ.__dict__, "name": f"p{i}"}) for i in range(4)]
+    running, most = 0, 0
+    lock = threading.Lock()
+
+    def run(probe: Probe) -> ProbeOutcome:
+        nonlocal running, most
+        with lock:
+            running += 1
+            most = max(most, running)
+        time.sleep(0.2 if probe.name == "p0" else 0.05)  # p0 finishes last
+        with lock:
+            running -= 1
+        return ProbeOutcome(probe, None, [], None)
+
+    finished: list[str] = []
+    scheduled = run_scheduled(probes, run, 2, lambda o: finished.append(o.probe.name))
+    assert most == 2 and not scheduled.interrupted
+    assert [o.probe.name for o in scheduled.outcomes if o] == ["p0", "p1", "p2", "p3"]
+    assert finished[-1] == "p0"
+
+
+@pytest.mark.parametrize("jobs", [0, -2])
+def test_jobs_must_be_positive(jobs: int, tmp_path: Path,
+                               capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["run", "-j", str(jobs), "--out", str(tmp_path)]) == 2
+    assert "expected a number of probes at once >= 1" in capsys.readouterr().err
