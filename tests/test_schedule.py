@@ -13,7 +13,7 @@ from probes.model import Probe
 from probes.outcome import ProbeOutcome
 from probes.schedule import run_scheduled
 from tests.fakeloop import FakeLoopClient
-from tests.fakeloop.catalog import REPORTS, READ
+from tests.fakeloop.catalog import READ, REPORTS
 
 CLIENT = FakeLoopClient()
 
