@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import os
 import platform
 import signal
@@ -82,6 +83,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--profile", action="store_true",
                         help="also sample our mock with py-spy under load (streaming and not) "
                         "and summarise where its CPU goes; folded stacks go next to --out")
+    parser.add_argument("--suite", action="store_true",
+                        help="instead of the mock race: the probe suite on --client serially "
+                        "and with -j N; prints both walls, the client time and the speedup")
+    parser.add_argument("--client", default="2.1.235",
+                        help="the client --suite runs (default: %(default)s)")
+    parser.add_argument("-j", "--jobs", type=int, help="--suite: probes at once (default: the "
+                        "machine's cores)")
     parser.add_argument("--profile-seconds", type=float, default=None,
                         help="seconds of sampling per mode (default 5, --quick 2)")
     args = parser.parse_args(argv)
@@ -244,6 +252,12 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     signal.signal(signal.SIGTERM, _terminate)
     try:
+        if args.suite:
+            from bench.suite import bench_suite, render_suite
+            result = bench_suite(args.client, args.jobs)
+            print(render_suite(result))
+            args.out.write_text(json.dumps({"suite": result}, indent=2) + "\n")
+            return 0
         return run(args)
     except KeyboardInterrupt:
         print("bench: interrupted", file=sys.stderr)
