@@ -14,6 +14,7 @@ import os
 import platform
 import shutil
 import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -53,6 +54,19 @@ class ClaudeAgentSdk(ClaudeCliBase):
 
     def installed(self) -> list[ClientBinary]:
         return scan_installs(self.cache, self._binary)
+
+    def published(self) -> list[str]:
+        """From the package index pip is configured with (``pip index versions``)."""
+        try:
+            done = subprocess.run([sys.executable, "-m", "pip", "index", "versions", PACKAGE],
+                                  capture_output=True, text=True, timeout=120)
+        except subprocess.TimeoutExpired:
+            raise InstallError(f"pip index versions {PACKAGE} took over 120 s") from None
+        for line in done.stdout.splitlines():
+            if line.strip().startswith("Available versions:"):
+                return [v.strip() for v in line.split(":", 1)[1].split(",") if v.strip()]
+        raise InstallError(f"cannot list the versions of {PACKAGE}: "
+                           f"{(done.stderr.strip().splitlines() or ['pip found none'])[-1]}")
 
     def install(self, version: str) -> ClientBinary:
         directory = self.cache / version

@@ -140,6 +140,10 @@ class Client(Protocol):
 
     def installed(self) -> list[ClientBinary]: ...
 
+    def published(self) -> list[str]:
+        """Every version the client's registry (npm, PyPI) publishes, in any order."""
+        ...
+
     def capabilities(self, binary: ClientBinary) -> Capabilities: ...
 
     def prepare(self, box: Sandbox, seen: Callable[[Path], str] = str) -> dict[str, str]:

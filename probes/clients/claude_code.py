@@ -13,7 +13,13 @@ from pathlib import Path
 
 from probes.clients.base import ClientBinary, Command, RunContext, read_manifest, scan_installs
 from probes.clients.claude_cli import ClaudeCliBase, run_outside_a_sandbox
-from probes.clients.npm import InstallError, cache_root, install_package, resolve_version
+from probes.clients.npm import (
+    InstallError,
+    cache_root,
+    install_package,
+    published_versions,
+    resolve_version,
+)
 from probes.invocation import Invocation
 
 __all__ = ["ELF_MAGIC", "PACKAGE", "ClaudeCode"]
@@ -62,6 +68,9 @@ class ClaudeCode(ClaudeCliBase):
 
     def installed(self) -> list[ClientBinary]:
         return scan_installs(self.cache, self._binary)
+
+    def published(self) -> list[str]:
+        return published_versions(PACKAGE)
 
     def install(self, version: str) -> ClientBinary:
         """The cached install of ``version`` (``latest`` allowed), installing it if needed."""

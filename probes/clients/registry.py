@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Callable
 
 from probes.clients.agent_sdk import ClaudeAgentSdk
 from probes.clients.base import Client, ClientKey
 from probes.clients.claude_code import ClaudeCode
-from probes.clients.npm import InstallError
+from probes.clients.npm import InstallError, cache_root
 
 __all__ = ["CLIENT_KINDS", "DEFAULT_KIND", "all_clients", "client_for", "parse_client_spec",
-           "report_folder"]
+           "remove_install", "report_folder"]
 
 CLIENT_KINDS: dict[str, Callable[[], Client]] = {
     "claude-code": ClaudeCode,
@@ -46,3 +47,14 @@ def report_folder(key: ClientKey) -> str:
     """The folder of a client version's reports: the version for the default kind, else
     ``<kind>-<version>``."""
     return key.version if key.kind == DEFAULT_KIND else f"{key.kind}-{key.version}"
+
+
+def remove_install(client: Client, version: str) -> bool:
+    """Delete a cached install (only ever one under the cache); True when one was removed."""
+    cache = cache_root().resolve()
+    for binary in client.installed():
+        root = binary.root.resolve()
+        if binary.version == version and root.is_relative_to(cache) and root != cache:
+            shutil.rmtree(root, ignore_errors=True)
+            return True
+    return False

@@ -23,12 +23,16 @@ from probes.evidence import Output
 from probes.invocation import CAPABILITIES, Invocation
 from probes.sandbox import Sandbox, base_environment
 
-__all__ = ["DUMMY_API_KEY", "PROGRAM", "FakeLoopClient"]
+__all__ = ["DROPS_HOOKS_FROM", "DUMMY_API_KEY", "PROGRAM", "PUBLISHED", "FakeLoopClient"]
 
 FOLDER = Path(__file__).resolve().parent
 PROGRAM = FOLDER / "program.py"
 DUMMY_API_KEY = "sk-ant-fakeloop-dummy-key"
 VERSION = "1"
+# "versions" of the fake: from DROPS_HOOKS_FROM on it runs no hooks, a regression planted
+# for the bisect tests
+PUBLISHED = tuple(str(n) for n in range(1, 10))
+DROPS_HOOKS_FROM = 6
 SUPPORTED = frozenset({"run", "tools", "max_turns", "resume", "hooks"})
 MISSING = {"fork": "the fake loop has no fork",
            "fallback_model": "the fake loop has no fallback model",
@@ -50,6 +54,10 @@ def _switches(extra_args: tuple[str, ...]) -> dict[str, Any]:
     return switches
 
 
+def _drops_hooks(version: str) -> bool:
+    return version.isdigit() and int(version) >= DROPS_HOOKS_FROM
+
+
 class FakeLoopClient:
     name = "fake-loop"
     package = "loopprobe-tests/fakeloop"
@@ -62,6 +70,9 @@ class FakeLoopClient:
 
     def installed(self) -> list[ClientBinary]:
         return [self.install(VERSION)]
+
+    def published(self) -> list[str]:
+        return list(PUBLISHED)
 
     def capabilities(self, binary: ClientBinary) -> Capabilities:
         return Capabilities(SUPPORTED, {name: MISSING.get(name, "not in the fake loop")
@@ -84,7 +95,7 @@ class FakeLoopClient:
             "tools": list(invocation.tools) if invocation.tools is not None else None,
             "max_turns": invocation.max_turns,
             "hooks": {"command": context.hooks.command, "events": list(context.hooks.events)}
-            if context.hooks else None,
+            if context.hooks and not _drops_hooks(binary.version) else None,
             **_switches(invocation.extra_args),
         }
         if invocation.session == "new":

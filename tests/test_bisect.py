@@ -1,0 +1,117 @@
+"""``loopprobe bisect`` and ``loopprobe versions``: which release changed a claim.
+
+The search is tested as a pure function (skips, ranges, either direction); end to end it runs
+on the fake loop, whose "versions" 6 and later drop hooks (a regression planted in
+``tests/fakeloop/client.py``), so the Stop-hook claim flips exactly there.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from probes import cli
+from probes.bisect import BisectError, bisect_versions, order_versions, versions_between
+from probes.clients import registry
+from tests.fakeloop import FakeLoopClient
+from tests.fakeloop.client import DROPS_HOOKS_FROM
+
+VERSIONS = [str(v) for v in range(1, 33)]
+
+
+def _oracle(first_bad: int, skip: frozenset[int] = frozenset(),
+            calls: list[str] | None = None):  # type: ignore[no-untyped-def]
+    def verdict(version: str) -> str:
+        if calls is not None:
+            calls.append(version)
+        if int(version) in skip:
+            return "not_applicable"
+        return "contradicted" if int(version) >= first_bad else "confirmed"
+    return verdict
+
+
+@pytest.mark.parametrize("first_bad", [2, 3, 17, 31, 32])
+def test_finds_the_first_changed_version_in_log_steps(first_bad: int) -> None:
+    calls: list[str] = []
+    result = bisect_versions(VERSIONS, _oracle(first_bad, calls=calls))
+    assert (result.first_changed, result.last_same) == (str(first_bad), str(first_bad - 1))
+    assert (result.good_verdict, result.changed_verdict) == ("confirmed", "contradicted")
+    assert len(calls) == len(set(calls)) <= 2 + 5  # both ends, then log2(32)
+
+
+def test_newest_first_finds_where_a_fix_arrived() -> None:
+    result = bisect_versions(list(reversed(VERSIONS)), _oracle(12))
+    assert (result.first_changed, result.last_same) == ("11", "12")
+
+
+def test_skipped_versions_are_stepped_around_and_reported() -> None:
+    result = bisect_versions(VERSIONS, _oracle(17, skip=frozenset({8, 24})))
+    assert result.first_changed == "17" and result.last_same == "16"
+    calls: list[str] = []
+    result = bisect_versions(VERSIONS, _oracle(17, skip=frozenset({16}), calls=calls))
+    assert result.skipped == ["16"] and "16" in calls
+
+
+def test_a_skip_next_to_the_change_leaves_a_range() -> None:
+    result = bisect_versions(VERSIONS, _oracle(17, skip=frozenset({16})))
+    assert result.first_changed is None and result.candidates == ["16", "17"]
+    result = bisect_versions(VERSIONS, _oracle(17, skip=frozenset({15, 16})))
+    assert result.first_changed is None and result.candidates == ["15", "16", "17"]
+    assert result.skipped == ["15", "16"]
+
+
+def test_ends_must_differ_and_have_verdicts() -> None:
+    with pytest.raises(BisectError, match="confirmed on both"):
+        bisect_versions(VERSIONS, _oracle(99))
+    with pytest.raises(BisectError, match="not_applicable on 1"):
+        bisect_versions(VERSIONS, _oracle(5, skip=frozenset({1})))
+
+
+def test_versions_are_ordered_by_number_and_bounded() -> None:
+    published = ["2.0.9", "2.0.77", "2.1.0", "2.0.10", "1.0.128"]
+    assert order_versions(published) == ["1.0.128", "2.0.9", "2.0.10", "2.0.77", "2.1.0"]
+    assert versions_between(published, "2.1.0", "2.0.10") == ["2.0.10", "2.0.77", "2.1.0"]
+    with pytest.raises(BisectError, match="not a published version"):
+        versions_between(published, "2.0.8", "2.1.0")
+
+
+def test_bisect_on_the_fake_loop_finds_the_planted_regression(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setitem(registry.CLIENT_KINDS, "fake-loop", FakeLoopClient)
+    out = tmp_path / "bisect"
+    code = cli.main(["bisect", "--client", "fake-loop", "--good", "1", "--bad", "9",
+                     "--claim", "fake.stop-block", "--catalog", "tests.fakeloop.catalog",
+                     "--out", str(out), "-j", "1"])
+    assert code == 0, capsys.readouterr()
+    result = json.loads((out / "bisect-fake.stop-block.json").read_text())
+    assert result["first_changed"] == str(DROPS_HOOKS_FROM)
+    assert result["last_same"] == str(DROPS_HOOKS_FROM - 1)
+    assert result["good_verdict"] == "confirmed" and result["changed_verdict"] == "contradicted"
+    assert result["flipped_checks"], "the checks that flipped are named"
+    assert len(result["tested"]) <= 5
+    # both sides' reports are there to cite
+    assert (out / f"fake-loop-{DROPS_HOOKS_FROM}").is_dir()
+    assert (out / f"fake-loop-{DROPS_HOOKS_FROM - 1}").is_dir()
+
+
+def test_bisect_input_errors(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                             capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setitem(registry.CLIENT_KINDS, "fake-loop", FakeLoopClient)
+    base = ["bisect", "--client", "fake-loop", "--catalog", "tests.fakeloop.catalog",
+            "--out", str(tmp_path)]
+    assert cli.main([*base, "--good", "1", "--bad", "9", "--claim", "no.such"]) == 2
+    assert "no probe makes it" in capsys.readouterr().err
+    assert cli.main([*base, "--good", "1", "--bad", "99", "--claim", "fake.stop-block"]) == 2
+    assert "99 is not a published version" in capsys.readouterr().err
+    assert cli.main([*base, "--good", "1", "--bad", "3", "--claim", "fake.stop-block"]) == 2
+    assert "confirmed on both" in capsys.readouterr().err
+
+
+def test_versions_lists_oldest_first(monkeypatch: pytest.MonkeyPatch,
+                                     capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setitem(registry.CLIENT_KINDS, "fake-loop", FakeLoopClient)
+    assert cli.main(["versions", "fake-loop", "--since", "3", "--latest", "2", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out) == {"client": "fake-loop", "versions": ["8", "9"]}
