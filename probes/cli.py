@@ -24,7 +24,7 @@ from probes.catalog import REPORTS
 from probes.clients import Client, InstallError, all_clients, parse_client_spec, report_folder
 from probes.clients.base import ClientKey
 from probes.clients.npm import cache_root
-from probes.clients.registry import client_for, remove_install
+from probes.clients.registry import client_for, mark_used, prune_installs, remove_install
 from probes.diff import diff_directories, render_markdown
 from probes.files import write_json, write_text
 from probes.guide import write_guide
@@ -37,8 +37,8 @@ from probes.sandbox import fixture_problem
 from probes.schedule import default_jobs, run_scheduled
 
 __all__ = ["HarnessInputError", "build_parser", "cmd_bisect", "cmd_clients_install",
-           "cmd_clients_list", "cmd_diff", "cmd_guide", "cmd_matrix", "cmd_mechanisms", "cmd_run",
-           "cmd_versions", "load_catalog", "main", "run_suite"]
+           "cmd_clients_list", "cmd_clients_prune", "cmd_diff", "cmd_guide", "cmd_matrix",
+           "cmd_mechanisms", "cmd_run", "cmd_versions", "load_catalog", "main", "run_suite"]
 
 EXIT_PASSED, EXIT_FAILED, EXIT_HARNESS, EXIT_INTERRUPTED = 0, 1, 2, 130
 _JOBS_HELP = ("probes run at once, each in its own sandbox and mock (default: this machine's "
@@ -145,6 +145,7 @@ def run_suite(client_spec: str | tuple[Client, str], out: Path, *, probe: str | 
         print(f"loopprobe: {error}", file=sys.stderr)
         return EXIT_HARNESS
     _say(f"  binary {binary.entry} sha256 {binary.sha256}")
+    mark_used(binary)
     if no_sandbox:
         _say("  WARNING: runs are NOT contained (--no-sandbox): the client runs on this host "
              "with bypassed permissions; the reports say so")
@@ -418,6 +419,18 @@ def cmd_bisect(args: argparse.Namespace) -> int:
     return EXIT_PASSED if result.first_changed else EXIT_FAILED
 
 
+def cmd_clients_prune(args: argparse.Namespace) -> int:
+    if args.keep < 0:
+        raise HarnessInputError(f"--keep: expected a count >= 0, found {args.keep}")
+    removed = prune_installs(args.keep, dry_run=args.dry_run)
+    verb = "would remove" if args.dry_run else "removed"
+    for binary in removed:
+        _say(f"{verb} {binary.name}@{binary.version} ({binary.root})")
+    if not removed:
+        _say(f"nothing to prune: at most {args.keep} install(s) of each client kind")
+    return EXIT_PASSED
+
+
 def cmd_mechanisms(args: argparse.Namespace) -> int:
     folder = load_folder(Path(args.reports))
     matrix_path = Path(args.matrix) if args.matrix else None
@@ -466,6 +479,12 @@ def build_parser() -> argparse.ArgumentParser:
     install.set_defaults(func=cmd_clients_install)
     listing = client_commands.add_parser("list", help="list installed client versions")
     listing.set_defaults(func=cmd_clients_list)
+    prune = client_commands.add_parser(
+        "prune", help="remove all but the most recently used installs (~330 MB each)")
+    prune.add_argument("--keep", type=int, default=3,
+                       help="installs to keep per client kind (default: %(default)s)")
+    prune.add_argument("--dry-run", action="store_true", help="only say what would go")
+    prune.set_defaults(func=cmd_clients_prune)
 
     matrix = commands.add_parser("matrix", help="run the suite on several versions, tabulate")
     matrix.add_argument("--clients", required=True,

@@ -115,3 +115,25 @@ def test_versions_lists_oldest_first(monkeypatch: pytest.MonkeyPatch,
     monkeypatch.setitem(registry.CLIENT_KINDS, "fake-loop", FakeLoopClient)
     assert cli.main(["versions", "fake-loop", "--since", "3", "--latest", "2", "--json"]) == 0
     assert json.loads(capsys.readouterr().out) == {"client": "fake-loop", "versions": ["8", "9"]}
+
+
+def test_prune_keeps_the_most_recently_used_installs(tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    import os
+
+    from probes.clients.registry import prune_installs
+    monkeypatch.setenv("LOOPPROBE_CACHE", str(tmp_path))
+    root = tmp_path / "clients" / "claude-code"
+    for age, version in enumerate(["2.0.1", "2.0.2", "2.0.3"]):
+        folder = root / version / "bin"
+        folder.mkdir(parents=True)
+        (folder / "claude").write_text("")
+        (root / version / "install.json").write_text(json.dumps(
+            {"version": version, "platform": "linux-x64", "entry": "bin/claude",
+             "launcher": ["bin/claude"], "sha256": "0" * 64}))
+        (root / version / "last-used").touch()
+        os.utime(root / version / "last-used", (1000 - age, 1000 - age))  # 2.0.1 newest
+    assert sorted(b.version for b in prune_installs(2, dry_run=True)) == ["2.0.3"]
+    assert (root / "2.0.3").exists()
+    assert sorted(b.version for b in prune_installs(1)) == ["2.0.2", "2.0.3"]
+    assert sorted(p.name for p in root.iterdir()) == ["2.0.1"]

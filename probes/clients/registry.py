@@ -6,12 +6,23 @@ import shutil
 from collections.abc import Callable
 
 from probes.clients.agent_sdk import ClaudeAgentSdk
-from probes.clients.base import Client, ClientKey
+from probes.clients.base import Client, ClientBinary, ClientKey
 from probes.clients.claude_code import ClaudeCode
 from probes.clients.npm import InstallError, cache_root
 
-__all__ = ["CLIENT_KINDS", "DEFAULT_KIND", "all_clients", "client_for", "parse_client_spec",
-           "remove_install", "report_folder"]
+__all__ = [
+    "CLIENT_KINDS",
+    "DEFAULT_KIND",
+    "all_clients",
+    "client_for",
+    "mark_used",
+    "parse_client_spec",
+    "prune_installs",
+    "remove_install",
+    "report_folder",
+]
+
+LAST_USED = "last-used"
 
 CLIENT_KINDS: dict[str, Callable[[], Client]] = {
     "claude-code": ClaudeCode,
@@ -51,10 +62,38 @@ def report_folder(key: ClientKey) -> str:
 
 def remove_install(client: Client, version: str) -> bool:
     """Delete a cached install (only ever one under the cache); True when one was removed."""
-    cache = cache_root().resolve()
     for binary in client.installed():
-        root = binary.root.resolve()
-        if binary.version == version and root.is_relative_to(cache) and root != cache:
-            shutil.rmtree(root, ignore_errors=True)
+        if binary.version == version and _cached(binary):
+            shutil.rmtree(binary.root, ignore_errors=True)
             return True
     return False
+
+
+def _cached(binary: ClientBinary) -> bool:
+    cache = cache_root().resolve()
+    root = binary.root.resolve()
+    return root.is_relative_to(cache) and root != cache
+
+
+def mark_used(binary: ClientBinary) -> None:
+    """Note that a cached install was just used (what ``prune_installs`` keeps)."""
+    if _cached(binary):
+        (binary.root / LAST_USED).touch()
+
+
+def _last_used(binary: ClientBinary) -> float:
+    marker = binary.root / LAST_USED
+    return marker.stat().st_mtime if marker.exists() else (binary.root / "install.json").stat().st_mtime
+
+
+def prune_installs(keep: int, dry_run: bool = False) -> list[ClientBinary]:
+    """Remove all but the ``keep`` most recently used installs of each client kind."""
+    removed = []
+    for client in all_clients():
+        installs = sorted((b for b in client.installed() if _cached(b)), key=_last_used,
+                          reverse=True)
+        for binary in installs[keep:]:
+            if not dry_run:
+                shutil.rmtree(binary.root, ignore_errors=True)
+            removed.append(binary)
+    return removed
