@@ -35,10 +35,18 @@ from probes.outcome import ProbeOutcome
 from probes.report_format import Report, ReportError, load_folder
 from probes.sandbox import fixture_problem
 from probes.schedule import default_jobs, run_scheduled
+from probes.shard import (
+    FINGERPRINT_FILE,
+    SHARD_KEY,
+    ShardError,
+    merge_folders,
+    parse_shard,
+    shard_of,
+)
 
 __all__ = ["HarnessInputError", "build_parser", "cmd_bisect", "cmd_clients_install",
            "cmd_clients_list", "cmd_clients_prune", "cmd_diff", "cmd_guide", "cmd_matrix",
-           "cmd_mechanisms", "cmd_run", "cmd_versions", "load_catalog", "main", "run_suite"]
+           "cmd_mechanisms", "cmd_merge", "cmd_run", "cmd_versions", "load_catalog", "main", "run_suite"]
 
 EXIT_PASSED, EXIT_FAILED, EXIT_HARNESS, EXIT_INTERRUPTED = 0, 1, 2, 130
 _JOBS_HELP = ("probes run at once, each in its own sandbox and mock (default: this machine's "
@@ -116,19 +124,27 @@ def _check_out(out: Path, flag: str = "--out") -> None:
 def run_suite(client_spec: str | tuple[Client, str], out: Path, *, probe: str | None = None,
               report: str | None = None, work_dir: str | None = None,
               catalog: tuple[ReportSpec, ...] = REPORTS, no_sandbox: bool = False,
-              jobs: int = 1) -> int:
+              jobs: int = 1, shard: tuple[int, int] | None = None) -> int:
     """Run the selected probes on one client version and write its report directory.
 
     Every client run is contained (bubblewrap); ``no_sandbox`` runs them on the host, and the
     reports say so. ``jobs`` probes run at once (each in its own sandbox and mock); the
     reports are the same as a serial run's. Input errors raise ``HarnessInputError`` before
-    any probe runs.
+    any probe runs. ``shard`` (i, n) runs every n-th report from the i-th and notes the shard
+    in its partial fingerprint (``loopprobe merge`` joins the shards).
     """
     # the run machinery (the mock server: uvicorn, starlette) loads only for commands that run
     from probes.containment import ContainmentUnavailable, find_containment
     from probes.report import build_report, write_fingerprint, write_report
     from probes.runner import run_probe
     specs = _select(catalog, probe, report)
+    first_report = 0
+    if shard is not None:
+        first_report = shard[0] - 1
+        specs = shard_of(specs, *shard)
+        if not specs:
+            raise HarnessInputError(f"--shard {shard[0]}/{shard[1]}: the suite has fewer "
+                                    "reports than shards")
     try:
         containment = find_containment(no_sandbox)
     except ContainmentUnavailable as error:
@@ -192,7 +208,13 @@ def run_suite(client_spec: str | tuple[Client, str], out: Path, *, probe: str | 
         _say(f"  wrote {write_report(built, journal, out, timing)}")
         written.append((spec.name, built))
     if evidence and probe is None and report is None and not interrupted:
-        _say(f"  wrote {write_fingerprint(evidence, binary, out)}")
+        written_print = write_fingerprint(evidence, binary, out)
+        if shard is not None:
+            partial = json.loads(written_print.read_text())
+            partial[SHARD_KEY] = {"index": shard[0], "count": shard[1],
+                                  "first_report": first_report}
+            write_json(written_print, partial)
+        _say(f"  wrote {written_print}")
     _say(f"  wrote {write_guide(out)}")
     _say("")
     _say(f"{'report':<40} {'status':<15} claims confirmed")
@@ -244,16 +266,40 @@ def cmd_matrix(args: argparse.Namespace) -> int:
         print(f"loopprobe: {error}", file=sys.stderr)
         return EXIT_HARNESS
     out = Path(args.out)
+    shard = _shard(args.shard)
     codes = {}
     for key in keys:
         if not args.skip_run:
             codes[key] = run_suite(key.label, out / report_folder(key),
-                                   no_sandbox=args.no_sandbox, jobs=_jobs(args.jobs))
-    folders = [report_folder(key) for key in keys]
+                                   no_sandbox=args.no_sandbox, jobs=_jobs(args.jobs),
+                                   shard=shard)
+    if shard is not None:  # a slice: `loopprobe merge` tabulates the whole
+        return _worst(list(codes.values()))
+    code = _tabulate(out, [report_folder(key) for key in keys], baseline)
+    return _worst([*codes.values(), code])
+
+
+def _worst(codes: list[int]) -> int:
+    if EXIT_HARNESS in codes:
+        return EXIT_HARNESS
+    return EXIT_FAILED if EXIT_FAILED in codes else EXIT_PASSED
+
+
+def _shard(text: str | None) -> tuple[int, int] | None:
+    try:
+        return parse_shard(text) if text else None
+    except ShardError as error:
+        raise HarnessInputError(str(error)) from None
+
+
+def _tabulate(out: Path, folders: list[str], baseline: str | None) -> int:
+    """MATRIX.md, matrix.json and the diffs against the baseline from the version folders;
+    the worst status of their reports (1: a claim failed, 2: a harness error)."""
     matrix = build_matrix([out / f for f in folders if (out / f).is_dir()])
     write_json(out / "matrix.json", matrix)
     write_text(out / "MATRIX.md", render_matrix(matrix))
     _say(f"wrote {out / 'MATRIX.md'}")
+    regressed = False
     if baseline:
         for other in folders:
             if other == baseline or not (out / other).is_dir() or not (out / baseline).is_dir():
@@ -261,9 +307,27 @@ def cmd_matrix(args: argparse.Namespace) -> int:
             result = diff_directories(out / baseline, out / other)
             target = write_text(out / f"diff-{baseline}-to-{other}.md", render_markdown(result))
             _say(f"wrote {target}")
-    if EXIT_HARNESS in codes.values():
+            regressed = regressed or bool(result.regressions)
+    statuses = {json.loads(p.read_text()).get("status") for f in folders
+                for p in (out / f).glob("*.json") if p.name != FINGERPRINT_FILE}
+    if "error" in statuses or "incomplete" in statuses:
         return EXIT_HARNESS
-    return EXIT_FAILED if EXIT_FAILED in codes.values() else EXIT_PASSED
+    return EXIT_FAILED if "failed" in statuses or regressed else EXIT_PASSED
+
+
+def cmd_merge(args: argparse.Namespace) -> int:
+    """Join what ``matrix --shard`` slices wrote into one report folder per version, then
+    tabulate as an unsharded matrix does."""
+    out = Path(args.out)
+    _check_out(out)
+    try:
+        folders = merge_folders([Path(d) for d in args.dirs], out)
+        baseline = report_folder(_client_key(args.baseline)) if args.baseline else None
+    except (ShardError, InstallError) as error:
+        raise HarnessInputError(str(error)) from None
+    for folder in folders:
+        _say(f"wrote {write_guide(out / folder)}")
+    return _tabulate(out, folders, baseline)
 
 
 def cmd_diff(args: argparse.Namespace) -> int:
@@ -493,9 +557,18 @@ def build_parser() -> argparse.ArgumentParser:
     matrix.add_argument("--baseline", help="also write diff-<baseline>-to-<version>.md files")
     matrix.add_argument("--no-sandbox", action="store_true", help=_NO_SANDBOX_HELP)
     matrix.add_argument("-j", "--jobs", type=int, help=_JOBS_HELP)
+    matrix.add_argument("--shard", metavar="I/N", help="run only the I-th of N slices of the "
+                        "suite (every N-th report); join the slices with `loopprobe merge`")
     matrix.add_argument("--skip-run", action="store_true",
                         help="only rebuild the tables and diffs from the existing folders")
     matrix.set_defaults(func=cmd_matrix)
+
+    merge = commands.add_parser("merge", help="join `matrix --shard` slices and tabulate "
+                                "(exit 1 when a claim failed or regressed against --baseline)")
+    merge.add_argument("dirs", nargs="+", help="the --out folders of the slices")
+    merge.add_argument("--out", required=True, help="the merged folder")
+    merge.add_argument("--baseline", help="also write diff-<baseline>-to-<version>.md files")
+    merge.set_defaults(func=cmd_merge)
 
     diff = commands.add_parser("diff", help="what changed between two report directories "
                                             "(exit 1 when a claim regressed)")
