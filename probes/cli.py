@@ -272,7 +272,7 @@ def cmd_matrix(args: argparse.Namespace) -> int:
         if not args.skip_run:
             codes[key] = run_suite(key.label, out / report_folder(key),
                                    no_sandbox=args.no_sandbox, jobs=_jobs(args.jobs),
-                                   shard=shard)
+                                   shard=shard, catalog=load_catalog(args.catalog))
     if shard is not None:  # a slice: `loopprobe merge` tabulates the whole
         return _worst(list(codes.values()))
     code = _tabulate(out, [report_folder(key) for key in keys], baseline)
@@ -557,6 +557,7 @@ def build_parser() -> argparse.ArgumentParser:
     matrix.add_argument("--baseline", help="also write diff-<baseline>-to-<version>.md files")
     matrix.add_argument("--no-sandbox", action="store_true", help=_NO_SANDBOX_HELP)
     matrix.add_argument("-j", "--jobs", type=int, help=_JOBS_HELP)
+    matrix.add_argument("--catalog", help="a module whose REPORTS replace the built-in probes")
     matrix.add_argument("--shard", metavar="I/N", help="run only the I-th of N slices of the "
                         "suite (every N-th report); join the slices with `loopprobe merge`")
     matrix.add_argument("--skip-run", action="store_true",

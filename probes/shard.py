@@ -24,7 +24,7 @@ __all__ = ["FINGERPRINT_FILE", "SHARD_KEY", "ShardError", "merge_fingerprints", 
 
 FINGERPRINT_FILE = "fingerprint.json"
 SHARD_KEY = "shard"
-T = TypeVar("T")
+_T = TypeVar("_T")
 
 
 class ShardError(ValueError):
@@ -39,7 +39,7 @@ def parse_shard(text: str) -> tuple[int, int]:
     return int(match[1]), int(match[2])
 
 
-def shard_of(items: Sequence[T], index: int, count: int) -> list[T]:
+def shard_of(items: Sequence[_T], index: int, count: int) -> list[_T]:
     """The items of shard ``index`` (1-based) of ``count``: every count-th from index-1."""
     return list(items[index - 1::count])
 

