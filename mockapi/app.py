@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Mapping
 from typing import Any
 
 import orjson
@@ -28,7 +28,7 @@ from starlette.routing import Route
 from starlette.types import Receive, Scope
 from starlette.types import Send as ASGISend
 
-from mockapi.admin import admin_routes
+from mockapi.admin import ADMIN_PREFIX, admin_routes
 from mockapi.events import PreparedError, PreparedRaw, error_body
 from mockapi.journal import Journal, redact_headers
 from mockapi.matching import facts_from_body
@@ -42,6 +42,7 @@ from mockapi.records import (
     OUTCOME_MODELS,
     OUTCOME_NO_RULE,
     OUTCOME_NOT_FOUND,
+    OUTCOME_REFUSED,
     OUTCOME_REPLIED,
     EndReason,
     NearestRule,
@@ -125,13 +126,51 @@ def _json(body: bytes, status: int = 200, headers: Mapping[str, str] | None = No
                     media_type="application/json")
 
 
+class _Guard:
+    """Refuse, on every route, a request from a web page (it carries ``Origin``) or one whose
+    ``Host`` is not the mock's own address (DNS rebinding); the mock's API refusals are
+    journaled by ``refused`` (nothing is read of the body, no scripted reply is used)."""
+
+    def __init__(self, app: Starlette, allowed_hosts: Collection[str] | None,
+                 refused: Callable[[Request, str], Awaitable[Response]]):
+        self.app = app
+        self.allowed = None if allowed_hosts is None else frozenset(
+            h.lower().encode("latin-1") for h in allowed_hosts)
+        self.refused = refused
+
+    async def __call__(self, scope: Scope, receive: Receive, send: ASGISend) -> None:
+        if scope["type"] == "http":
+            host = b""
+            for name, value in scope["headers"]:
+                if name == b"origin":
+                    why = (f"requests from web pages are refused: expected no Origin header, "
+                           f"found Origin: {value.decode('latin-1')[:100]}")
+                    break
+                if name == b"host":
+                    host = value.lower()
+            else:
+                why = "" if self.allowed is None or host in self.allowed else (
+                    f"expected Host to be the mock's own address "
+                    f"({', '.join(sorted(h.decode() for h in self.allowed))}), found "
+                    f"{host.decode('latin-1')[:100] or 'none'}")
+            if why:
+                response = await self.refused(Request(scope, receive), why)
+                await response(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
+
+
 class MockApp:
-    """One mock: a scenario, its play state, a journal. ``app`` is the ASGI callable."""
+    """One mock: a scenario, its play state, a journal. ``app`` is the ASGI callable.
+
+    ``allowed_hosts``: the ``Host`` values accepted (``host:port``); ``None`` accepts any
+    (an in-process app with no address of its own). A browser ``Origin`` is always refused.
+    """
 
     def __init__(self, scenario: Scenario, journal: Journal, *,
                  context: Mapping[str, str] | None = None,
                  admin_token: str | None = None, max_body_bytes: int = MAX_BODY_BYTES,
-                 max_streams: int = 1024):
+                 max_streams: int = 1024, allowed_hosts: Collection[str] | None = None):
         self.context = dict(context or {})
         self.scenario = scenario
         self.script = Script(scenario.render(self.context))
@@ -142,7 +181,7 @@ class MockApp:
         self.open_streams = 0
         self.run = journal.last_run + 1  # a restarted server starts a new run
         self.started = time.monotonic()
-        self.app = Starlette(routes=[
+        self.app = _Guard(Starlette(routes=[
             Route("/v1/messages", self.messages, methods=["POST"]),
             Route("/v1/messages/count_tokens", self.messages, methods=["POST"]),
             Route("/v1/models", self.models, methods=["GET"]),
@@ -151,7 +190,7 @@ class MockApp:
             *admin_routes(self),
             # an ASGI endpoint matches every method (a function endpoint defaults to GET)
             Route("/{path:path}", _AnyMethod(self.not_found)),
-        ])
+        ]), allowed_hosts, self.refuse)
 
     # ---- play state -------------------------------------------------------
 
@@ -354,6 +393,17 @@ class MockApp:
         request_id = f"req_loopprobe_{seq:06d}"
         return _json(error_body("not_found_error", message, request_id), 404,
                      {"request-id": request_id})
+
+    async def refuse(self, request: Request, why: str) -> Response:
+        """403 in the API's envelope; an API request is journaled (admin ones never are)."""
+        request_id = "req_loopprobe_refused"
+        if not request.url.path.startswith(ADMIN_PREFIX):
+            seq = self.journal.next_seq()
+            request_id = f"req_loopprobe_{seq:06d}"
+            self._record(request, seq, time.time(), None, False, OUTCOME_REFUSED, 403,
+                         error=why)
+        return _json(error_body("permission_error", f"loopprobe mock: {why}", request_id),
+                     403, {"request-id": request_id})
 
     async def _record_simple(self, request: Request, outcome: Outcome, status: int) -> int:
         arrival = time.time()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import secrets
 import sys
 
 from mockapi.journal import Journal
@@ -30,7 +31,11 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
                         help="placeholder value, e.g. --var workspace=/tmp/ws (repeatable)")
     parser.add_argument("--fsync", action="store_true",
                         help="fsync every journal line before replying")
-    parser.add_argument("--admin-token", help="require this x-loopprobe-admin-token on /_mock/")
+    parser.add_argument("--admin-token", help="the x-loopprobe-admin-token /_mock/ requires "
+                        "(default: a random one, printed at start)")
+    parser.add_argument("--admin-open", action="store_true",
+                        help="serve /_mock/ without a token (any local process, or a page "
+                        "your browser opens, could then script the mock)")
 
 
 def serve(args: argparse.Namespace) -> int:
@@ -38,13 +43,20 @@ def serve(args: argparse.Namespace) -> int:
     import uvicorn
 
     from mockapi.app import MockApp
-    from mockapi.server import NonLoopbackRefused, bind_socket, uvicorn_config
+    from mockapi.server import NonLoopbackRefused, bind_socket, own_hosts, uvicorn_config
 
+    if args.admin_open and args.admin_token:
+        print("mockapi: --admin-open and --admin-token exclude each other", file=sys.stderr)
+        return 2
+    token = None if args.admin_open else args.admin_token or secrets.token_urlsafe(24)
     try:
         scenario = load_scenario(args.scenario) if args.scenario else Scenario()
         sock = bind_socket(args.host, args.port, allow_remote=args.allow_remote)
+        address = sock.getsockname()
+        shown_host = f"[{address[0]}]" if ":" in address[0] else address[0]
         app = MockApp(scenario, Journal(args.journal, fsync=args.fsync), context=dict(args.var),
-                      admin_token=args.admin_token)
+                      admin_token=token,
+                      allowed_hosts=own_hosts(f"http://{shown_host}:{address[1]}"))
     except (ScenarioError, NonLoopbackRefused) as error:
         print(f"mockapi: {error}", file=sys.stderr)
         return 2
@@ -59,6 +71,12 @@ def serve(args: argparse.Namespace) -> int:
     shown = f"[{host}]" if ":" in host else host
     print(f"mockapi listening on http://{shown}:{port} (scenario: {scenario.name}, "
           f"journal: {args.journal})", flush=True)
+    if token is None:
+        print("mockapi: WARNING: /_mock/ is open (--admin-open): any local process can "
+              "install scenarios", file=sys.stderr, flush=True)
+    elif not args.admin_token:
+        print(f"mockapi admin token: {token} (send it as x-loopprobe-admin-token to "
+              f"/_mock/)", flush=True)
     uvicorn.Server(uvicorn_config(app.app)).run(sockets=[sock])
     return 0
 

@@ -27,7 +27,8 @@ from mockapi.records import JournalRecord, RequestRecord, ResponseEndRecord
 __all__ = ["REDACTED", "SECRET_HEADERS", "Journal", "JournalContents", "read_journal", "redact_headers"]
 
 REDACTED = "[redacted]"
-SECRET_HEADERS = frozenset({"x-api-key", "authorization", "proxy-authorization", "cookie"})
+SECRET_HEADERS = frozenset({"x-api-key", "authorization", "proxy-authorization", "cookie",
+                            "x-loopprobe-admin-token"})
 
 
 def redact_headers(raw: Iterable[tuple[bytes, bytes]]) -> dict[str, str]:

@@ -29,6 +29,7 @@ __all__ = [
     "OUTCOME_MODELS",
     "OUTCOME_NOT_FOUND",
     "OUTCOME_NO_RULE",
+    "OUTCOME_REFUSED",
     "OUTCOME_REPLIED",
     "OUTCOME_TOO_LARGE",
     "EndReason",
@@ -49,7 +50,7 @@ __all__ = [
 # are fixed); a change to any record's fields changes this number.
 JOURNAL_FORMAT_VERSION: Final = 1
 
-Outcome = Literal["replied", "no_rule", "invalid_request", "too_large", "client_disconnected",
+Outcome = Literal["refused", "replied", "no_rule", "invalid_request", "too_large", "client_disconnected",
                   "mock_error", "models", "hello", "not_found"]
 OUTCOME_REPLIED: Final = "replied"  # a scripted reply (or a built-in one) was sent
 OUTCOME_NO_RULE: Final = "no_rule"  # no rule matched: a 400 naming the nearest rules
@@ -60,6 +61,8 @@ OUTCOME_MOCK_ERROR: Final = "mock_error"  # the mock failed on the request: 500
 OUTCOME_MODELS: Final = "models"  # GET /v1/models, /v1/models/{id}
 OUTCOME_HELLO: Final = "hello"  # GET /api/hello
 OUTCOME_NOT_FOUND: Final = "not_found"  # any other path: 404
+# a browser Origin or a Host other than the mock's own address: 403, no reply consumed
+OUTCOME_REFUSED: Final = "refused"
 
 EndReason = Literal["complete", "client_disconnected", "disconnected_by_script",
                     "truncated_by_script", "stream_error_by_script"]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ipaddress
 import os
+import secrets
 import socket
 import threading
 import time
@@ -28,6 +29,7 @@ __all__ = [
     "NonLoopbackRefused",
     "bind_socket",
     "bind_unix_socket",
+    "own_hosts",
     "uvicorn_config",
 ]
 
@@ -77,6 +79,17 @@ def bind_unix_socket(path: Path) -> socket.socket:
     return sock
 
 
+def own_hosts(url: str) -> set[str]:
+    """The Host values a server at ``url`` answers: its address, and ``localhost`` for a
+    loopback address (what clients send for http://localhost:PORT)."""
+    authority = url.split("://", 1)[-1].split("/", 1)[0].lower()
+    host, _, port = authority.rpartition(":")
+    hosts = {authority}
+    if host in ("127.0.0.1", "[::1]"):
+        hosts.add(f"localhost:{port}")
+    return hosts
+
+
 def uvicorn_config(app: Any) -> uvicorn.Config:
     return uvicorn.Config(
         app, log_level="warning", access_log=False, lifespan="off",
@@ -94,18 +107,15 @@ class MockServer:
     def __init__(self, scenario: Scenario, journal_path: str | Path, *,
                  context: Mapping[str, str] | None = None, host: str = "127.0.0.1",
                  port: int = 0, allow_remote: bool = False, fsync: bool = False,
-                 admin_token: str | None = None, uds: Path | None = None,
-                 public_url: str | None = None, **app_options: Any):
-        """``uds``: listen on this Unix socket instead of TCP (mode 0600); ``public_url`` is
-        then the address clients are told (a forwarder connects it to the socket)."""
-        self.journal = Journal(journal_path, fsync=fsync)
-        self.mock = MockApp(scenario, self.journal, context=context, admin_token=admin_token,
-                            **app_options)
-        self.admin_token = admin_token
+                 admin_token: str | None = None, admin_open: bool = False,
+                 uds: Path | None = None, public_url: str | None = None, **app_options: Any):
+        """The admin routes need ``admin_token`` (a random one unless given) unless
+        ``admin_open``. ``uds``: listen on this Unix socket instead of TCP (mode 0600);
+        ``public_url`` is then the address clients are told (a forwarder connects it to the
+        socket). Only requests whose Host is that address are served."""
         self.uds = uds
         self._socket = bind_unix_socket(uds) if uds is not None else bind_socket(
             host, port, allow_remote=allow_remote)
-        self._server = uvicorn.Server(uvicorn_config(self.mock.app))
         self._thread: threading.Thread | None = None
         self._failure: BaseException | None = None
         if uds is not None:
@@ -117,6 +127,12 @@ class MockServer:
             shown = f"[{address[0]}]" if ":" in address[0] else address[0]
             self.url = public_url or f"http://{shown}:{address[1]}"
             self.port = address[1]
+        self.admin_token = None if admin_open else admin_token or secrets.token_urlsafe(24)
+        self.journal = Journal(journal_path, fsync=fsync)
+        self.mock = MockApp(scenario, self.journal, context=context,
+                            admin_token=self.admin_token,
+                            allowed_hosts=own_hosts(self.url), **app_options)
+        self._server = uvicorn.Server(uvicorn_config(self.mock.app))
 
     def start(self) -> MockServer:
         def serve() -> None:

@@ -162,6 +162,7 @@ def _send_everything(mock: MockServer) -> None:
     post("x", body=b"\xff\xfe")
     post("x", body=b"{nope")
     post("x", body=b"[" * 200)
+    post("<hello>", headers={**HEADERS, "origin": "https://page.example"})
     for path in ("/v1/models", "/v1/models/m", "/api/hello", "/nowhere?q=1"):
         httpx.get(f"{mock.url}{path}", timeout=10)
 
