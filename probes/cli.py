@@ -468,7 +468,12 @@ def cmd_bisect(args: argparse.Namespace) -> int:
     if result.first_changed:
         same = out / report_folder(ClientKey(client.name, result.last_same))
         changed = out / report_folder(ClientKey(client.name, result.first_changed))
-        flipped = list(diff_directories(same, changed)["checks_flipped"])
+        claim_checks = {check["id"] for spec in needed
+                        if (changed / f"{spec.name}.json").is_file()
+                        for check in json.loads((changed / f"{spec.name}.json").read_text())
+                        .get("checks", []) if check.get("claim") in claims}
+        flipped = [check for check in diff_directories(same, changed)["checks_flipped"]
+                   if check["id"] in claim_checks]
         summary["reports"] = {"last_same": str(same), "first_changed": str(changed)}
         summary["flipped_checks"] = flipped
         _say(f"bisect: {target} changed in {result.first_changed} "
