@@ -100,7 +100,7 @@ class _WholeStream(Response):
     """
 
     def __init__(self, body: bytes, headers: Mapping[str, str],
-                 done: Callable[[EndReason], None]):
+                 done: Callable[[EndReason, list[float]], None]):
         super().__init__(status_code=200)
         self.body = body
         # no content-length: the body goes out chunked, as a stream does
@@ -110,15 +110,18 @@ class _WholeStream(Response):
 
     async def __call__(self, scope: Scope, receive: Receive, send: ASGISend) -> None:
         reason: EndReason = END_CLIENT_DISCONNECTED
+        started = time.monotonic()
+        offsets: list[float] = []
         try:
             await send({"type": "http.response.start", "status": 200,
                         "headers": self.raw_headers})
+            offsets.append(time.monotonic() - started)
             await send({"type": "http.response.body", "body": self.body, "more_body": False})
             reason = END_COMPLETE
         except OSError:
             pass
         finally:
-            self.done(reason)
+            self.done(reason, offsets)
 
 
 def _json(body: bytes, status: int = 200, headers: Mapping[str, str] | None = None) -> Response:
@@ -220,11 +223,12 @@ class MockApp:
             outcome=outcome, status=status, error=error, nearest=nearest, routing=routing)
         self.journal.append(record, *spliced_fields(reply, raw, body_is_json))
 
-    def _record_end(self, seq: int, reason: EndReason, events: int, size: int) -> None:
+    def _record_end(self, seq: int, reason: EndReason, events: int, size: int,
+                    offsets: list[float] | None = None) -> None:
         self.journal.append(response_end_record(
             seq=seq, run=self.run, time=time.time(),
             elapsed=round(time.monotonic() - self.started, 6),
-            reason=reason, events_sent=events, bytes_sent=size))
+            reason=reason, events_sent=events, bytes_sent=size, write_offsets=offsets))
 
     # ---- Messages API -----------------------------------------------------
 
@@ -309,9 +313,9 @@ class MockApp:
         if plan.whole is not None:
             tail, sends = plan.whole
             whole = start + tail
-            return _WholeStream(whole, headers, lambda reason: self._record_end(
+            return _WholeStream(whole, headers, lambda reason, offsets: self._record_end(
                 seq, reason, sends + 1 if reason == END_COMPLETE else 0,
-                len(whole) if reason == END_COMPLETE else 0))
+                len(whole) if reason == END_COMPLETE else 0, offsets))
         return EventSourceResponse(self._play(plan.steps(start), seq, counted=True),
                                    headers=headers, ping=0, sep="\n")
 
@@ -342,11 +346,14 @@ class MockApp:
         """
         sent = size = 0
         reason: EndReason = END_CLIENT_DISCONNECTED
+        started = time.monotonic()
+        offsets: list[float] = []
         if counted:
             self.open_streams += 1
         try:
             for step in plan:
                 if isinstance(step, Send):
+                    offsets.append(time.monotonic() - started)
                     yield step.data
                     sent, size = sent + 1, size + len(step.data)
                 elif isinstance(step, Sleep):
@@ -359,7 +366,7 @@ class MockApp:
         finally:
             if counted:
                 self.open_streams -= 1
-            self._record_end(seq, reason, sent, size)
+            self._record_end(seq, reason, sent, size, offsets)
 
     # ---- other API routes ---------------------------------------------------
 

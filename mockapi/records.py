@@ -22,6 +22,7 @@ __all__ = [
     "END_STREAM_ERROR_BY_SCRIPT",
     "END_TRUNCATED_BY_SCRIPT",
     "JOURNAL_FORMAT_VERSION",
+    "MAX_WRITE_OFFSETS",
     "OUTCOME_CLIENT_DISCONNECTED",
     "OUTCOME_HELLO",
     "OUTCOME_INVALID_REQUEST",
@@ -49,6 +50,7 @@ __all__ = [
 # The line format these types describe. It is not written into the lines (their bytes
 # are fixed); a change to any record's fields changes this number.
 JOURNAL_FORMAT_VERSION: Final = 1
+MAX_WRITE_OFFSETS: Final = 4096
 
 Outcome = Literal["refused", "replied", "no_rule", "invalid_request", "too_large", "client_disconnected",
                   "mock_error", "models", "hello", "not_found"]
@@ -133,6 +135,10 @@ class ResponseEndRecord(TypedDict):
     reason: EndReason
     events_sent: int  # body writes: SSE events, or raw chunks
     bytes_sent: int
+    # when each body write went out, in ms since the response started (at most
+    # MAX_WRITE_OFFSETS; write_offsets_truncated when cut); absent in older journals
+    write_offsets_ms: NotRequired[list[float]]
+    write_offsets_truncated: NotRequired[bool]
 
 
 class JournalNote(TypedDict):
@@ -175,9 +181,16 @@ def spliced_fields(reply: bytes | None, body: bytes | None, body_is_json: bool) 
 
 
 def response_end_record(*, seq: int, run: int, time: float, elapsed: float, reason: EndReason,
-                        events_sent: int, bytes_sent: int) -> ResponseEndRecord:
-    return {"type": "response_end", "seq": seq, "run": run, "time": time, "elapsed": elapsed,
-            "reason": reason, "events_sent": events_sent, "bytes_sent": bytes_sent}
+                        events_sent: int, bytes_sent: int,
+                        write_offsets: list[float] | None = None) -> ResponseEndRecord:
+    record: ResponseEndRecord = {
+        "type": "response_end", "seq": seq, "run": run, "time": time, "elapsed": elapsed,
+        "reason": reason, "events_sent": events_sent, "bytes_sent": bytes_sent}
+    if write_offsets is not None:
+        record["write_offsets_ms"] = [round(o * 1000, 1) for o in write_offsets[:MAX_WRITE_OFFSETS]]
+        if len(write_offsets) > MAX_WRITE_OFFSETS:
+            record["write_offsets_truncated"] = True
+    return record
 
 
 def encode_body_field(raw: bytes, parsed_ok: bool) -> bytes:

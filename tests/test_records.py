@@ -195,3 +195,23 @@ def test_every_record_a_mock_writes_fits_its_type(mock_api: StartMock) -> None:
 
 def test_nearest_rule_is_what_the_script_reports() -> None:
     assert set(typing.get_type_hints(NearestRule)) == {"rule", "misses"}
+
+
+def test_write_offsets_say_when_each_event_went_out(mock_api: StartMock) -> None:
+    """A stall of 0.3 s after three events shows as a gap between the third and fourth write;
+    a fault-free stream (one write) has one offset."""
+    mock = mock_api(Scenario(classifier="plain", rules=[
+        Rule(match=Match(last_user_text_contains="<stall>"),
+             reply=text("hi", stall={"after_events": 3, "seconds": 0.3})),
+        Rule(match=Match(last_user_text_contains="<whole>"), reply=text("hi"))]))
+    for content in ("<stall>", "<whole>"):
+        httpx.post(f"{mock.url}/v1/messages", headers=HEADERS, timeout=10, json={
+            "model": "m", "max_tokens": 5, "stream": True,
+            "messages": [{"role": "user", "content": content}]})
+    mock.stop()
+    stalled, whole = [r for r in mock.read().records if r["type"] == "response_end"]
+    offsets = stalled["write_offsets_ms"]
+    assert len(offsets) == stalled["events_sent"] and offsets == sorted(offsets)
+    gaps = [b - a for a, b in zip(offsets, offsets[1:])]
+    assert gaps[2] >= 290 and gaps[2] == max(gaps)  # the scripted stall, not a speed bound
+    assert len(whole["write_offsets_ms"]) == 1
