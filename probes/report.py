@@ -7,8 +7,10 @@ the mock's address as ``$MOCK_URL``/``$MOCK_HOST``, session ids as ``$SESSION[<r
 other client-made UUIDs, agent and device ids as ``$UUID_<n>``, ``$AGENT_<n>`` and
 ``$DEVICE_<n>``, the date of the run as ``$RUN_DATE``; durations, timestamps, hashes of
 files that hold timestamps and durations the client writes into text are ``$VOLATILE`` in
-the report and kept, with the generation time, in ``<report>.timing.json`` beside it (not
-evidence to commit: it differs per run).
+the report and kept, with the generation time, in ``<report>.timing.json`` beside it: a
+timeline per client run (requests, response ends and their body writes, hook calls, egress,
+in ms from the run's start), committed with the report but the one file that differs from
+run to run.
 """
 
 from __future__ import annotations
@@ -56,7 +58,7 @@ RANDOM_IDS = re.compile(
 SHORT_AGENT_VALUE = re.compile(r"a[0-9a-f]{6,15}")
 # a duration the client writes into text it sends (a task notification's usage)
 TEXT_DURATION = re.compile(r"(?<=<duration_ms>)\d+(?=</duration_ms>)")
-JOURNAL_VOLATILE = ("time", "elapsed")
+JOURNAL_VOLATILE = ("time", "elapsed", "write_offsets_ms")
 VOLATILE_KEYS = frozenset({"timestamp", "time", "elapsed", "started", "finished"})
 
 
@@ -179,19 +181,49 @@ def _probe_section(outcome: ProbeOutcome,
     return section, _timing(ev, timing)
 
 
+def _ms(moment: float | None, start: float) -> float | None:
+    return None if moment is None else round((moment - start) * 1000, 1)
+
+
 def _timing(ev: Evidence | None, runs: dict[str, Any]) -> dict[str, Any]:
-    """What differs per run: durations, journal and hook timestamps, egress attempt times."""
+    """What differs per run, as a timeline per client run: each request's arrival and its
+    response's end (with when each body write went out), each hook call's start and end per
+    tool_use_id, each refused egress attempt; ``t_ms`` counts from the start of that run's
+    client process. Every timing check names the entries it compares."""
     if ev is None:
         return {"runs": runs}
-    return {
-        "runs": runs,
-        "journal": [{"type": r.get("type"), "seq": r.get("seq"),
-                     **{k: r.get(k) for k in JOURNAL_VOLATILE}} for r in ev.journal],
-        "hook_calls": [{k: h.get(k) for k in ("event", "index", "pid", "started", "finished",
-                                              "tool_use_id") if k in h}
-                       for h in ev.hook_calls],
-        "egress_attempts": [{"time": a.get("time"), "host": a.get("host")} for a in ev.egress],
-    }
+    timelines: dict[str, list[dict[str, Any]]] = {}
+    for name, run in ev.runs.items():
+        start, end = run.started, run.started + run.duration
+        entries: list[dict[str, Any]] = []
+        seqs = {r["seq"] for r in ev.all_requests() if run.seqs[0] < r["seq"] <= run.seqs[1]}
+        for record in ev.journal:
+            if record.get("seq") not in seqs:
+                continue
+            if record["type"] == "request":
+                entries.append({"t_ms": _ms(record["time"], start), "what": "request",
+                                "seq": record["seq"], "path": record.get("path"),
+                                "kind": record.get("kind")})
+            elif record["type"] == "response_end":
+                entries.append({"t_ms": _ms(record["time"], start), "what": "response_end",
+                                "seq": record["seq"], "reason": record.get("reason"),
+                                "write_offsets_ms": record.get("write_offsets_ms")})
+        for call in ev.hook_calls:  # the recorder logs a call's start and end as two lines
+            what, moment = (("hook_start", call.get("started")) if "started" in call
+                            else ("hook_end", call.get("finished")))
+            if not isinstance(moment, (int, float)) or not start <= moment <= end + 1:
+                continue
+            tool = call.get("tool_use_id") or (call.get("input") or {}).get("tool_use_id")
+            entries.append({"t_ms": _ms(moment, start), "what": what,
+                            "event": call.get("event"), "tool_use_id": tool})
+        for attempt in ev.egress:
+            if start <= attempt.get("time", 0) <= end + 1:
+                entries.append({"t_ms": _ms(attempt["time"], start), "what": "egress",
+                                "method": attempt.get("method"), "host": attempt.get("host")})
+        entries.sort(key=lambda e: (e["t_ms"] is None, e["t_ms"] or 0, e["what"]))
+        timelines[name] = entries
+        runs[name]["duration_ms"] = round(run.duration * 1000, 1)
+    return {"runs": runs, "timelines": timelines}
 
 
 def _journal_line(probe: str, record: dict[str, Any], norm: _Normaliser) -> str:
@@ -306,6 +338,7 @@ def build_report(spec: ReportSpec, outcomes: list[ProbeOutcome], binary: ClientB
         "terminal_reasons": terminal, "trust": trust,
         "boundaries": sorted({b for o in outcomes for b in o.probe.boundaries}),
         "journal": f"{spec.name}.journal.jsonl",
+        "timing": f"{spec.name}{TIMING_SUFFIX}",
     }
     return report, journal_lines, timing
 

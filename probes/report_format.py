@@ -20,8 +20,9 @@ __all__ = ["FINGERPRINT_FILE", "FINGERPRINT_FILE_VERSION", "READABLE_REPORT_VERS
 # 2: run-specific values (timings, the generation time) moved out to <report>.timing.json
 # 3: claim verdicts confirmed / contradicted / not_observable / not_applicable / error;
 #    claim provenance and counterfactuals; check status
-REPORT_SCHEMA_VERSION = 3
-READABLE_REPORT_VERSIONS = (1, 2, 3)
+# 4: "timing" names <report>.timing.json, now committed: a timeline per client run
+REPORT_SCHEMA_VERSION = 4
+READABLE_REPORT_VERSIONS = (1, 2, 3, 4)
 VERDICTS = ("confirmed", "contradicted", "not_observable", "not_applicable", "error")
 # how reports before schema 3 named the verdicts
 _OLD_VERDICTS = {"passed": "confirmed", "failed": "contradicted"}
@@ -75,6 +76,7 @@ class ClaimEntry(TypedDict):
 
 class Report(TypedDict):
     schema_version: int
+    timing: NotRequired[str]  # <report>.timing.json (schema 4)
     report: str
     title: str
     summary: str

@@ -80,7 +80,7 @@ def test_diff_refuses_what_is_not_a_report_directory(tmp_path: Path) -> None:
     (tmp_path / "x.json").write_text('{"schema_version": 99}')
     done = _loopprobe("diff", str(REPORTS / "2.1.235"), str(tmp_path))
     assert done.returncode == 2
-    assert "expected a loopprobe report with schema_version 1 or 2 or 3, found 99" in done.stderr
+    assert "expected a loopprobe report with schema_version 1 or 2 or 3 or 4, found 99" in done.stderr
 
 
 def test_matrix_tabulates_every_claim_per_version() -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import types
 import typing
 from collections.abc import Callable
@@ -212,6 +213,6 @@ def test_write_offsets_say_when_each_event_went_out(mock_api: StartMock) -> None
     stalled, whole = [r for r in mock.read().records if r["type"] == "response_end"]
     offsets = stalled["write_offsets_ms"]
     assert len(offsets) == stalled["events_sent"] and offsets == sorted(offsets)
-    gaps = [b - a for a, b in zip(offsets, offsets[1:])]
+    gaps = [b - a for a, b in itertools.pairwise(offsets)]
     assert gaps[2] >= 290 and gaps[2] == max(gaps)  # the scripted stall, not a speed bound
     assert len(whole["write_offsets_ms"]) == 1

@@ -518,7 +518,8 @@ def check_retries(ev: Evidence, c: Checks) -> None:
            expected=f">= {RETRY_AFTER}s between attempt 1 and 2",
            observed=None if gap is None else (f">= {RETRY_AFTER}s" if gap >= RETRY_AFTER
                                               else f"< {RETRY_AFTER}s"),
-           evidence="journal: arrival times of attempts 1 and 2")
+           evidence="timeline in <report>.timing.json: t_ms of the run's first two requests "
+                    "(attempts 1 and 2)")
     check_ended(c, RETRIES, ev, "retries", final_text="RETRIED_OK", prefix="result")
 
 

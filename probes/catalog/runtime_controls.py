@@ -67,7 +67,8 @@ def check_stop_hook(ev: Evidence, c: Checks) -> None:
            passed=_requests_after(requests, first_call) > 0,
            expected="a model request after Stop #1",
            observed=_after_call(requests, first_call, "Stop #1"),
-           evidence="hook log: Stop #1 start time; journal: arrival times of the main requests")
+           evidence="timeline in <report>.timing.json: hook_start of Stop #1 vs the "
+                    "requests after it")
     second_call = calls[1] if len(calls) > 1 else {}
     c.equal("second-call-active", STOP_CLAIM,
             "the second Stop call is marked as a re-entry (stop_hook_active true)",
@@ -78,7 +79,8 @@ def check_stop_hook(ev: Evidence, c: Checks) -> None:
            passed=bool(second_call) and _requests_after(requests, second_call) == 0,
            expected="no model request after Stop #2",
            observed=_after_call(requests, second_call, "Stop #2"),
-           evidence="hook log: Stop #2 start time; journal: arrival times of the main requests")
+           evidence="timeline in <report>.timing.json: hook_start of Stop #2 vs the "
+                    "requests after it")
     c.that("feedback-in-request-2", STOP_CLAIM,
            "the hook's reason is the last user turn of the second request",
            passed=bool(last_user_locations(second, REENTER)),

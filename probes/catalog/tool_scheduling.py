@@ -19,9 +19,27 @@ from probes.evidence import Evidence, blocks_of_type
 from probes.model import Claim, Hooks, Invocation, Probe
 from probes.provenance import from_analysis
 
-__all__ = ["BARRIER", "BATCH_PROBE", "BATCH_PROMPT", "CONCURRENCY", "HOLD_SECONDS", "HOOK_SLEEP", "IDS",
-           "PAIRING", "PAIRING_PROBE", "PAIR_PROMPT", "STREAMING", "STREAMING_PROBE", "STREAM_PROMPT",
-           "STREAM_TOOL", "check_batch", "check_pairing", "check_streaming", "tool_windows"]
+__all__ = [
+    "BARRIER",
+    "BATCH_PROBE",
+    "BATCH_PROMPT",
+    "CONCURRENCY",
+    "HOLD_SECONDS",
+    "HOOK_SLEEP",
+    "IDS",
+    "PAIRING",
+    "PAIRING_PROBE",
+    "PAIR_PROMPT",
+    "STREAMING",
+    "STREAMING_PROBE",
+    "STREAM_PROMPT",
+    "STREAM_TOOL",
+    "TIMELINE",
+    "check_batch",
+    "check_pairing",
+    "check_streaming",
+    "tool_windows",
+]
 
 STREAMING = "probe.streaming-tool-start"
 CONCURRENCY = "probe.concurrency-safe-overlap"
@@ -30,6 +48,11 @@ PAIRING = "probe.result-pairing-by-id"
 
 HOLD_SECONDS = 3.0
 HOOK_SLEEP = 0.8
+
+
+# where a reader finds the times these checks compare (hook calls and response ends of each
+# run, in ms from the run's start)
+TIMELINE = "timeline in <report>.timing.json"
 
 
 def tool_windows(ev: Evidence) -> dict[str, dict[str, Any]]:
@@ -73,7 +96,8 @@ def check_streaming(ev: Evidence, c: Checks) -> None:
                      "the message end was never sent" if released is None else
                      "PostToolUse before the message end" if window["end"] < released else
                      "PostToolUse after the message end"),
-           evidence="hook log PostToolUse.started vs journal response_end.time of request 1")
+           evidence=f"{TIMELINE}: hook_start of PostToolUse for {STREAM_TOOL} vs the "
+                    "response_end of the run's first request")
     pairs = tool_pairs(ev.request("stream", 1))
     c.equal("result-in-next-request", STREAMING, "the early result is fed back once",
             expected=[STREAM_TOOL], observed=pairs["tool_result_ids"],
@@ -136,19 +160,22 @@ def check_batch(ev: Evidence, c: Checks) -> None:
            expected="the three windows overlap pairwise",
            observed={"read_a/grep": _overlap(ra, gr), "grep/read_b": _overlap(gr, rb),
                      "read_a/read_b": _overlap(ra, rb)},
-           evidence="hook log windows [PreToolUse, PostToolUse] per tool_use_id")
+           evidence=f"{TIMELINE}: windows [hook_start PreToolUse, hook_start PostToolUse] "
+                    "of toolu_batch_read_a, toolu_batch_grep, toolu_batch_read_b")
     c.that("edit-waits-for-safe-calls", BARRIER,
            "Edit (not concurrency-safe) starts only after the safe calls before it ended",
            passed=all(_after(ed, x) for x in (ra, gr, rb)),
            expected="Edit starts after read_a, grep and read_b end",
            observed={n: _after(ed, x) for n, x in (("read_a", ra), ("grep", gr), ("read_b", rb))},
-           evidence="hook log windows")
+           evidence=f"{TIMELINE}: hook_start PreToolUse of toolu_batch_edit vs hook_start "
+                    "PostToolUse of the three safe calls")
     c.that("later-calls-wait-for-edit", BARRIER,
            "calls after the Edit do not start before it ends",
            passed=bool(_after(rc, ed)) and bool(_after(ba, ed)),
            expected="read_c and bash start after the Edit ends",
            observed={"read_c": _after(rc, ed), "bash": _after(ba, ed)},
-           evidence="hook log windows")
+           evidence=f"{TIMELINE}: hook_start PreToolUse of toolu_batch_read_c and "
+                    "toolu_batch_bash vs hook_start PostToolUse of toolu_batch_edit")
     second = ev.request("batch", 1)
     bash_result = next((b for _, b in blocks_of_type(second, "tool_result")
                         if b.get("tool_use_id") == IDS["bash"]), {})
@@ -242,7 +269,7 @@ def check_pairing(ev: Evidence, c: Checks) -> None:
            expected="the fast call's PostToolUse before the slow call's",
            observed={"slow_end_after_fast_end": (slow["end"] > fast["end"])
                      if slow.get("end") and fast.get("end") else None},
-           evidence="hook log PostToolUse times")
+           evidence=f"{TIMELINE}: hook_start PostToolUse of {FAST} vs {SLOW}")
     second = ev.request("pair", 1)
     results = {b.get("tool_use_id"): str(b.get("content"))
                for _, b in blocks_of_type(second, "tool_result")}
