@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from mockapi.cli import add_serve_arguments
+from probes.almanac import load_bisects, render_timeline
 from probes.bisect import (
     SKIPPED_VERDICTS,
     BisectError,
@@ -49,6 +50,8 @@ __all__ = ["HarnessInputError", "build_parser", "cmd_bisect", "cmd_clients_insta
            "cmd_mechanisms", "cmd_merge", "cmd_run", "cmd_versions", "load_catalog", "main", "run_suite"]
 
 EXIT_PASSED, EXIT_FAILED, EXIT_HARNESS, EXIT_INTERRUPTED = 0, 1, 2, 130
+_COMPRESS_HELP = ("write each journal gzipped (<report>.journal.jsonl.gz, reproducible): about "
+                  "a quarter of the size, for evidence kept for many versions")
 _JOBS_HELP = ("probes run at once, each in its own sandbox and mock (default: this machine's "
               "cores); the reports are the same as with -j 1")
 _NO_SANDBOX_HELP = ("run the client on this host, uncontained (no namespaces): only where "
@@ -124,7 +127,8 @@ def _check_out(out: Path, flag: str = "--out") -> None:
 def run_suite(client_spec: str | tuple[Client, str], out: Path, *, probe: str | None = None,
               report: str | None = None, work_dir: str | None = None,
               catalog: tuple[ReportSpec, ...] = REPORTS, no_sandbox: bool = False,
-              jobs: int = 1, shard: tuple[int, int] | None = None) -> int:
+              jobs: int = 1, shard: tuple[int, int] | None = None,
+              compress_journals: bool = False) -> int:
     """Run the selected probes on one client version and write its report directory.
 
     Every client run is contained (bubblewrap); ``no_sandbox`` runs them on the host, and the
@@ -205,7 +209,9 @@ def run_suite(client_spec: str | tuple[Client, str], out: Path, *, probe: str | 
         evidence += [o.evidence for o in outcomes if o.evidence is not None]
         built, journal, timing = build_report(spec, outcomes, binary,
                                               complete=len(outcomes) == len(gathered))
-        _say(f"  wrote {write_report(built, journal, out, timing)}")
+        written_report = write_report(built, journal, out, timing,
+                                      compress_journal=compress_journals)
+        _say(f"  wrote {written_report}")
         written.append((spec.name, built))
     if evidence and probe is None and report is None and not interrupted:
         written_print = write_fingerprint(evidence, binary, out)
@@ -241,7 +247,8 @@ def _verdict(outcome: ProbeOutcome) -> str:
 def cmd_run(args: argparse.Namespace) -> int:
     return run_suite(args.client, Path(args.out), probe=args.probe, report=args.report,
                      work_dir=args.work_dir, catalog=load_catalog(args.catalog),
-                     no_sandbox=args.no_sandbox, jobs=_jobs(args.jobs))
+                     no_sandbox=args.no_sandbox, jobs=_jobs(args.jobs),
+                     compress_journals=args.compress_journals)
 
 
 def _jobs(value: int | None) -> int:
@@ -272,10 +279,12 @@ def cmd_matrix(args: argparse.Namespace) -> int:
         if not args.skip_run:
             codes[key] = run_suite(key.label, out / report_folder(key),
                                    no_sandbox=args.no_sandbox, jobs=_jobs(args.jobs),
-                                   shard=shard, catalog=load_catalog(args.catalog))
+                                   shard=shard, catalog=load_catalog(args.catalog),
+                                   compress_journals=args.compress_journals)
     if shard is not None:  # a slice: `loopprobe merge` tabulates the whole
         return _worst(list(codes.values()))
-    code = _tabulate(out, [report_folder(key) for key in keys], baseline)
+    code = _tabulate(out, [report_folder(key) for key in keys], baseline,
+                     Path(args.bisects) if args.bisects else None)
     return _worst([*codes.values(), code])
 
 
@@ -292,12 +301,14 @@ def _shard(text: str | None) -> tuple[int, int] | None:
         raise HarnessInputError(str(error)) from None
 
 
-def _tabulate(out: Path, folders: list[str], baseline: str | None) -> int:
+def _tabulate(out: Path, folders: list[str], baseline: str | None,
+              bisects: Path | None = None) -> int:
     """MATRIX.md, matrix.json and the diffs against the baseline from the version folders;
     the worst status of their reports (1: a claim failed, 2: a harness error)."""
     matrix = build_matrix([out / f for f in folders if (out / f).is_dir()])
     write_json(out / "matrix.json", matrix)
-    write_text(out / "MATRIX.md", render_matrix(matrix))
+    timeline = render_timeline(matrix, load_bisects(bisects) if bisects else [], out)
+    write_text(out / "MATRIX.md", render_matrix(matrix) + "\n" + timeline)
     _say(f"wrote {out / 'MATRIX.md'}")
     regressed = False
     if baseline:
@@ -535,6 +546,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--catalog", help="a module whose REPORTS replace the built-in probes")
     run.add_argument("--no-sandbox", action="store_true", help=_NO_SANDBOX_HELP)
     run.add_argument("-j", "--jobs", type=int, help=_JOBS_HELP)
+    run.add_argument("--compress-journals", action="store_true", help=_COMPRESS_HELP)
     run.set_defaults(func=cmd_run)
 
     serve_cmd = commands.add_parser("serve", help="run the Messages API mock")
@@ -562,6 +574,10 @@ def build_parser() -> argparse.ArgumentParser:
     matrix.add_argument("--baseline", help="also write diff-<baseline>-to-<version>.md files")
     matrix.add_argument("--no-sandbox", action="store_true", help=_NO_SANDBOX_HELP)
     matrix.add_argument("-j", "--jobs", type=int, help=_JOBS_HELP)
+    matrix.add_argument("--compress-journals", action="store_true", help=_COMPRESS_HELP)
+    matrix.add_argument("--bisects", metavar="DIR", help="folder of bisect-*.json results "
+                        "(or <claim>.json): MATRIX.md gains a timeline per claim with the "
+                        "first version of each change")
     matrix.add_argument("--catalog", help="a module whose REPORTS replace the built-in probes")
     matrix.add_argument("--shard", metavar="I/N", help="run only the I-th of N slices of the "
                         "suite (every N-th report); join the slices with `loopprobe merge`")

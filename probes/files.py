@@ -9,16 +9,21 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-__all__ = ["write_json", "write_lines", "write_text"]
+__all__ = ["write_bytes", "write_json", "write_lines", "write_text"]
 
 
 def write_text(path: Path, text: str) -> Path:
     """Write ``text`` to a temporary file in the same directory, then rename it into place."""
+    return write_bytes(path, text.encode("utf-8"))
+
+
+def write_bytes(path: Path, data: bytes) -> Path:
+    """Write ``data`` to a temporary file in the same directory, then rename it into place."""
     path.parent.mkdir(parents=True, exist_ok=True)
     handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
-        with os.fdopen(handle, "w", encoding="utf-8") as out:
-            out.write(text)
+        with os.fdopen(handle, "wb") as out:
+            out.write(data)
         os.chmod(temporary, 0o644)
         os.replace(temporary, path)
     except BaseException:

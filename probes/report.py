@@ -15,6 +15,7 @@ run to run.
 
 from __future__ import annotations
 
+import gzip
 import json
 import re
 import time
@@ -26,7 +27,7 @@ from probes import __version__
 from probes.checks import CheckResult
 from probes.clients.base import ClientBinary
 from probes.evidence import Evidence, message_outline
-from probes.files import write_json, write_lines
+from probes.files import write_bytes, write_json, write_lines
 from probes.fingerprint import fingerprint
 from probes.model import ReportSpec
 from probes.outcome import ProbeOutcome
@@ -344,10 +345,17 @@ def build_report(spec: ReportSpec, outcomes: list[ProbeOutcome], binary: ClientB
 
 
 def write_report(report: Report, journal_lines: list[str], out_dir: Path,
-                 timing: dict[str, Any] | None = None) -> Path:
+                 timing: dict[str, Any] | None = None, *, compress_journal: bool = False) -> Path:
     """Write ``<report>.json``, the recorded requests beside it as ``<report>.journal.jsonl``
-    and, if given, what differs per run as ``<report>.timing.json``."""
-    write_lines(out_dir / report["journal"], journal_lines)
+    (``.jsonl.gz`` with ``compress_journal``: the same bytes gzipped, with no timestamp in the
+    gzip header, so it is as reproducible) and, if given, the timeline as
+    ``<report>.timing.json``."""
+    if compress_journal:
+        report["journal"] = f"{report['report']}.journal.jsonl.gz"
+        text = "".join(line + "\n" for line in journal_lines).encode()
+        write_bytes(out_dir / report["journal"], gzip.compress(text, 9, mtime=0))
+    else:
+        write_lines(out_dir / report["journal"], journal_lines)
     if timing is not None:
         write_json(out_dir / f"{report['report']}{TIMING_SUFFIX}", timing)
     return write_json(out_dir / f"{report['report']}.json", report)

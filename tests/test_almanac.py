@@ -1,0 +1,49 @@
+"""Evidence kept for many versions: gzipped journals that reproduce byte for byte, and a
+timeline per claim in MATRIX.md marking the first version of each change a bisect found."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+from probes import cli
+from probes.almanac import load_bisects, render_timeline
+from tests.fakeloop import FakeLoopClient
+from tests.fakeloop.catalog import REPORTS
+
+CLIENT = FakeLoopClient()
+
+
+def test_compressed_journals_hold_the_same_lines_and_reproduce(tmp_path: Path) -> None:
+    plain, packed, again = tmp_path / "plain", tmp_path / "packed", tmp_path / "again"
+    assert cli.run_suite((CLIENT, "1"), plain, catalog=REPORTS) == 0
+    for out in (packed, again):
+        assert cli.run_suite((CLIENT, "1"), out, catalog=REPORTS, compress_journals=True) == 0
+    report = json.loads((packed / "fake-tools.json").read_text())
+    assert report["journal"] == "fake-tools.journal.jsonl.gz"
+    assert gzip.decompress((packed / report["journal"]).read_bytes()) == (
+        plain / "fake-tools.journal.jsonl").read_bytes()
+    assert (packed / report["journal"]).read_bytes() == (again / report["journal"]).read_bytes()
+    assert not (packed / "fake-tools.journal.jsonl").exists()
+
+
+def test_the_timeline_marks_where_a_bisect_found_the_change(tmp_path: Path) -> None:
+    def cell(status: str) -> dict[str, str]:
+        return {"status": status}
+    matrix = {"versions": [{"kind": "claude-code", "version": v}
+                           for v in ("2.1.300", "2.0.77", "2.1.235", "2.1.332")],
+              "claims": [{"id": "probe.x", "results": {
+                  "claude-code@2.0.77": cell("contradicted"),
+                  "claude-code@2.1.235": cell("confirmed"),
+                  "claude-code@2.1.300": cell("confirmed"),
+                  "claude-code@2.1.332": cell("contradicted")}}]}
+    bisects = tmp_path / "bisect"
+    bisects.mkdir()
+    (bisects / "probe.x.json").write_text(json.dumps(
+        {"client": "claude-code", "claims": ["probe.x"], "first_changed": "2.1.91"}))
+    (bisects / "other.json").write_text(json.dumps({"not": "a bisect"}))
+    text = render_timeline(matrix, load_bisects(bisects), tmp_path)
+    assert ("- `probe.x`: claude-code: 2.0.77 contradicted → **2.1.91** "
+            "([bisect](bisect/probe.x.json)) 2.1.235–2.1.300 confirmed → "
+            "2.1.332 contradicted") in text
