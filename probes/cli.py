@@ -274,6 +274,9 @@ def cmd_matrix(args: argparse.Namespace) -> int:
         return EXIT_HARNESS
     out = Path(args.out)
     shard = _shard(args.shard)
+    if args.cache_budget is not None and args.cache_budget < 1:
+        raise HarnessInputError(f"--cache-budget: expected a count >= 1, found "
+                                f"{args.cache_budget}")
     codes = {}
     for key in keys:
         if not args.skip_run:
@@ -281,6 +284,9 @@ def cmd_matrix(args: argparse.Namespace) -> int:
                                    no_sandbox=args.no_sandbox, jobs=_jobs(args.jobs),
                                    shard=shard, catalog=load_catalog(args.catalog),
                                    compress_journals=args.compress_journals)
+            if args.cache_budget is not None:  # most recently used first: this one stays
+                for removed in prune_installs(args.cache_budget):
+                    _say(f"  removed {removed.name}@{removed.version} (--cache-budget)")
     if shard is not None:  # a slice: `loopprobe merge` tabulates the whole
         return _worst(list(codes.values()))
     code = _tabulate(out, [report_folder(key) for key in keys], baseline,
@@ -575,6 +581,9 @@ def build_parser() -> argparse.ArgumentParser:
     matrix.add_argument("--no-sandbox", action="store_true", help=_NO_SANDBOX_HELP)
     matrix.add_argument("-j", "--jobs", type=int, help=_JOBS_HELP)
     matrix.add_argument("--compress-journals", action="store_true", help=_COMPRESS_HELP)
+    matrix.add_argument("--cache-budget", type=int, metavar="N",
+                        help="after each version, keep only the N most recently used installs "
+                        "of each client kind (~330 MB each)")
     matrix.add_argument("--bisects", metavar="DIR", help="folder of bisect-*.json results "
                         "(or <claim>.json): MATRIX.md gains a timeline per claim with the "
                         "first version of each change")

@@ -137,3 +137,10 @@ def test_prune_keeps_the_most_recently_used_installs(tmp_path: Path,
     assert (root / "2.0.3").exists()
     assert sorted(b.version for b in prune_installs(1)) == ["2.0.2", "2.0.3"]
     assert sorted(p.name for p in root.iterdir()) == ["2.0.1"]
+
+
+def test_matrix_cache_budget_must_keep_one(tmp_path: Path,
+                                           capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["matrix", "--clients", "2.1.235", "--out", str(tmp_path),
+                     "--cache-budget", "0", "--skip-run"]) == 2
+    assert "--cache-budget: expected a count >= 1" in capsys.readouterr().err
