@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from probes.almanac import load_bisects, render_timeline
 from probes.diff import diff_directories, render_markdown
 from probes.matrix import build_matrix, render_matrix
 from probes.report_format import ReportError
@@ -84,10 +85,11 @@ def test_diff_refuses_what_is_not_a_report_directory(tmp_path: Path) -> None:
 
 
 def test_matrix_tabulates_every_claim_per_version() -> None:
-    folders = ("2.0.77", "2.1.235", "2.1.332", "claude-agent-sdk-0.2.140")
+    committed = json.loads((REPORTS / "matrix.json").read_text())
+    folders = [v["dir"] for v in committed["versions"]]
     matrix = build_matrix([REPORTS / v for v in folders])
-    columns = ["claude-code@2.0.77", "claude-code@2.1.235", "claude-code@2.1.332",
-               "claude-agent-sdk@0.2.140"]
+    columns = [v["client"] for v in committed["versions"]]
+    assert len(columns) >= 13  # the almanac: twelve CLI versions and the Agent SDK
     assert [v["client"] for v in matrix["versions"]] == columns
     for claim in matrix["claims"]:
         assert set(claim["results"]) == set(columns)
@@ -95,7 +97,9 @@ def test_matrix_tabulates_every_claim_per_version() -> None:
             assert cell["status"] in ("confirmed", "contradicted", "not_observable",
                                       "not_applicable", "error")
             assert cell["reason"]
-    assert render_matrix(matrix) == (REPORTS / "MATRIX.md").read_text()
+    assert matrix == committed
+    timeline = render_timeline(matrix, load_bisects(REPORTS / "bisect"), REPORTS)
+    assert render_matrix(matrix) + "\n" + timeline == (REPORTS / "MATRIX.md").read_text()
 
 
 def test_a_reordering_alone_is_named_as_such(tmp_path: Path) -> None:
