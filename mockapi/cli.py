@@ -6,7 +6,7 @@ import argparse
 import secrets
 import sys
 
-from mockapi.journal import Journal
+from mockapi.journal import Journal, JournalInUse
 from mockapi.scenario import Scenario, ScenarioError, load_scenario
 
 __all__ = ["add_serve_arguments", "main", "serve"]
@@ -51,16 +51,27 @@ def serve(args: argparse.Namespace) -> int:
     token = None if args.admin_open else args.admin_token or secrets.token_urlsafe(24)
     try:
         scenario = load_scenario(args.scenario) if args.scenario else Scenario()
-        sock = bind_socket(args.host, args.port, allow_remote=args.allow_remote)
-        address = sock.getsockname()
-        shown_host = f"[{address[0]}]" if ":" in address[0] else address[0]
-        app = MockApp(scenario, Journal(args.journal, fsync=args.fsync), context=dict(args.var),
-                      admin_token=token,
-                      allowed_hosts=own_hosts(f"http://{shown_host}:{address[1]}"))
-    except (ScenarioError, NonLoopbackRefused) as error:
+        journal = Journal(args.journal, fsync=args.fsync)
+    except (ScenarioError, JournalInUse) as error:
         print(f"mockapi: {error}", file=sys.stderr)
         return 2
     except OSError as error:
+        print(f"mockapi: cannot write the journal {args.journal}: "
+              f"{error.strerror or error}", file=sys.stderr)
+        return 2
+    try:
+        sock = bind_socket(args.host, args.port, allow_remote=args.allow_remote)
+        address = sock.getsockname()
+        shown_host = f"[{address[0]}]" if ":" in address[0] else address[0]
+        app = MockApp(scenario, journal, context=dict(args.var),
+                      admin_token=token,
+                      allowed_hosts=own_hosts(f"http://{shown_host}:{address[1]}"))
+    except NonLoopbackRefused as error:
+        journal.close()
+        print(f"mockapi: {error}", file=sys.stderr)
+        return 2
+    except OSError as error:
+        journal.close()
         print(f"mockapi: cannot listen on {args.host}:{args.port}: {error.strerror}",
               file=sys.stderr)
         return 2

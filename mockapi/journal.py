@@ -13,6 +13,7 @@ the reply ended: all sent, client gone, deliberately broken).
 
 from __future__ import annotations
 
+import fcntl
 import os
 import threading
 from collections.abc import Iterable, Mapping, Sequence
@@ -24,7 +25,8 @@ import orjson
 
 from mockapi.records import JournalRecord, RequestRecord, ResponseEndRecord
 
-__all__ = ["REDACTED", "SECRET_HEADERS", "Journal", "JournalContents", "read_journal", "redact_headers"]
+__all__ = ["REDACTED", "SECRET_HEADERS", "Journal", "JournalContents", "JournalInUse",
+           "read_journal", "redact_headers"]
 
 REDACTED = "[redacted]"
 SECRET_HEADERS = frozenset({"x-api-key", "authorization", "proxy-authorization", "cookie",
@@ -47,8 +49,17 @@ class Journal:
         self.path = Path(path)
         self.fsync = fsync
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(self._fd)
+            self._fd = -1
+            raise JournalInUse(f"the journal {self.path} is being written by another mock "
+                               f"({_holder(self.path)}); give each server its own --journal"
+                               ) from None
+        self._pid_file().write_text(f"{os.getpid()}\n")
         torn = _set_aside_torn_tail(self.path)
-        self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         self._seq, self.last_run = _last_numbers(self.path)
         self._lock = threading.Lock()
         if torn is not None:
@@ -78,10 +89,29 @@ class Journal:
         if self.fsync:
             os.fsync(self._fd)
 
+    def _pid_file(self) -> Path:
+        return _pid_file(self.path)
+
     def close(self) -> None:
         if self._fd >= 0:
-            os.close(self._fd)
+            self._pid_file().unlink(missing_ok=True)
+            os.close(self._fd)  # releases the lock
             self._fd = -1
+
+
+class JournalInUse(RuntimeError):
+    """Another server holds the journal's lock (two servers would write duplicate seqs)."""
+
+
+def _pid_file(path: Path) -> Path:
+    return path.with_name(path.name + ".pid")
+
+
+def _holder(path: Path) -> str:
+    try:
+        return f"pid {_pid_file(path).read_text().strip()}"
+    except OSError:
+        return "another process"
 
 
 def _last_numbers(path: Path) -> tuple[int, int]:

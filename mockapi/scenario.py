@@ -318,12 +318,25 @@ def _raw_at(data: Any, where: str, default: Any) -> Any:
     return node
 
 
+class _NoAliasLoader(yaml.SafeLoader):
+    """YAML without aliases: a scenario is data, and aliases let a few hundred bytes expand
+    into gigabytes (a "billion laughs")."""
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        if self.check_event(yaml.AliasEvent):
+            event = self.peek_event()  # type: ignore[no-untyped-call]
+            raise yaml.composer.ComposerError(
+                None, None, f"expected plain data, found the alias *{event.anchor}: aliases "
+                "are refused in scenarios (repeat the value instead)", event.start_mark)
+        return super().compose_node(parent, index)
+
+
 def decode_scenario_text(content: str | bytes, source: str) -> Any:
     suffix = Path(source).suffix.lower()
     try:
         if suffix == ".json":
             return json.loads(content)
-        return yaml.safe_load(content)
+        return yaml.load(content, Loader=_NoAliasLoader)
     except (ValueError, yaml.YAMLError) as error:
         kind = "JSON" if suffix == ".json" else "YAML"
         raise ScenarioError(source, [f"not valid {kind}: {error}"]) from None
