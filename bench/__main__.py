@@ -1,8 +1,16 @@
-"""``python -m bench`` (``scripts/bench``): race our mock against aimock and report ratios.
+"""``python -m bench`` (``scripts/bench``): race our mock against aimock and a raw ASGI floor,
+and report ratios.
 
-Exit status: 0 when every case was measured on both servers without an error,
-1 when a request failed, 2 when the benchmark could not run (install, start,
-bodies, a reply that is not the expected one), 130 when interrupted.
+Three servers (``bench.peers``) get the same load with the same real Claude Code
+bodies, case by case, in rounds that rotate which goes first: our mock, aimock
+(the fastest peer mock) and the floor (``bench.floor``: a bare ASGI app on our
+mock's uvicorn configuration sending our mock's reply bytes). Per case the
+ratios say how ours compares with aimock and what share of the floor it reaches.
+
+Exit status: 0 when every case was measured on all three servers without an
+error, 1 when a request failed, 2 when the benchmark could not run (install,
+start, bodies, a reply that is not the expected one, a floor whose bytes are not
+ours), 130 when interrupted.
 """
 
 from __future__ import annotations
@@ -25,10 +33,18 @@ from typing import Any
 from bench import FIXED_TEXT
 from bench.bodies import Bodies, BodiesError, load_bodies
 from bench.load import LoadResult, build_requests, response_ok, run_load
-from bench.peers import AIMOCK_VERSION, InstallError, Server, ServerError, start_aimock, start_ours
+from bench.peers import (
+    AIMOCK_VERSION,
+    InstallError,
+    Server,
+    ServerError,
+    start_aimock,
+    start_floor,
+    start_ours,
+)
 from bench.profile import ProfileError, print_profile, profile_ours
-from bench.report import OURS, PEER, case_ratios, merge, summarize, table, write_json
-from bench.verify import VerifyError, verify_reply
+from bench.report import FLOOR, OURS, PEER, SERVERS, case_ratios, merge, summarize, table, write_json
+from bench.verify import VerifyError, verify_reply, verify_same_bytes
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_BODIES = ROOT / "reports" / "2.1.235"
@@ -57,8 +73,9 @@ def _concurrency(text: str) -> list[int]:
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
-        prog="scripts/bench", description="Race our mock against aimock with real Claude Code "
-        "request bodies; speed is reported as ratios against aimock measured in the same run.")
+        prog="scripts/bench", description="Race our mock against aimock and a raw ASGI floor "
+        "with real Claude Code request bodies; speed is reported as ratios against aimock and "
+        "the floor measured in the same run.")
     parser.add_argument("--out", type=Path, default=Path("bench-results.json"),
                         help="JSON results file (default: %(default)s)")
     parser.add_argument("--quick", action="store_true",
@@ -69,8 +86,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--warmup", type=float, help="seconds of load before each measurement "
                         "(default 0.5, --quick 0.25); before the first case each server also "
                         "gets 4x this per mode")
-    parser.add_argument("--rounds", type=int, help="rounds per case, alternating which server "
-                        "goes first: ours-aimock, aimock-ours, ... (default 4, --quick 1)")
+    parser.add_argument("--rounds", type=int, help="rounds per case, rotating which server "
+                        "goes first: ours-aimock-floor, aimock-floor-ours, floor-ours-aimock, "
+                        "... (default 4, --quick 1)")
     parser.add_argument("--concurrency", type=_concurrency, default=[1, 16],
                         help="connections per case, comma-separated (default: 1,16)")
     parser.add_argument("--bodies", type=Path, default=DEFAULT_BODIES,
@@ -127,6 +145,13 @@ def _node_version() -> str | None:
         return None
 
 
+def _order(number: int) -> tuple[str, ...]:
+    """The servers in the order they run in round ``number`` (from 0): each round starts
+    with the server after the previous round's first."""
+    first = number % len(SERVERS)
+    return SERVERS[first:] + SERVERS[:first]
+
+
 def _measure(servers: dict[str, Server], bodies: Bodies, cases: list[Case],
              args: argparse.Namespace) -> list[dict[str, Any]]:
     requests = {(name, stream): build_requests(server.port, bodies.variant(stream))
@@ -138,10 +163,9 @@ def _measure(servers: dict[str, Server], bodies: Bodies, cases: list[Case],
                      duration=args.settle, warmup=0, check=response_ok(stream, FIXED_TEXT))
     measured = []
     for case in cases:
-        rounds: dict[str, list[LoadResult]] = {OURS: [], PEER: []}
+        rounds: dict[str, list[LoadResult]] = {name: [] for name in SERVERS}
         for number in range(args.rounds):
-            order = (OURS, PEER) if number % 2 == 0 else (PEER, OURS)
-            for name in order:
+            for name in _order(number):
                 server = servers[name]
                 result = run_load(server.port, requests[(name, case.stream)],
                                   concurrency=case.concurrency, duration=args.duration,
@@ -152,11 +176,13 @@ def _measure(servers: dict[str, Server], bodies: Bodies, cases: list[Case],
                       f"{result.requests / result.elapsed:9.1f} req/s, {result.errors} errors",
                       flush=True)
         results = {name: summarize(merge(runs), runs) for name, runs in rounds.items()}
-        ratios = case_ratios(results[OURS], results[PEER])
-        ratios["throughput_ours_over_aimock_by_round"] = [
-            round((o.requests / o.elapsed) / (p.requests / p.elapsed), 3)
-            if o.elapsed and p.elapsed and p.requests else None
-            for o, p in zip(rounds[OURS], rounds[PEER], strict=True)]
+        ratios: dict[str, Any] = {}
+        for other in (PEER, FLOOR):
+            ratios.update(case_ratios(results[OURS], results[other], other))
+            ratios[f"throughput_ours_over_{other}_by_round"] = [
+                round((o.requests / o.elapsed) / (p.requests / p.elapsed), 3)
+                if o.elapsed and p.elapsed and p.requests else None
+                for o, p in zip(rounds[OURS], rounds[other], strict=True)]
         measured.append({"name": case.name, "stream": case.stream,
                          "concurrency": case.concurrency, "results": results,
                          "ratios": ratios})
@@ -184,21 +210,27 @@ def run(args: argparse.Namespace) -> int:
             contextlib.ExitStack() as stack:
         servers: dict[str, Server] = {}
         try:
-            print(f"starting our mock and aimock {args.aimock_version} (npm install into the "
-                  "cache on first use)", flush=True)
+            print(f"starting our mock, aimock {args.aimock_version} (npm install into the "
+                  "cache on first use) and the floor", flush=True)
             servers[OURS] = start_ours(Path(tmp), server_cpus)
             stack.callback(servers[OURS].stop)
             servers[PEER] = start_aimock(Path(tmp), server_cpus, args.aimock_version)
             stack.callback(servers[PEER].stop)
+            servers[FLOOR] = start_floor(Path(tmp), server_cpus, bodies.streaming[0])
+            stack.callback(servers[FLOOR].stop)
             replies = {name: {mode: verify_reply(server.url, bodies.variant(stream)[0], stream)
                               for mode, stream in (("stream", True), ("json", False))}
                        for name, server in servers.items()}
+            for mode, stream in (("stream", True), ("json", False)):
+                size = verify_same_bytes(servers[OURS].port, servers[FLOOR].port,
+                                         bodies.variant(stream)[0])
+                replies[FLOOR][mode]["same_bytes_as_ours"] = size
         except (InstallError, ServerError, VerifyError, OSError) as error:
             print(f"bench: {error}", file=sys.stderr)
             return 2
         if generator_cpus:
             os.sched_setaffinity(0, generator_cpus)
-        print(f"measuring {len(cases)} cases x 2 servers x {args.rounds} round(s), "
+        print(f"measuring {len(cases)} cases x {len(servers)} servers x {args.rounds} round(s), "
               f"{args.warmup:g} s warm-up + {args.duration:g} s each", flush=True)
         measured = _measure(servers, bodies, cases, args)
         profile = None
@@ -211,7 +243,7 @@ def run(args: argparse.Namespace) -> int:
         journal = Path(tmp) / "ours.journal.jsonl"
         if journal.is_file():
             servers[OURS].config["journal_bytes_written"] = journal.stat().st_size
-        errors = sum(c["results"][n]["errors"] for c in measured for n in (OURS, PEER))
+        errors = sum(c["results"][n]["errors"] for c in measured for n in SERVERS)
         document.update({
             "ok": errors == 0,
             "errors": errors,
@@ -220,6 +252,7 @@ def run(args: argparse.Namespace) -> int:
             "settings": {"quick": args.quick, "duration_s": args.duration,
                          "warmup_s": args.warmup, "settle_s": args.settle,
                          "rounds": args.rounds,
+                         "order_by_round": [list(_order(n)) for n in range(args.rounds)],
                          "concurrency": args.concurrency,
                          "server_cpus": sorted(server_cpus) if server_cpus else None,
                          "generator_cpus": sorted(generator_cpus) if generator_cpus else None,

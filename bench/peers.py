@@ -1,15 +1,21 @@
-"""The two servers under test, each a subprocess on a free 127.0.0.1 port.
+"""The three servers under test, each a subprocess on a free 127.0.0.1 port.
 
-- ``ours``: ``python -m mockapi`` with a ``classifier: plain`` scenario whose one
-  ``repeat: always`` rule answers every request with ``FIXED_TEXT``.
+- ``ours``: ``python -m mockapi`` with the ``classifier: plain`` scenario
+  ``bench.SCENARIO``, whose one ``repeat: always`` rule answers every request
+  with ``FIXED_TEXT``.
 - ``aimock``: ``@copilotkit/aimock`` (its ``llmock`` CLI, ``dist/cli.js``), pinned,
   installed with npm into ``<cache>/peers/aimock-<version>``, with one catch-all
   fixture (``"match": {}``) answering the same text.
+- ``floor``: ``python -m bench.floor``, a bare ASGI app on our mock's uvicorn
+  configuration that reads and discards the body and sends the bytes our mock
+  sends for the bench's first body (captured once at its start-up): what the
+  same server stack costs with nothing of a mock on top.
 
-Both reply with the same seven stream events (message_start, content_block_start,
+All reply with the same seven stream events (message_start, content_block_start,
 two text deltas of 32 characters, content_block_stop, message_delta,
 message_stop): our mock's ``ping`` is switched off and aimock's chunk size set to
-ours. Each process gets its own session (process group) and is stopped by it.
+ours; the floor's bytes are ours. Each process gets its own session (process
+group) and is stopped by it.
 """
 
 from __future__ import annotations
@@ -28,11 +34,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bench import FIXED_TEXT
+from bench import FIXED_TEXT, SCENARIO
 from probes.clients.npm import InstallError, cache_root, install_package
 
 __all__ = ["AIMOCK_PACKAGE", "AIMOCK_VERSION", "InstallError", "Server", "ServerError",
-           "install_aimock", "start_aimock", "start_ours"]
+           "install_aimock", "start_aimock", "start_floor", "start_ours"]
 
 AIMOCK_PACKAGE = "@copilotkit/aimock"
 AIMOCK_VERSION = "1.43.0"
@@ -40,6 +46,7 @@ CHUNK_SIZE = 32  # characters per text delta: our mock's default, set on aimock 
 READY_TIMEOUT = 20.0
 STOP_TIMEOUT = 5.0
 PR_SET_PDEATHSIG = 1
+ROOT = Path(__file__).resolve().parent.parent
 LISTENING = re.compile(r"listening on http://127\.0\.0\.1:(\d+)")
 
 
@@ -94,7 +101,8 @@ class Server:
 
 
 def _launch(name: str, version: str, argv: list[str], workdir: Path,
-            cpus: set[int] | None, config: dict[str, Any]) -> Server:
+            cpus: set[int] | None, config: dict[str, Any],
+            env: dict[str, str] | None = None) -> Server:
     log = workdir / f"{name}.log"
 
     def in_child() -> None:
@@ -104,7 +112,7 @@ def _launch(name: str, version: str, argv: list[str], workdir: Path,
 
     with log.open("wb") as out:
         process = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT,
-                                   stdin=subprocess.DEVNULL, cwd=workdir,
+                                   stdin=subprocess.DEVNULL, cwd=workdir, env=env,
                                    start_new_session=True, preexec_fn=in_child)
     server = Server(name, version, argv, process, log, config=config)
     try:
@@ -146,24 +154,34 @@ def _wait_listening(server: Server) -> int:
 
 
 def start_ours(workdir: Path, cpus: set[int] | None) -> Server:
-    scenario = {
-        "name": "bench", "classifier": "plain",
-        "rules": [{"id": "fixed", "repeat": "always",
-                   "reply": {"text": FIXED_TEXT, "ping": False}}],
-    }
     path = workdir / "bench-scenario.json"
-    path.write_text(json.dumps(scenario, indent=2))
+    path.write_text(json.dumps(SCENARIO, indent=2))
     journal = workdir / "ours.journal.jsonl"
     argv = [sys.executable, "-m", "mockapi", "--scenario", str(path), "--port", "0",
             "--journal", str(journal)]
-    return _launch("ours", _our_version(), argv, workdir, cpus,
-                   {"scenario": scenario, "journal": "JSONL file in a temporary directory"})
+    return _launch("ours", _versions("loopprobe", "starlette", "sse-starlette", "uvicorn",
+                                     "uvloop", "httptools"), argv, workdir, cpus,
+                   {"scenario": SCENARIO, "journal": "JSONL file in a temporary directory"})
 
 
-def _our_version() -> str:
+def start_floor(workdir: Path, cpus: set[int] | None, body: bytes) -> Server:
+    """The raw ASGI floor (``bench.floor``) replaying our mock's replies to ``body``."""
+    path = workdir / "floor-body.json"
+    path.write_bytes(body)
+    argv = [sys.executable, "-m", "bench.floor", "--port", "0", "--body", str(path)]
+    pythonpath = os.environ.get("PYTHONPATH")
+    env = {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep + pythonpath if pythonpath else ''}"}
+    return _launch("floor", _versions("uvicorn", "uvloop", "httptools"), argv, workdir, cpus,
+                   {"app": "raw ASGI: reads and discards the body, sends our mock's reply "
+                    "messages captured once per mode (stream when the body has "
+                    "\"stream\":true); uvicorn configured and run as python -m mockapi",
+                    "body": "the first streaming bench body", "journal": None}, env)
+
+
+def _versions(*dists: str) -> str:
     from importlib.metadata import PackageNotFoundError, version
     parts = []
-    for dist in ("loopprobe", "starlette", "sse-starlette", "uvicorn", "uvloop", "httptools"):
+    for dist in dists:
         try:
             parts.append(f"{dist} {version(dist)}")
         except PackageNotFoundError:

@@ -1,4 +1,5 @@
-"""Numbers from load results, ratios against the peer, the printed table and the JSON file."""
+"""Numbers from load results, ratios against aimock and the floor, the printed table and the
+JSON file."""
 
 from __future__ import annotations
 
@@ -10,9 +11,11 @@ import orjson
 
 from bench.load import LoadResult
 
-__all__ = ["case_ratios", "merge", "percentile", "summarize", "table", "write_json"]
+__all__ = ["FLOOR", "OURS", "PEER", "SERVERS", "case_ratios", "merge", "percentile", "summarize",
+           "table", "write_json"]
 
-OURS, PEER = "ours", "aimock"
+OURS, PEER, FLOOR = "ours", "aimock", "floor"
+SERVERS = (OURS, PEER, FLOOR)  # the order of the first round; each round starts one later
 
 
 def percentile(sorted_values: list[float], fraction: float) -> float:
@@ -78,14 +81,15 @@ def _ratio(numerator: float | None, denominator: float | None) -> float | None:
     return round(numerator / denominator, 3)
 
 
-def case_ratios(ours: dict[str, Any], peer: dict[str, Any]) -> dict[str, Any]:
-    """Every ratio reads "higher is better for ours"; 1.0 is parity with the peer."""
+def case_ratios(ours: dict[str, Any], other: dict[str, Any], name: str = PEER) -> dict[str, Any]:
+    """Ours against the server ``name``; every ratio reads "higher is better for ours", 1.0 is
+    parity (against the floor, the share of the bare server stack's speed ours reaches)."""
     return {
-        "throughput_ours_over_aimock": _ratio(ours["requests_per_s"], peer["requests_per_s"]),
-        "p50_aimock_over_ours": _ratio(peer["p50_ms"], ours["p50_ms"]),
-        "p99_aimock_over_ours": _ratio(peer["p99_ms"], ours["p99_ms"]),
-        "server_cpu_per_request_aimock_over_ours": _ratio(
-            peer["server_cpu_ms_per_request"], ours["server_cpu_ms_per_request"]),
+        f"throughput_ours_over_{name}": _ratio(ours["requests_per_s"], other["requests_per_s"]),
+        f"p50_{name}_over_ours": _ratio(other["p50_ms"], ours["p50_ms"]),
+        f"p99_{name}_over_ours": _ratio(other["p99_ms"], ours["p99_ms"]),
+        f"server_cpu_per_request_{name}_over_ours": _ratio(
+            other["server_cpu_ms_per_request"], ours["server_cpu_ms_per_request"]),
     }
 
 
@@ -107,29 +111,37 @@ def _spread(by_round: list[float | None]) -> str:
 
 
 def table(cases: list[dict[str, Any]]) -> str:
-    """One row per server and case, then the ratios row (ours/aimock req/s, aimock/ours ms)."""
-    header = (f"{'case':<14}{'server':<8}{'req/s':>10}{'p50 ms':>9}{'p99 ms':>9}"
+    """One row per server and case, then one ratios row per other server ("vs aimock",
+    "vs floor": ours/other req/s, other/ours ms)."""
+    header = (f"{'case':<14}{'server':<11}{'req/s':>10}{'p50 ms':>9}{'p99 ms':>9}"
               f"{'errors':>8}{'srv cpu ms/req':>16}{'gen cpu':>9}")
     lines = [header, "-" * len(header)]
     for case in cases:
-        for name in (OURS, PEER):
+        for name in SERVERS:
+            if name not in case["results"]:
+                continue
             r = case["results"][name]
             lines.append(
-                f"{case['name']:<14}{name:<8}{_cell(r['requests_per_s'], 10, 1)}"
+                f"{case['name']:<14}{name:<11}{_cell(r['requests_per_s'], 10, 1)}"
                 f"{_cell(r['p50_ms'], 9)}{_cell(r['p99_ms'], 9)}{_cell(r['errors'], 8)}"
                 f"{_cell(r['server_cpu_ms_per_request'], 16, 3)}"
                 f"{_cell(r['generator_cpu_share'], 9)}")
         ratios = case["ratios"]
-        lines.append(
-            f"{case['name']:<14}{'ratio':<8}"
-            f"{_cell(ratios['throughput_ours_over_aimock'], 10, 3)}"
-            f"{_cell(ratios['p50_aimock_over_ours'], 9, 3)}"
-            f"{_cell(ratios['p99_aimock_over_ours'], 9, 3)}{'':>8}"
-            f"{_cell(ratios['server_cpu_per_request_aimock_over_ours'], 16, 3)}"
-            f"{_spread(ratios.get('throughput_ours_over_aimock_by_round', []))}")
+        for other in (PEER, FLOOR):
+            if f"throughput_ours_over_{other}" not in ratios:
+                continue
+            lines.append(
+                f"{case['name']:<14}{'vs ' + other:<11}"
+                f"{_cell(ratios[f'throughput_ours_over_{other}'], 10, 3)}"
+                f"{_cell(ratios[f'p50_{other}_over_ours'], 9, 3)}"
+                f"{_cell(ratios[f'p99_{other}_over_ours'], 9, 3)}{'':>8}"
+                f"{_cell(ratios[f'server_cpu_per_request_{other}_over_ours'], 16, 3)}"
+                f"{_spread(ratios.get(f'throughput_ours_over_{other}_by_round', []))}")
         lines.append("")
-    lines.append("ratio row: req/s ours/aimock; p50, p99 and server CPU per request aimock/ours "
+    lines.append("vs rows: req/s ours/other; p50, p99 and server CPU per request other/ours "
                  "(every ratio: > 1 means ours is better, 1 is parity)")
+    lines.append("floor: a bare ASGI app on our uvicorn configuration sending our reply bytes "
+                 "(vs floor: the share of it ours reaches)")
     lines.append("gen cpu: share of one core the load generator used (near 1.0: it was the limit)")
     return "\n".join(lines)
 
