@@ -33,6 +33,7 @@ from mockapi.matching import Match
 from mockapi.replies import Reply
 
 __all__ = [
+    "MAX_SCENARIO_BYTES",
     "SCHEMA_VERSION",
     "Rule",
     "Scenario",
@@ -93,6 +94,13 @@ class Scenario(BaseModel):
         default="auto",
         description="auto: warmup and side requests that no rule matches get a neutral answer "
                     "and never reach the script",
+    )
+    validation: Literal["strict", "lenient"] = Field(
+        default="strict",
+        description="strict: a request the real API refuses with 400 invalid_request_error "
+                    "(empty messages, a role or block type it does not know, unpaired "
+                    "tool_use/tool_result...; see mockapi.validation) gets that 400; lenient: "
+                    "only the JSON, required-field, header and key checks are made",
     )
     models: list[str] = Field(
         default_factory=lambda: ["claude-sonnet-4-5", "claude-opus-4-1", "claude-haiku-4-5"])
@@ -345,13 +353,20 @@ def decode_scenario_text(content: str | bytes, source: str) -> Any:
         raise ScenarioError(source, [f"not valid {kind}: nested too deeply to be read"]) from None
 
 
+MAX_SCENARIO_BYTES = 8 * 1024 * 1024  # the largest committed scenario is a few KB
+
+
 def load_scenario(path: str | Path) -> Scenario:
-    """Load a scenario from a .yaml/.yml/.json file."""
+    """Load a scenario from a .yaml/.yml/.json file (at most MAX_SCENARIO_BYTES)."""
     source = str(path)
     try:
-        content = Path(path).read_bytes()
+        with Path(path).open("rb") as handle:
+            content = handle.read(MAX_SCENARIO_BYTES + 1)
     except OSError as error:
         raise ScenarioError(source, [f"cannot read the file: {error.strerror}"]) from None
+    if len(content) > MAX_SCENARIO_BYTES:
+        raise ScenarioError(source, [f"(top level): expected a file of at most "
+                                     f"{MAX_SCENARIO_BYTES} bytes, found a larger one"])
     return parse_scenario(decode_scenario_text(content, source), source)
 
 

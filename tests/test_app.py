@@ -508,12 +508,15 @@ def test_count_tokens_needs_model_and_messages_but_not_max_tokens(make_mock: Mak
     response = mock.post({"model": "m"}, path="/v1/messages/count_tokens")
     assert response.status_code == 400
     assert response.json()["error"]["message"] == "messages: Field required"
-    minimal = {"model": "m", "messages": []}
+    minimal = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
     assert mock.post(minimal, path="/v1/messages/count_tokens").json() == {
         "input_tokens": len(orjson.dumps(minimal)) // 4}
-    tiny = mock.post(content=b'{"model":"","messages":[]}', path="/v1/messages/count_tokens",
-                     headers={"content-type": "application/json"})
-    assert tiny.json() == {"input_tokens": 6}
+    tiny = mock.post(content=b'{"model":"","messages":[{"role":"user","content":"x"}]}',
+                     path="/v1/messages/count_tokens", headers={"content-type": "application/json"})
+    assert tiny.json() == {"input_tokens": 13}
+    empty = mock.post({"model": "m", "messages": []}, path="/v1/messages/count_tokens")
+    assert (empty.status_code, empty.json()["error"]["message"]) == (
+        400, "messages: at least one message is required, got []")
 
 
 def test_models_list(make_mock: MakeMock) -> None:
@@ -601,7 +604,8 @@ def test_any_method_is_recorded(make_mock: MakeMock, method: str) -> None:
         pytest.param("POST", "/v1/messages", body_for("a"), 200, id="message"),
         pytest.param("POST", "/v1/messages", body_for("a", stream=True), 200, id="stream"),
         pytest.param("POST", "/v1/messages", {"model": "m"}, 400, id="invalid"),
-        pytest.param("POST", "/v1/messages/count_tokens", {"model": "m", "messages": []}, 200,
+        pytest.param("POST", "/v1/messages/count_tokens",
+                     {"model": "m", "messages": [{"role": "user", "content": "hi"}]}, 200,
                      id="count_tokens"),
         pytest.param("GET", "/v1/models", None, 200, id="models"),
         pytest.param("GET", "/v1/models/claude-sonnet-4-5", None, 200, id="model"),
@@ -633,7 +637,8 @@ def test_every_request_is_journaled_in_order(make_mock: MakeMock) -> None:
     check(mock.post(body_for("x" * 3000)), "POST", "/v1/messages", "too_large")
     check(c.post("/v1/messages", content=orjson.dumps(body_for("a"))),
           "POST", "/v1/messages", "invalid_request")
-    check(mock.post({"model": "m", "messages": []}, path="/v1/messages/count_tokens"),
+    check(mock.post({"model": "m", "messages": [{"role": "user", "content": "hi"}]},
+                    path="/v1/messages/count_tokens"),
           "POST", "/v1/messages/count_tokens", "replied")
     check(c.get("/v1/models"), "GET", "/v1/models", "models")
     check(c.get("/v1/models/nope"), "GET", "/v1/models/nope", "not_found")
@@ -681,7 +686,8 @@ def test_admin_state(make_mock: MakeMock) -> None:
     state = mock.client.get("/_mock/state").json()
     assert state == {
         "scenario": "st", "run": 1, "open_streams": 0, "journal": str(mock.journal_path),
-        "context": {"workspace": "/w"},
+        "context": {"workspace": "/w"}, "journal_problem": None, "journal_failed_writes": 0,
+        "journal_last_failure": None,
         "rules": [
             {"id": "a", "replies": 1, "served": 1, "repeat": "once", "spent": True},
             {"id": "b", "replies": 2, "served": 0, "repeat": "always", "spent": False}]}

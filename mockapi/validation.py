@@ -1,0 +1,434 @@
+"""Requests the real Messages API refuses with 400 ``invalid_request_error``, refused here too.
+
+``mockapi.requests.parse_body`` has already checked the headers' presence, the JSON and
+the required fields' types; ``validate_request`` then checks what the real API also
+refuses, and ``check`` is what the app calls (a scenario's ``validation: lenient``, or
+the CLI's ``--lenient``, skips it). Each refusal is ``BadRequest(400,
+"invalid_request_error", message, OUTCOME_INVALID_REQUEST)``; the message names the
+field (pydantic-style location: ``messages.1.content.0``), what was expected and what
+arrived.
+
+Refused (``/v1/messages``; the rules about ``messages`` and the header hold for
+``/v1/messages/count_tokens`` too):
+
+- ``anthropic-version`` not a date ``YYYY-MM-DD``;
+- ``max_tokens`` below 0 (``0`` is valid: it pre-warms the prompt cache, see below);
+- ``stream`` not a boolean (``"true"`` included);
+- ``temperature`` not a number or outside 0..1, and, from API version 2026-10-21 on,
+  ``temperature``, ``top_p`` or ``top_k`` at all;
+- ``messages`` empty, or longer than 100,000;
+- a message that is not an object, a role not ``user``/``assistant``/``system``, a missing
+  ``content``, ``content`` neither a string nor a list;
+- a content block that is not an object, has no ``type`` or an unknown one (also inside a
+  ``tool_result``'s ``content``); a ``text`` block without a string ``text``, a ``tool_use``
+  without a string ``id``/``name`` or an object ``input``, a ``tool_result`` without a string
+  ``tool_use_id``;
+- empty content (``""`` or ``[]``), or an empty ``text`` block, in any message but a final
+  ``assistant`` one (a prefill may be empty);
+- a ``tool_result`` whose ``tool_use_id`` no ``tool_use`` of the assistant turn just before
+  has, and an assistant ``tool_use`` that the user turn just after does not answer.
+
+When a body has several problems, the header's and the top-level fields' come first, then
+the one in the earliest message (the API's order is unknown to us).
+
+Where the rules come from: ``max_tokens: 0`` being valid, the ``system`` role, the 0..1
+range of ``temperature`` and the 100,000-message limit from the SDK's own definitions and
+docstrings (``anthropic`` 2.16.0 and 0.125.0, ``types/message_create_params.py``: "Set to
+`0` to populate the prompt cache without generating a response", ``SystemMessageParam``,
+"Ranges from `0.0` to `1.0`"; anthropics/anthropic-sdk-python#893, where the maintainers
+say a negative temperature is now refused); the removal of ``temperature``, ``top_p`` and
+``top_k`` in API version 2026-10-21 from that version's migration notes as reported
+(developersdigest.tech, codersera.com, dev.to/apidog articles on 2026-10-21) and from the
+SDK 2.16.0 params, which no longer have them; the published versions from
+platform.claude.com/docs/en/api/versioning; the rest from the API's error texts below.
+
+Speed: one hand-written pass over the messages and their blocks (type checks, set
+look-ups; the pairing pass only visits tool blocks), no model building. Measured here
+(tests/test_validation.py prints it): 6 µs for the largest Claude Code 2.1.235 body (49 KB,
+its size is the system prompt and tools), about 100 µs for a 100 KB conversation of 160
+tool-using messages, 9 ms for all 1,694 committed bodies; parsing the 100 KB of JSON with
+orjson takes about 300 µs. Validating with a pydantic ``TypeAdapter`` built from the SDK's
+request TypedDicts (``anthropic.types.beta.MessageCreateParams``, every ``Iterable``
+consumed, since pydantic checks those lazily) took 0.6 ms for the largest recorded body
+and 0.175 ms on average, and the SDK's literals are stricter than what clients send: the
+non-beta types refuse the ``thinking.display: "updates"`` that Claude Code 2.1.306 and
+later send, and errors come back as unions of every alternative, not the API's single
+line. The SDK is also only a test dependency of this package. So the SDK's definitions
+are used where they are cheap and safe: the sets of roles and block ``type`` tags below
+are the SDK's (``anthropic`` 2.16.0 and 0.125.0, beta and non-beta message params), and
+tests/test_validation.py fails when the installed SDK declares one they lack; its
+property test also checks that the bodies it generates as valid pass the SDK's
+``TypeAdapter``.
+
+Where the wording comes from (third-party reports of real API replies, found with
+public issue search; "ours" where none was found):
+
+- ``messages.N.content.M: unexpected `tool_use_id` found in `tool_result` blocks: ID.
+  Each `tool_result` block must have a corresponding `tool_use` block in the previous
+  message.``: anthropics/claude-code#13460 and #18947, router-for-me/CLIProxyAPI#497,
+  langchain-ai/langchain#31657. Which ids are listed when a message has several
+  unexpected ones is ours (all of that message's, at the first one's block).
+- ``messages.N: `tool_use` ids were found without `tool_result` blocks immediately
+  after: ID1, ID2. Each `tool_use` block must have a corresponding `tool_result` block in
+  the next message.``: anthropics/claude-code#5989, #1237, #5060, Kilo-Org/kilocode#5163
+  (the API quotes both block names in backticks).
+- ``messages: at least one message is required``: langchain-ai/langchain#31657.
+- ``messages.N: all messages must have non-empty content except for the optional final
+  assistant message``: anthropics/claude-code#4416, #6774, tidyverse/ellmer#709 (an
+  empty list); that ``""`` draws the same reply is ours.
+- ``messages: text content blocks must be non-empty``: anthropics/claude-code#59812,
+  #53473 (the API names no index; ours adds where).
+- ``messages.N.content.M: Input tag 'X' found using 'type' does not match any of the
+  expected tags: ...``: AstrBotDevs/AstrBot#4444 (the tags listed are the SDK's).
+- ``messages.N.content.M.text.text: Input should be a valid string``:
+  simonw/llm-anthropic#23 (the location carries the block's tag).
+- ``anthropic-version: "X" is not a valid version``: directus-labs/extensions#285,
+  decolua/9router#1227 (the API also refuses well-formed dates it does not know).
+- ``temperature: Extra inputs are not permitted`` (API version 2026-10-21):
+  ttlequals0/MinusPod release 2.101.10 and the version's migration notes.
+- ``stream: Input should be a valid boolean``: diegosouzapw/OmniRoute#677 (relayed by a
+  proxy).
+- Ours, in pydantic's wording: ``messages.N.role: Input should be 'user', 'assistant' or
+  'system'`` (reports show ``'user' or 'assistant'``, from before ``system`` messages),
+  ``max_tokens: Input should be greater than or equal to 0`` (reports show ``... to 1``,
+  from before ``max_tokens: 0`` became valid), ``temperature: Input should be less than
+  or equal to 1`` (anthropics/anthropic-sdk-python#893 shows an older ``temperature:
+  range: -1 or 0..1``), ``Field required``, ``Input should be a valid dictionary``,
+  ``Unable to extract tag using discriminator 'type'``, and the 100,000-message limit
+  (the SDK documents the limit, not the reply).
+
+Every message also says what arrived (``, got ...``), as ``mockapi.requests`` does.
+
+Still accepted although the real API refuses it, or may:
+
+- ``null`` for ``stream`` or ``temperature`` (taken as absent);
+- unknown top-level fields, unknown fields inside messages and blocks, and unknown
+  ``anthropic-beta`` values (the API's rule for them is unknown to us; Claude Code sends
+  unpublished ones, such as ``thinking.display: "updates"``);
+- a well-formed ``anthropic-version`` the API does not know (only 2023-01-01, 2023-06-01
+  and 2026-10-21 are published); version 2026-10-21's refusal of ``document`` blocks in
+  ``assistant`` messages and of non-empty ``citations`` in ``user`` text blocks;
+- a repeated ``anthropic-version`` header: the first value is checked (the API reads the
+  joined ``"2023-06-01, 2023-06-01"`` and refuses it);
+- ``model`` names: any string (the mock answers as the scenario says);
+- ``max_tokens`` above a model's output limit, ``max_tokens: 0`` together with
+  ``stream``, thinking or structured outputs (reported as refused), and ``max_tokens`` not
+  greater than ``thinking.budget_tokens``;
+- ``thinking`` (type, ``budget_tokens`` of at least 1,024), ``tool_choice``,
+  ``output_config``, ``metadata``, ``service_tier``, ``container``, ``mcp_servers``,
+  ``context_management`` and the other optional top-level objects: their shapes and enums
+  are not checked; ``top_p`` and ``top_k`` ranges;
+- ``system``: its type and its blocks are not checked (empty text blocks included);
+- ``tools``: names, duplicates, ``input_schema`` validity, server tool versions;
+- token limits: the context window, ``prompt is too long`` (scripted as a reply when wanted);
+- images and documents: media types, base64 data, URLs, sizes and counts;
+- blocks' fields beyond those listed above (``thinking`` signatures, ``cache_control``
+  placement and the limit of 4 breakpoints, citations, ``tool_result.is_error``...);
+- whitespace-only text blocks (reported as refused: ``text content blocks must contain
+  non-whitespace text``), trailing whitespace in a final assistant message, empty text
+  blocks in a final assistant message and inside ``tool_result`` content;
+- duplicate ``tool_use`` ids; ``tool_use`` in user messages and ``tool_result`` in
+  assistant ones; a final assistant message with ``tool_use`` blocks; pairing of server
+  tools (``server_tool_use``, ``mcp_tool_use``, ``advisor_tool_result``...); a run of
+  consecutive same-role messages counts as one turn, and ``system`` messages are skipped,
+  when pairing ``tool_use`` with ``tool_result``;
+- ``system`` messages: accepted under every API version (the 0.125.0 SDK has them in its
+  beta types only); their content is not required and never counts as empty;
+- order: consecutive messages of the same role are accepted (the API combines them), and
+  a first message from the assistant is accepted;
+- ``/v1/messages/count_tokens``: its own fields beyond ``messages`` are not checked.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from typing import Any, Final, Literal, NoReturn
+
+from mockapi.records import OUTCOME_INVALID_REQUEST
+from mockapi.requests import BadRequest
+
+__all__ = [
+    "BLOCK_TYPES",
+    "MAX_MESSAGES",
+    "MESSAGE_ROLES",
+    "SAMPLING_REMOVED_IN",
+    "TOOL_RESULT_CONTENT_TYPES",
+    "ValidationMode",
+    "check",
+    "validate_request",
+]
+
+ValidationMode = Literal["strict", "lenient"]  # a scenario's `validation`
+
+# The `role` tags of the SDK's MessageParam unions (anthropic 2.16.0 and 0.125.0, beta and
+# not); tests/test_validation.py checks that the installed SDK declares no other.
+MESSAGE_ROLES: Final = frozenset({"user", "assistant", "system"})
+# The `type` tags of the blocks a message's content may hold: the union of the SDK's
+# user, assistant and system message content blocks (params, and the response blocks
+# the API takes back), beta and not, in anthropic 2.16.0 and 0.125.0.
+BLOCK_TYPES: Final = frozenset({
+    "advisor_tool_result", "bash_code_execution_tool_result", "code_execution_tool_result",
+    "compaction", "container_upload", "document", "fallback", "image", "mcp_tool_listing",
+    "mcp_tool_result", "mcp_tool_use", "redacted_thinking", "search_result",
+    "server_tool_use", "text", "text_editor_code_execution_tool_result", "thinking",
+    "tool_addition", "tool_removal", "tool_result", "tool_search_tool_result", "tool_use",
+    "web_fetch_tool_result", "web_search_tool_result",
+})
+# The `type` tags of the blocks a tool_result's content may hold (ToolResultBlockParam).
+TOOL_RESULT_CONTENT_TYPES: Final = frozenset({
+    "browser_state", "document", "image", "search_result", "text", "tool_reference"})
+MAX_MESSAGES: Final = 100_000  # "There is a limit of 100,000 messages in a single request"
+# From this API version on, temperature, top_p and top_k are refused, even at their defaults.
+SAMPLING_REMOVED_IN: Final = "2026-10-21"
+
+_CREATE_PATH: Final = "/v1/messages"
+_SAMPLING: Final = ("temperature", "top_p", "top_k")
+_VERSION = re.compile(r"\d{4}-(?:0[1-9]|1[0-2])-(?:0[1-9]|[12]\d|3[01])")
+_EXPECTED_ROLES: Final = "'user', 'assistant' or 'system'"
+_EXPECTED_TAGS: Final = ", ".join(f"'{t}'" for t in sorted(BLOCK_TYPES))
+_EXPECTED_RESULT_TAGS: Final = ", ".join(f"'{t}'" for t in sorted(TOOL_RESULT_CONTENT_TYPES))
+_NON_EMPTY: Final = "all messages must have non-empty content except for the optional final assistant message"
+_MISSING: Final = object()
+
+
+def check(body: dict[str, Any], headers: Mapping[str, str], path: str, *, lenient: bool) -> None:
+    """What the app calls after ``parse_body``: ``validate_request`` unless ``lenient``."""
+    if not lenient:
+        validate_request(body, headers, path)
+
+
+def validate_request(body: dict[str, Any], headers: Mapping[str, str], path: str) -> None:
+    """Raise ``BadRequest`` (400 invalid_request_error) for what the real API refuses.
+
+    ``body`` is the parsed JSON object of a request to ``path`` (``/v1/messages`` or
+    ``/v1/messages/count_tokens``); ``headers`` are its headers, lower-case names.
+    """
+    version = headers.get("anthropic-version")
+    if version is not None and not _VERSION.fullmatch(version):
+        _refuse(f"anthropic-version: {json.dumps(version)} is not a valid version, expected a "
+                f"date YYYY-MM-DD such as 2023-06-01")
+    if version is not None and version >= SAMPLING_REMOVED_IN:
+        for name in _SAMPLING:
+            if name in body:
+                _refuse(f"{name}: Extra inputs are not permitted (API version {version}), "
+                        f"got {_show(body[name])}")
+    if path == _CREATE_PATH:
+        _check_create_fields(body)
+    messages = body.get("messages", _MISSING)
+    if messages is _MISSING:
+        _refuse("messages: Field required")
+    if not isinstance(messages, list):
+        _refuse(f"messages: Input should be a valid list, got {_got(messages)}")
+    if not messages:
+        _refuse("messages: at least one message is required, got []")
+    if len(messages) > MAX_MESSAGES:
+        _refuse(f"messages: a request may hold at most {MAX_MESSAGES} messages, "
+                f"got {len(messages)}")
+    _check_messages(messages)
+
+
+def _check_create_fields(body: dict[str, Any]) -> None:
+    max_tokens = body.get("max_tokens")
+    if isinstance(max_tokens, int) and not isinstance(max_tokens, bool) and max_tokens < 0:
+        _refuse(f"max_tokens: Input should be greater than or equal to 0, got {max_tokens}")
+    stream = body.get("stream", False)
+    if stream is not True and stream is not False and stream is not None:
+        _refuse(f"stream: Input should be a valid boolean, got {_got(stream)}")
+    temperature = body.get("temperature")
+    if temperature is not None:
+        if isinstance(temperature, bool) or not isinstance(temperature, int | float):
+            _refuse(f"temperature: Input should be a valid number, "
+                    f"got {_got(temperature)}")
+        if temperature < 0:
+            _refuse(f"temperature: Input should be greater than or equal to 0, got {temperature}")
+        if temperature > 1:
+            _refuse(f"temperature: Input should be less than or equal to 1, got {temperature}")
+
+
+def _check_messages(messages: list[Any]) -> None:
+    """Pass 1: each message's shape, noting what pass 2 (emptiness, pairing) needs.
+
+    A turn is a run of consecutive messages of one role, ``system`` messages skipped; a
+    user turn's tool_results answer the tool_uses of the assistant turn just before it.
+    Only messages with something to check later leave a note, so a long conversation
+    costs one walk over its blocks.
+    """
+    last = len(messages) - 1
+    turn, turn_role = -1, ""
+    empties: list[tuple[int, int]] = []  # (message, -1: empty content | empty text block)
+    uses: list[tuple[int, int, Any]] = []  # (message, turn, tool_use id), assistant only
+    results: list[tuple[int, int, int, Any]] = []  # (message, block, turn, tool_use_id), user
+    for i, message in enumerate(messages):
+        if type(message) is not dict:
+            _refuse(f"messages.{i}: Input should be a valid dictionary, got {_got(message)}")
+        role = message.get("role")
+        if type(role) is not str or role not in MESSAGE_ROLES:
+            if "role" not in message:
+                _refuse(f"messages.{i}.role: Field required")
+            _refuse(f"messages.{i}.role: Input should be {_EXPECTED_ROLES}, got {_show(role)}")
+        if role != turn_role and role != "system":
+            turn, turn_role = turn + 1, role
+        content = message.get("content", _MISSING)
+        counted = role != "system" and (i != last or role != "assistant")  # prefill: may be empty
+        if type(content) is str:
+            if not content and counted:
+                empties.append((i, -1))
+            continue
+        if type(content) is not list:
+            if content is _MISSING:
+                if role == "system":
+                    continue
+                _refuse(f"messages.{i}.content: Field required")
+            _refuse(f"messages.{i}.content: Input should be a valid string or a valid list of "
+                    f"content blocks, got {_got(content)}")
+        if not content and counted:
+            empties.append((i, -1))
+        empty_text = False
+        for j, block in enumerate(content):
+            if type(block) is not dict:
+                _refuse(f"messages.{i}.content.{j}: Input should be a valid dictionary, "
+                        f"got {_got(block)}")
+            kind = block.get("type")
+            if kind == "text":
+                text = block.get("text")
+                if type(text) is not str:
+                    _field_error(block, "text", f"messages.{i}.content.{j}.text", "string")
+                if not text and counted and not empty_text:
+                    empties.append((i, j))
+                    empty_text = True
+            elif kind == "tool_use":
+                use_id, name, tool_input = block.get("id"), block.get("name"), block.get("input")
+                if type(use_id) is not str or type(name) is not str or type(tool_input) is not dict:
+                    where = f"messages.{i}.content.{j}.tool_use"
+                    _field_error(block, "id", where, "string")
+                    _field_error(block, "name", where, "string")
+                    _field_error(block, "input", where, "dictionary")
+                if role == "assistant":
+                    uses.append((i, turn, use_id))
+            elif kind == "tool_result":
+                use_id = block.get("tool_use_id")
+                if type(use_id) is not str:
+                    _field_error(block, "tool_use_id", f"messages.{i}.content.{j}.tool_result",
+                                 "string")
+                inner = block.get("content")
+                if inner is not None and type(inner) is not str:
+                    _check_result_content(inner, f"messages.{i}.content.{j}.tool_result")
+                if role == "user":
+                    results.append((i, j, turn, use_id))
+            elif type(kind) is not str or kind not in BLOCK_TYPES:
+                _bad_tag(block, f"messages.{i}.content.{j}", _EXPECTED_TAGS)
+    if empties or uses or results:
+        _check_turns(messages, empties, uses, results, turn)
+
+
+def _check_result_content(content: Any, where: str) -> None:
+    if type(content) is not list:
+        _refuse(f"{where}.content: Input should be a valid string or a valid list of content "
+                f"blocks, got {_got(content)}")
+    for k, item in enumerate(content):
+        if type(item) is not dict:
+            _refuse(f"{where}.content.{k}: Input should be a valid dictionary, got {_got(item)}")
+        if not _is_str_in(item.get("type"), TOOL_RESULT_CONTENT_TYPES):
+            _bad_tag(item, f"{where}.content.{k}", _EXPECTED_RESULT_TAGS)
+
+
+def _check_turns(messages: list[Any], empties: list[tuple[int, int]],
+                 uses: list[tuple[int, int, Any]], results: list[tuple[int, int, int, Any]],
+                 last_turn: int) -> None:
+    """Pass 2, over the notes only: of the problems found, the one in the first message."""
+    problems: list[tuple[int, int, str]] = []  # (message, rank within it, reply)
+    if empties:
+        i, j = empties[0]
+        if j < 0:
+            problems.append((i, 0, f"messages.{i}: {_NON_EMPTY}, got {_show(messages[i]['content'])}"))
+        else:
+            problems.append((i, 1, f"messages: text content blocks must be non-empty, got an "
+                                   f"empty text at messages.{i}.content.{j}"))
+    uses_in: dict[int, set[str]] = {}
+    for _, turn, use_id in uses:
+        uses_in.setdefault(turn, set()).add(use_id)
+    unexpected: dict[int, list[tuple[int, str]]] = {}
+    for i, j, turn, use_id in results:
+        if use_id not in uses_in.get(turn - 1, ()):
+            unexpected.setdefault(i, []).append((j, use_id))
+    if unexpected:
+        i = min(unexpected)
+        blocks = unexpected[i]
+        problems.append((i, 2, f"messages.{i}.content.{blocks[0][0]}: unexpected `tool_use_id` "
+                               f"found in `tool_result` blocks: {', '.join(r for _, r in blocks)}. "
+                               f"Each `tool_result` block must have a corresponding `tool_use` "
+                               f"block in the previous message."))
+    answered: dict[int, set[str]] = {}
+    for _, _, turn, use_id in results:
+        answered.setdefault(turn, set()).add(use_id)
+    missing: dict[int, list[str]] = {}
+    for i, turn, use_id in uses:
+        if turn < last_turn and use_id not in answered.get(turn + 1, ()):
+            missing.setdefault(i, []).append(use_id)
+    if missing:
+        i = min(missing)
+        problems.append((i, 3, f"messages.{i}: `tool_use` ids were found without `tool_result` "
+                               f"blocks immediately after: {', '.join(missing[i])}. Each "
+                               f"`tool_use` block must have a corresponding `tool_result` block "
+                               f"in the next message."))
+    if problems:
+        _refuse(min(problems)[2])
+
+
+def _field_error(block: dict[str, Any], name: str, where: str, expected: str) -> None:
+    """Refuse ``block[name]`` unless it is of the ``expected`` JSON type."""
+    value = block.get(name, _MISSING)
+    if type(value) is (str if expected == "string" else dict):
+        return
+    if value is _MISSING:
+        _refuse(f"{where}.{name}: Field required")
+    _refuse(f"{where}.{name}: Input should be a valid {expected}, got {_got(value)}")
+
+
+def _bad_tag(block: dict[str, Any], where: str, expected: str) -> NoReturn:
+    if "type" not in block:
+        _refuse(f"{where}: Unable to extract tag using discriminator 'type', got no `type`")
+    _refuse(f"{where}: Input tag {_show(block['type'])} found using 'type' does not match any of "
+            f"the expected tags: {expected}")
+
+
+def _is_str_in(value: Any, names: frozenset[str]) -> bool:
+    return type(value) is str and value in names  # a list or dict is not hashable
+
+
+def _kind(value: Any) -> str:
+    """A JSON value's type, as JSON names it."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int | float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list):
+        return "array"
+    return "object" if isinstance(value, dict) else type(value).__name__
+
+
+def _got(value: Any) -> str:
+    """What arrived in place of a value of another type: its JSON type and the value."""
+    return "null" if value is None else f"{_kind(value)} {_show(value)}"
+
+
+def _show(value: Any) -> str:
+    """A short JSON rendering of what arrived (strings in single quotes, as pydantic shows tags)."""
+    if isinstance(value, str):
+        shown = "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
+    else:
+        try:
+            shown = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+        except (TypeError, ValueError):
+            shown = repr(value)
+    return shown if len(shown) <= 80 else shown[:77] + "..."
+
+
+def _refuse(message: str) -> NoReturn:
+    raise BadRequest(400, "invalid_request_error", message, OUTCOME_INVALID_REQUEST)
