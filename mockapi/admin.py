@@ -10,20 +10,24 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
+import anyio.to_thread
 import orjson
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 from starlette.routing import Route
 
 from mockapi.events import error_body
-from mockapi.journal import Journal, read_journal
+from mockapi.journal import Journal
+from mockapi.requests import BadRequest, read_body
 from mockapi.scenario import Scenario, ScenarioError, decode_scenario_text, parse_scenario
 from mockapi.script import Script
 
-__all__ = ["ADMIN_PREFIX", "ADMIN_TOKEN_HEADER", "AdministeredMock", "admin_routes"]
+__all__ = ["ADMIN_PREFIX", "ADMIN_TOKEN_HEADER", "MAX_ADMIN_BODY_BYTES", "AdministeredMock",
+           "admin_routes"]
 
 ADMIN_PREFIX = "/_mock"
 ADMIN_TOKEN_HEADER = "x-loopprobe-admin-token"
+MAX_ADMIN_BODY_BYTES = 8 * 1024 * 1024  # a scenario, with room to spare
 
 
 class AdministeredMock(Protocol):
@@ -71,13 +75,15 @@ class _Admin:
     async def requests(self, request: Request) -> Response:
         if denied := self._denied(request):
             return denied
-        contents = read_journal(self.mock.journal.path)
         after_text = request.query_params.get("after", "0") or "0"
-        if not after_text.isdigit():
+        # str.isdigit() also takes "²" and other digits int() refuses
+        if not (after_text.isascii() and after_text.isdigit()):
             return _json(orjson.dumps({"error": f"after: expected a journal seq (an integer "
                                                 f"≥ 0), found {after_text!r}"}), 400)
         after = int(after_text)
         run = request.query_params.get("run", "current")
+        # only the lines after ``after`` are read, off the event loop
+        contents = await anyio.to_thread.run_sync(self.mock.journal.read_after, after)
         every: Sequence[Mapping[str, Any]] = contents.records
         records = [r for r in every if r.get("seq", 0) > after
                    and (run == "all" or r.get("run") == self.mock.run)]
@@ -87,16 +93,25 @@ class _Admin:
         if denied := self._denied(request):
             return denied
         mock = self.mock
+        journal = mock.journal
         return _json(orjson.dumps({
             "scenario": mock.script.scenario.name, "run": mock.run,
             "rules": mock.script.state(), "open_streams": mock.open_streams,
-            "journal": str(mock.journal.path), "context": mock.context,
+            "journal": str(journal.path), "context": mock.context,
+            "journal_problem": journal.problem(), "journal_failed_writes": journal.failed_writes,
+            "journal_last_failure": journal.last_failure,
         }))
 
     async def scenario(self, request: Request) -> Response:
         if denied := self._denied(request):
             return denied
-        raw = await request.body()
+        try:
+            raw = await read_body(request, MAX_ADMIN_BODY_BYTES)
+        except BadRequest as bad:
+            return _json(error_body(bad.error_type, bad.message, "req_loopprobe_admin"),
+                         bad.status)
+        except ClientDisconnect:
+            return Response(status_code=499)
         content_type = request.headers.get("content-type", "")
         try:
             if "yaml" in content_type:

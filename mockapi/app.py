@@ -9,6 +9,12 @@ in ``admin``. Deliberate divergences from the real API:
   token counts come from the script, not from a tokenizer.
 - ``GET /v1/models/{id}`` knows the scenario's ``models`` list only.
 - Anything under ``/_mock/`` is the mock's own admin surface and is not recorded.
+
+What the journal says is what happened: a request the journal cannot take (a full disk,
+its file deleted) is answered 500 and consumes nothing of the script; a stream over
+``max_streams`` is answered 529 before any rule sees it; a stream is ``complete`` only
+once its bytes were acknowledged (on TCP, ``mockapi.transport.delivery``); one cut by
+the server stopping says so.
 """
 
 from __future__ import annotations
@@ -30,20 +36,24 @@ from starlette.types import Send as ASGISend
 
 from mockapi.admin import ADMIN_PREFIX, admin_routes
 from mockapi.events import PreparedError, PreparedRaw, error_body
-from mockapi.journal import Journal, redact_headers
-from mockapi.matching import facts_from_body
+from mockapi.journal import Journal, JournalError, redact_headers
+from mockapi.matching import RequestFacts, facts_from_body
 from mockapi.plan import Abort, Plan, Send, Sleep
 from mockapi.records import (
     END_CLIENT_DISCONNECTED,
     END_COMPLETE,
+    END_SERVER_SHUTDOWN,
     OUTCOME_CLIENT_DISCONNECTED,
     OUTCOME_HELLO,
     OUTCOME_MOCK_ERROR,
     OUTCOME_MODELS,
     OUTCOME_NO_RULE,
     OUTCOME_NOT_FOUND,
+    OUTCOME_OVER_LIMIT,
     OUTCOME_REFUSED,
     OUTCOME_REPLIED,
+    OUTCOME_TIMEOUT,
+    OUTCOME_TOO_LARGE,
     EndReason,
     NearestRule,
     Outcome,
@@ -52,11 +62,56 @@ from mockapi.records import (
     response_end_record,
     spliced_fields,
 )
-from mockapi.requests import MAX_BODY_BYTES, BadRequest, is_json, parse_body, read_body
+from mockapi.requests import (
+    BODY_TIMEOUT,
+    MAX_BODY_BYTES,
+    BadRequest,
+    is_json,
+    parse_body,
+    read_body,
+)
 from mockapi.scenario import Scenario
-from mockapi.script import Script
+from mockapi.script import Decision, Script
+from mockapi.transport import TRANSPORT_EXTENSION, delivery
+from mockapi.validation import check
 
-__all__ = ["SSE_HEADERS", "DeliberateDisconnect", "MockApp"]
+__all__ = ["DELIVERY_TIMEOUT", "SSE_HEADERS", "DeliberateDisconnect", "MockApp", "Unrecorded"]
+
+DELIVERY_TIMEOUT = 2.0  # how long a finished stream waits to see its bytes acknowledged
+
+
+class Unrecorded(Exception):
+    """The journal could not take this request's line: it is answered 500, unscripted."""
+
+    def __init__(self, seq: int, why: str):
+        super().__init__(why)
+        self.seq, self.why = seq, why
+
+
+async def _unrecorded(request: Request, error: Exception) -> Response:
+    if not isinstance(error, Unrecorded):
+        raise error
+    request_id = f"req_loopprobe_{error.seq:06d}"
+    message = (f"loopprobe mock: this request could not be journaled, so it was not "
+               f"answered from the script: {error.why}")
+    return _json(error_body("api_error", message, request_id), 500,
+                 {"request-id": request_id, "x-should-retry": "false"})
+
+
+class _StreamSlot:
+    """One of ``max_streams``: taken before a stream's rule is chosen, given back once."""
+
+    __slots__ = ("app", "handed")
+
+    def __init__(self, app: MockApp):
+        self.app: MockApp | None = app
+        self.handed = False  # the response releases it when it ends
+        app.open_streams += 1
+
+    def release(self) -> None:
+        if self.app is not None:
+            self.app.open_streams -= 1
+            self.app = None
 
 
 class DeliberateDisconnect(Exception):
@@ -99,29 +154,37 @@ class _WholeStream(Response):
     its per-response task group, which costs more than everything else of a request.
     """
 
-    def __init__(self, body: bytes, headers: Mapping[str, str],
-                 done: Callable[[EndReason, list[float]], None]):
+    def __init__(self, body: bytes, headers: Mapping[str, str], app: MockApp,
+                 done: Callable[[EndReason, list[float], tuple[str, int] | None], None]):
         super().__init__(status_code=200)
         self.body = body
         # no content-length: the body goes out chunked, as a stream does
         self.raw_headers = [(k.lower().encode("latin-1"), v.encode("latin-1"))
                             for k, v in headers.items()]
+        self.app = app
         self.done = done
 
     async def __call__(self, scope: Scope, receive: Receive, send: ASGISend) -> None:
         reason: EndReason = END_CLIENT_DISCONNECTED
         started = time.monotonic()
         offsets: list[float] = []
+        delivered: tuple[str, int] | None = None
         try:
             await send({"type": "http.response.start", "status": 200,
                         "headers": self.raw_headers})
             offsets.append(time.monotonic() - started)
             await send({"type": "http.response.body", "body": self.body, "more_body": False})
-            reason = END_COMPLETE
+            delivered = await delivery(_transport(scope), self.app.delivery_timeout)
+            reason = END_COMPLETE if delivered is None or delivered[0] == "acknowledged" \
+                else END_CLIENT_DISCONNECTED
         except OSError:
             pass
         finally:
-            self.done(reason, offsets)
+            self.done(self.app.cut_short(reason), offsets, delivered)
+
+
+def _transport(scope: Scope) -> Any:
+    return scope.get("extensions", {}).get(TRANSPORT_EXTENSION)
 
 
 def _json(body: bytes, status: int = 200, headers: Mapping[str, str] | None = None) -> Response:
@@ -173,7 +236,13 @@ class MockApp:
     def __init__(self, scenario: Scenario, journal: Journal, *,
                  context: Mapping[str, str] | None = None,
                  admin_token: str | None = None, max_body_bytes: int = MAX_BODY_BYTES,
-                 max_streams: int = 1024, allowed_hosts: Collection[str] | None = None):
+                 max_streams: int = 1024, allowed_hosts: Collection[str] | None = None,
+                 lenient: bool = False, body_timeout: float = BODY_TIMEOUT,
+                 delivery_timeout: float = DELIVERY_TIMEOUT):
+        """``lenient``: skip the checks of ``mockapi.validation`` for every scenario (a
+        scenario can also ask for it); ``body_timeout``: the longest pause between two
+        parts of a request body (408 past it); ``delivery_timeout``: how long a finished
+        stream waits for its bytes to be acknowledged."""
         self.context = dict(context or {})
         self.scenario = scenario
         self.script = Script(scenario.render(self.context))
@@ -182,6 +251,10 @@ class MockApp:
         self.max_body_bytes = max_body_bytes
         self.max_streams = max_streams
         self.open_streams = 0
+        self.lenient = lenient
+        self.body_timeout = body_timeout
+        self.delivery_timeout = delivery_timeout
+        self.shutting_down = False  # set by the server when it stops
         self.run = journal.last_run + 1  # a restarted server starts a new run
         self.started = time.monotonic()
         self.app = _Guard(Starlette(routes=[
@@ -193,7 +266,7 @@ class MockApp:
             *admin_routes(self),
             # an ASGI endpoint matches every method (a function endpoint defaults to GET)
             Route("/{path:path}", _AnyMethod(self.not_found)),
-        ]), allowed_hosts, self.refuse)
+        ], exception_handlers={Unrecorded: _unrecorded}), allowed_hosts, self.refuse)
 
     # ---- play state -------------------------------------------------------
 
@@ -213,7 +286,10 @@ class MockApp:
     def _record(self, request: Request, seq: int, arrival: float, raw: bytes | None,
                 body_is_json: bool, outcome: Outcome, status: int | None, *,
                 error: str | None = None, nearest: list[NearestRule] | None = None,
-                routing: Routing | None = None, reply: bytes | None = None) -> None:
+                routing: Routing | None = None, reply: bytes | None = None,
+                decision: Decision | None = None) -> None:
+        """Journal a request before its reply starts; ``Unrecorded`` if the journal cannot
+        take the line (``decision`` is then taken back: nothing of the script was used)."""
         record = request_record(
             seq=seq, run=self.run, time=arrival,
             elapsed=round(time.monotonic() - self.started, 6),
@@ -221,45 +297,107 @@ class MockApp:
             headers=redact_headers(request.scope["headers"]),
             body_size=len(raw) if raw is not None else None,
             outcome=outcome, status=status, error=error, nearest=nearest, routing=routing)
-        self.journal.append(record, *spliced_fields(reply, raw, body_is_json))
+        try:
+            self.journal.append(record, *spliced_fields(reply, raw, body_is_json))
+        except JournalError as failure:
+            if decision is not None:
+                self.script.undo(decision)
+            raise Unrecorded(seq, str(failure)) from None
 
-    def _record_end(self, seq: int, reason: EndReason, events: int, size: int,
-                    offsets: list[float] | None = None) -> None:
-        self.journal.append(response_end_record(
-            seq=seq, run=self.run, time=time.time(),
+    def _record_end(self, seq: int, run: int, reason: EndReason, events: int, size: int,
+                    offsets: list[float] | None = None,
+                    delivered: tuple[str, int] | None = None) -> None:
+        """Journal how a reply ended; kept for later if the journal cannot take it now (the
+        reply was sent: no error can take it back)."""
+        self.journal.append_or_keep(response_end_record(
+            seq=seq, run=run, time=time.time(),
             elapsed=round(time.monotonic() - self.started, 6),
-            reason=reason, events_sent=events, bytes_sent=size, write_offsets=offsets))
+            reason=reason, events_sent=events, bytes_sent=size, write_offsets=offsets,
+            delivery=delivered[0] if delivered else None,
+            unacknowledged=delivered[1] if delivered else 0))
+
+    def cut_short(self, reason: EndReason) -> EndReason:
+        """A reply that did not complete because the server is stopping says so."""
+        if reason == END_CLIENT_DISCONNECTED and self.shutting_down:
+            return END_SERVER_SHUTDOWN
+        return reason
+
+    def refused_by_transport(self, method: str, path: str, status: int, why: str) -> None:
+        """Journal a request that the transport refused before any route saw it."""
+        if path.startswith(ADMIN_PREFIX):
+            return
+        outcome: Outcome = OUTCOME_TIMEOUT if status == 408 else OUTCOME_TOO_LARGE
+        record = request_record(
+            seq=self.journal.next_seq(), run=self.run, time=time.time(),
+            elapsed=round(time.monotonic() - self.started, 6), method=method, path=path,
+            query="", headers={}, body_size=None, outcome=outcome, status=status, error=why)
+        try:
+            self.journal.append(record)
+        except JournalError:
+            pass  # the journal counts the failure and notes it once it can
 
     # ---- Messages API -----------------------------------------------------
 
     async def messages(self, request: Request) -> Response:
         arrival = time.time()
+        run = self.run
         seq = self.journal.next_seq()
         request_id = f"req_loopprobe_{seq:06d}"
         raw: bytes | None = None
         parsed_ok = False
         try:
-            raw = await read_body(request, self.max_body_bytes)
+            raw = await read_body(request, self.max_body_bytes, self.body_timeout)
             body = parse_body(raw, request.headers, request.url.path)
             parsed_ok = True
+            check(body, request.headers, request.url.path,
+                  lenient=self.lenient or self.script.scenario.validation == "lenient")
             facts = facts_from_body(request.url.path, body, request.headers)
-            decision = self.script.decide(facts, body, raw, seq)
         except BadRequest as bad:
             self._record(request, seq, arrival, raw, parsed_ok or is_json(raw), bad.outcome,
                          bad.status, error=bad.message)
+            extra = {"connection": "close"} if bad.status == 408 else {}
             return _json(error_body(bad.error_type, bad.message, request_id), bad.status,
-                         {"request-id": request_id})
+                         {"request-id": request_id, **extra})
         except ClientDisconnect:
             self._record(request, seq, arrival, raw, False, OUTCOME_CLIENT_DISCONNECTED, None,
                          error="the client left before sending its whole body")
             return Response(status_code=499)
         except Exception as error:  # recorded, then answered in the API's envelope
-            message = f"loopprobe mock failed on this request: {type(error).__name__}: {error}"
-            self._record(request, seq, arrival, raw, parsed_ok, OUTCOME_MOCK_ERROR, 500,
-                         error=message)
-            return _json(error_body("api_error", message, request_id), 500,
-                         {"request-id": request_id, "x-should-retry": "false"})
+            return self._mock_error(request, seq, arrival, raw, parsed_ok, error)
 
+        slot: _StreamSlot | None = None
+        if facts.stream and request.url.path == "/v1/messages":
+            if self.open_streams >= self.max_streams:
+                message = (f"loopprobe mock: {self.max_streams} streams are open, the most "
+                           "this mock serves at once (max_streams); no scripted reply was used")
+                self._record(request, seq, arrival, raw, True, OUTCOME_OVER_LIMIT, 529,
+                             error=message)
+                return _json(error_body("overloaded_error", message, request_id), 529,
+                             {"request-id": request_id})
+            slot = _StreamSlot(self)
+        try:
+            return await self._answer(request, seq, run, arrival, raw, body, facts, request_id,
+                                      slot)
+        finally:
+            if slot is not None and not slot.handed:
+                slot.release()
+
+    def _mock_error(self, request: Request, seq: int, arrival: float, raw: bytes | None,
+                    parsed_ok: bool, error: Exception) -> Response:
+        message = f"loopprobe mock failed on this request: {type(error).__name__}: {error}"
+        request_id = f"req_loopprobe_{seq:06d}"
+        self._record(request, seq, arrival, raw, parsed_ok, OUTCOME_MOCK_ERROR, 500,
+                     error=message)
+        return _json(error_body("api_error", message, request_id), 500,
+                     {"request-id": request_id, "x-should-retry": "false"})
+
+    async def _answer(self, request: Request, seq: int, run: int, arrival: float,
+                      raw: bytes, body: dict[str, Any], facts: RequestFacts, request_id: str,
+                      slot: _StreamSlot | None) -> Response:
+        try:
+            decision = self.script.decide(facts, body, raw, seq)
+        except Exception as error:
+            return self._mock_error(request, seq, arrival, raw, True, error)
         routing: Routing = {
             "kind": decision.kind, "turn": decision.turn, "attempt": decision.attempt,
             "stream": facts.stream, "model": facts.model, "rule": decision.rule,
@@ -267,17 +405,18 @@ class MockApp:
         prepared = decision.prepared
         if prepared is None:
             if request.url.path.endswith("/count_tokens"):
-                return self._count_tokens(request, seq, arrival, raw, routing, request_id)
+                return self._count_tokens(request, seq, arrival, raw, routing, request_id,
+                                          decision)
             message = decision.no_rule_message(seq)
             self._record(request, seq, arrival, raw, True, OUTCOME_NO_RULE, 400, error=message,
-                         nearest=decision.nearest, routing=routing)
+                         nearest=decision.nearest, routing=routing, decision=decision)
             return _json(error_body("invalid_request_error", message, request_id), 400,
                          {"request-id": request_id, "x-should-retry": "false"})
 
         if isinstance(prepared, PreparedError):
             spec = prepared.reply.error
             self._record(request, seq, arrival, raw, True, OUTCOME_REPLIED, spec.status,
-                         routing=routing, reply=prepared.description)
+                         routing=routing, reply=prepared.description, decision=decision)
             await self._stall(request, prepared.reply.stall_before)
             return _json(error_body(spec.resolved_type(), spec.message, request_id),
                          spec.status, {"request-id": request_id, **spec.headers})
@@ -285,45 +424,52 @@ class MockApp:
         if isinstance(prepared, PreparedRaw):
             raw_spec = prepared.reply.raw
             self._record(request, seq, arrival, raw, True, OUTCOME_REPLIED, raw_spec.status,
-                         routing=routing, reply=prepared.description)
+                         routing=routing, reply=prepared.description, decision=decision)
             if await self._stall(request, prepared.reply.stall_before):
-                self._record_end(seq, END_CLIENT_DISCONNECTED, 0, 0)
+                self._record_end(seq, run, self.cut_short(END_CLIENT_DISCONNECTED), 0, 0)
                 return Response(status_code=499)
-            return StreamingResponse(self._play(prepared.plan, seq), status_code=raw_spec.status,
-                                     media_type=raw_spec.content_type,
-                                     headers={"request-id": request_id, **raw_spec.headers})
+            return StreamingResponse(
+                self._play(prepared.plan, seq, run, _transport(request.scope)),
+                status_code=raw_spec.status, media_type=raw_spec.content_type,
+                headers={"request-id": request_id, **raw_spec.headers})
 
         self._record(request, seq, arrival, raw, True, OUTCOME_REPLIED, 200, routing=routing,
-                     reply=prepared.description)
+                     reply=prepared.description, decision=decision)
         if await self._stall(request, prepared.reply.stall_before):
-            self._record_end(seq, END_CLIENT_DISCONNECTED, 0, 0)
+            self._record_end(seq, run, self.cut_short(END_CLIENT_DISCONNECTED), 0, 0)
             return Response(status_code=499)
         model = prepared.reply.model or facts.model or "claude-sonnet-4-5"
         message_id = prepared.reply.id or f"msg_loopprobe_{seq:06d}"
         headers = {"request-id": request_id, **prepared.reply.headers}
         if not facts.stream:
             return _json(prepared.json_body(message_id, model), 200, headers)
-        if self.open_streams >= self.max_streams:
-            return _json(error_body("overloaded_error",
-                                    f"loopprobe mock: more than {self.max_streams} open streams",
-                                    request_id), 529, {"request-id": request_id})
         headers.update(SSE_HEADERS)
         start = prepared.message_start(message_id, model)
         plan = prepared.plan
+        if slot is not None:
+            slot.handed = True
         if plan.whole is not None:
             tail, sends = plan.whole
             whole = start + tail
-            return _WholeStream(whole, headers, lambda reason, offsets: self._record_end(
-                seq, reason, sends + 1 if reason == END_COMPLETE else 0,
-                len(whole) if reason == END_COMPLETE else 0, offsets))
-        return EventSourceResponse(self._play(plan.steps(start), seq, counted=True),
-                                   headers=headers, ping=0, sep="\n")
+
+            def done(reason: EndReason, offsets: list[float],
+                     delivered: tuple[str, int] | None) -> None:
+                if slot is not None:
+                    slot.release()
+                complete = reason == END_COMPLETE
+                self._record_end(seq, run, reason, sends + 1 if complete else 0,
+                                 len(whole) if complete else 0, offsets, delivered)
+
+            return _WholeStream(whole, headers, self, done)
+        return EventSourceResponse(
+            self._play(plan.steps(start), seq, run, _transport(request.scope), slot),
+            headers=headers, ping=0, sep="\n")
 
     def _count_tokens(self, request: Request, seq: int, arrival: float, raw: bytes | None,
-                      routing: Routing, request_id: str) -> Response:
+                      routing: Routing, request_id: str, decision: Decision) -> Response:
         body = orjson.dumps({"input_tokens": max(1, len(raw or b"") // 4)})
         self._record(request, seq, arrival, raw, True, OUTCOME_REPLIED, 200,
-                     routing={**routing, "rule": "builtin:count_tokens"})
+                     routing={**routing, "rule": "builtin:count_tokens"}, decision=decision)
         return _json(body, 200, {"request-id": request_id})
 
     async def _stall(self, request: Request, seconds: float) -> bool:
@@ -339,17 +485,17 @@ class MockApp:
         except TimeoutError:
             return False
 
-    async def _play(self, plan: Plan, seq: int, *, counted: bool = False) -> AsyncIterator[bytes]:
+    async def _play(self, plan: Plan, seq: int, run: int, transport: Any,
+                    slot: _StreamSlot | None = None) -> AsyncIterator[bytes]:
         """Execute ``plan`` as a response body and journal how it ended.
 
-        ``counted``: an SSE stream, counted in ``open_streams`` while it plays.
+        ``slot``: the stream's place in ``max_streams``, given back when it ends.
         """
         sent = size = 0
         reason: EndReason = END_CLIENT_DISCONNECTED
         started = time.monotonic()
         offsets: list[float] = []
-        if counted:
-            self.open_streams += 1
+        delivered: tuple[str, int] | None = None
         try:
             for step in plan:
                 if isinstance(step, Send):
@@ -359,14 +505,18 @@ class MockApp:
                 elif isinstance(step, Sleep):
                     await asyncio.sleep(step.seconds)
                 else:
-                    reason = step.reason
                     if isinstance(step, Abort):
+                        reason = step.reason
                         raise DeliberateDisconnect(f"scripted disconnect after {sent} writes")
+                    # every write so far was handed to the transport: were they received?
+                    delivered = await delivery(transport, self.delivery_timeout)
+                    if delivered is None or delivered[0] == "acknowledged":
+                        reason = step.reason
                     return
         finally:
-            if counted:
-                self.open_streams -= 1
-            self._record_end(seq, reason, sent, size, offsets)
+            if slot is not None:
+                slot.release()
+            self._record_end(seq, run, self.cut_short(reason), sent, size, offsets, delivered)
 
     # ---- other API routes ---------------------------------------------------
 
@@ -407,8 +557,11 @@ class MockApp:
         if not request.url.path.startswith(ADMIN_PREFIX):
             seq = self.journal.next_seq()
             request_id = f"req_loopprobe_{seq:06d}"
-            self._record(request, seq, time.time(), None, False, OUTCOME_REFUSED, 403,
-                         error=why)
+            try:
+                self._record(request, seq, time.time(), None, False, OUTCOME_REFUSED, 403,
+                             error=why)
+            except Unrecorded:
+                pass  # refused all the same; the journal notes its failure once it can
         return _json(error_body("permission_error", f"loopprobe mock: {why}", request_id),
                      403, {"request-id": request_id})
 

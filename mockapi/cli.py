@@ -6,7 +6,7 @@ import argparse
 import secrets
 import sys
 
-from mockapi.journal import Journal, JournalInUse
+from mockapi.journal import Journal, JournalError
 from mockapi.scenario import Scenario, ScenarioError, load_scenario
 
 __all__ = ["add_serve_arguments", "main", "serve"]
@@ -33,6 +33,9 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
                         help="fsync every journal line before replying")
     parser.add_argument("--admin-token", help="the x-loopprobe-admin-token /_mock/ requires "
                         "(default: a random one, printed at start)")
+    parser.add_argument("--lenient", action="store_true",
+                        help="answer requests the real API refuses (empty messages, unpaired "
+                        "tool_use/tool_result, ...) instead of refusing them with its 400")
     parser.add_argument("--admin-open", action="store_true",
                         help="serve /_mock/ without a token (any local process, or a page "
                         "your browser opens, could then script the mock)")
@@ -40,10 +43,8 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
 
 def serve(args: argparse.Namespace) -> int:
     # imported here: add_serve_arguments is used by CLIs that must not load the server stack
-    import uvicorn
-
     from mockapi.app import MockApp
-    from mockapi.server import NonLoopbackRefused, bind_socket, own_hosts, uvicorn_config
+    from mockapi.server import NonLoopbackRefused, bind_socket, mock_server, own_hosts
 
     if args.admin_open and args.admin_token:
         print("mockapi: --admin-open and --admin-token exclude each other", file=sys.stderr)
@@ -52,7 +53,7 @@ def serve(args: argparse.Namespace) -> int:
     try:
         scenario = load_scenario(args.scenario) if args.scenario else Scenario()
         journal = Journal(args.journal, fsync=args.fsync)
-    except (ScenarioError, JournalInUse) as error:
+    except (ScenarioError, JournalError) as error:
         print(f"mockapi: {error}", file=sys.stderr)
         return 2
     except OSError as error:
@@ -64,7 +65,7 @@ def serve(args: argparse.Namespace) -> int:
         address = sock.getsockname()
         shown_host = f"[{address[0]}]" if ":" in address[0] else address[0]
         app = MockApp(scenario, journal, context=dict(args.var),
-                      admin_token=token,
+                      admin_token=token, lenient=args.lenient,
                       allowed_hosts=own_hosts(f"http://{shown_host}:{address[1]}"))
     except NonLoopbackRefused as error:
         journal.close()
@@ -88,7 +89,10 @@ def serve(args: argparse.Namespace) -> int:
     elif not args.admin_token:
         print(f"mockapi admin token: {token} (send it as x-loopprobe-admin-token to "
               f"/_mock/)", flush=True)
-    uvicorn.Server(uvicorn_config(app.app)).run(sockets=[sock])
+    try:
+        mock_server(app).run(sockets=[sock])
+    finally:
+        journal.close()
     return 0
 
 

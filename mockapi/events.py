@@ -7,6 +7,7 @@ is installed (``prepare``), the plan of the body included; per request only
 
 from __future__ import annotations
 
+import hashlib
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -27,6 +28,7 @@ from mockapi.replies import (
 from mockapi.sse import encode_event
 
 __all__ = [
+    "REPLY_REFERENCE_BYTES",
     "PreparedError",
     "PreparedMessage",
     "PreparedRaw",
@@ -163,8 +165,17 @@ class PreparedRaw:
 PreparedReply = PreparedMessage | PreparedError | PreparedRaw
 
 
+REPLY_REFERENCE_BYTES = 64 * 1024
+
+
 def _describe(reply: Reply) -> bytes:
-    return orjson.dumps(reply.model_dump(mode="json", exclude_defaults=True))
+    """The reply for the journal; past REPLY_REFERENCE_BYTES a reference (its size and
+    digest; the request record names its rule and reply_index), not a copy per request."""
+    described = orjson.dumps(reply.model_dump(mode="json", exclude_defaults=True))
+    if len(described) <= REPLY_REFERENCE_BYTES:
+        return described
+    return orjson.dumps({"by_reference": {
+        "bytes": len(described), "sha256": hashlib.sha256(described).hexdigest()}})
 
 
 def prepare(reply: Reply, id_prefix: str) -> PreparedReply:

@@ -1,22 +1,36 @@
 """The request journal: append-only JSONL, one line per request, written before the reply.
 
-Each line is written with a single ``write`` on an ``O_APPEND`` descriptor, so
-lines never interleave and a killed server loses nothing it had answered; with
+Each line is written with ``write`` on an ``O_APPEND`` descriptor, so lines
+never interleave and a killed server loses nothing it had answered; with
 ``fsync`` the line is also on disk before the first reply byte. The request
 body is spliced into the line as received (it is valid JSON by then), so the
 journal holds the exact bytes without re-encoding them.
 
+A line is on disk whole or not at all: a write that fails (a full disk, a file
+size limit) is truncated back to the last whole line and raises
+``JournalWriteFailed``; the failure is noted in the journal once a write
+succeeds again. A journal whose file vanished or was replaced while serving
+raises ``JournalUnavailable`` before anything is written (writing on would lose
+the lines into an unlinked file). Lines that could not be written when a
+reply had already been sent (its ``response_end``) are kept and written first
+once the journal can be written again. Readers skip unreadable lines wherever
+they are, and report them.
+
 Record types (``mockapi.records``): ``request`` (what arrived, its kind and
-turn, the rule and the scripted reply or the error) and ``response_end`` (how
-the reply ended: all sent, client gone, deliberately broken).
+turn, the rule and the scripted reply or the error), ``response_end`` (how
+the reply ended) and ``journal_note`` (what the journal itself noted).
 """
 
 from __future__ import annotations
 
 import fcntl
 import os
+import sys
 import threading
-from collections.abc import Iterable, Mapping, Sequence
+import time
+from array import array
+from bisect import bisect_right
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -25,12 +39,14 @@ import orjson
 
 from mockapi.records import JournalRecord, RequestRecord, ResponseEndRecord
 
-__all__ = ["REDACTED", "SECRET_HEADERS", "Journal", "JournalContents", "JournalInUse",
+__all__ = ["REDACTED", "SECRET_HEADERS", "Journal", "JournalContents", "JournalError",
+           "JournalInUse", "JournalUnavailable", "JournalWriteFailed", "TornLine",
            "read_journal", "redact_headers"]
 
 REDACTED = "[redacted]"
 SECRET_HEADERS = frozenset({"x-api-key", "authorization", "proxy-authorization", "cookie",
                             "x-loopprobe-admin-token"})
+_MAX_PENDING_LINES = 10_000  # response_end lines kept while the journal cannot be written
 
 
 def redact_headers(raw: Iterable[tuple[bytes, bytes]]) -> dict[str, str]:
@@ -40,6 +56,22 @@ def redact_headers(raw: Iterable[tuple[bytes, bytes]]) -> dict[str, str]:
         value = REDACTED if name in SECRET_HEADERS else value_b.decode("latin-1")
         headers[name] = f"{headers[name]}, {value}" if name in headers else value
     return headers
+
+
+class JournalError(RuntimeError):
+    """The journal cannot take a line now; nothing of the line is on disk."""
+
+
+class JournalInUse(JournalError):
+    """Another server holds the journal's lock (two servers would write duplicate seqs)."""
+
+
+class JournalWriteFailed(JournalError):
+    """A write failed (e.g. the disk is full); the file was cut back to its last whole line."""
+
+
+class JournalUnavailable(JournalError):
+    """The journal's file was deleted or replaced while the server was writing it."""
 
 
 class Journal:
@@ -58,13 +90,51 @@ class Journal:
             raise JournalInUse(f"the journal {self.path} is being written by another mock "
                                f"({_holder(self.path)}); give each server its own --journal"
                                ) from None
+        self._identity = _identity(os.fstat(self._fd))
         self._pid_file().write_text(f"{os.getpid()}\n")
-        torn = _set_aside_torn_tail(self.path)
-        self._seq, self.last_run = _last_numbers(self.path)
+        torn_tail = _set_aside_torn_tail(self.path)
+        # per line: its offset, and the largest seq of any line up to it (for reads after a seq)
+        self._offsets = array("q")
+        self._max_seq = array("q")
+        self._seq = self.last_run = 0
+        self._size = 0
+        unreadable = self._index_existing()
         self._lock = threading.Lock()
-        if torn is not None:
+        self._pending: list[bytes] = []
+        self._failures: list[dict[str, Any]] = []
+        self.failed_writes = 0
+        self._episode_failures = 0
+        self.last_failure: str | None = None
+        if torn_tail is not None:
             self.append({"type": "journal_note", "note": "a torn last line (a write cut by a "
-                         "kill) was moved aside before appending", **torn})
+                         "kill) was moved aside before appending", **torn_tail})
+        if unreadable:
+            self.append({"type": "journal_note", "note": f"{len(unreadable)} unreadable "
+                         "line(s) are kept in place and skipped by readers",
+                         "lines": [t.line for t in unreadable[:100]],
+                         "offsets": [t.offset for t in unreadable[:100]]})
+
+    def _index_existing(self) -> list[TornLine]:
+        data = self.path.read_bytes()
+        torn: list[TornLine] = []
+        offset = max_seq = 0
+        lines = data.split(b"\n")
+        lines.pop()  # the torn tail was set aside: the data ends with a newline
+        for number, line in enumerate(lines, start=1):
+            record = _record_or_none(line)
+            if record is None:
+                if line:
+                    torn.append(TornLine(number, offset, len(line), last=False))
+            else:
+                if isinstance(record.get("seq"), int):
+                    max_seq = max(max_seq, record["seq"])
+                if isinstance(record.get("run"), int):
+                    self.last_run = max(self.last_run, record["run"])
+            self._offsets.append(offset)
+            self._max_seq.append(max_seq)
+            offset += len(line) + 1
+        self._seq, self._size = max_seq, offset
+        return torn
 
     @property
     def last_seq(self) -> int:
@@ -75,32 +145,177 @@ class Journal:
             self._seq += 1
             return self._seq
 
+    def problem(self) -> str | None:
+        """Why the journal cannot be written now (its file vanished or was replaced), or None."""
+        try:
+            current = _identity(os.stat(self.path))
+        except FileNotFoundError:
+            return (f"the journal {self.path} was deleted while the mock was writing it; "
+                    "requests are refused until it is back")
+        except OSError as error:
+            return f"the journal {self.path} cannot be checked: {error.strerror or error}"
+        if current != self._identity:
+            return (f"the journal {self.path} was replaced by another file while the mock "
+                    "was writing it; requests are refused until the original is back")
+        return None
+
     def append(self, record: Mapping[str, Any], *extra_fields: bytes) -> None:
-        """Write ``record`` plus pre-encoded ``"name":value`` fields as one line."""
-        head = orjson.dumps(record)
-        if extra_fields:
-            line = head[:-1] + b"," + b",".join(extra_fields) + b"}\n"
-        else:
-            line = head + b"\n"
+        """Write ``record`` plus pre-encoded ``"name":value`` fields as one whole line.
+
+        Raises ``JournalUnavailable`` or ``JournalWriteFailed``; nothing of the line is
+        then on disk."""
+        self._write(_line(record, extra_fields))
+
+    def append_or_keep(self, record: Mapping[str, Any]) -> bool:
+        """Append ``record``, or keep it to be written first once the journal is writable
+        again (for lines about replies already sent, which no error can take back)."""
+        line = _line(record, ())
+        try:
+            self._write(line)
+        except JournalError:
+            if len(self._pending) < _MAX_PENDING_LINES:
+                self._pending.append(line)
+            return False
+        return True
+
+    def _write(self, line: bytes) -> None:
+        problem = self.problem()
+        if problem is not None:
+            self._failed(problem, unavailable=True)
+            raise JournalUnavailable(problem)
+        if self._failures:
+            self._write_or_fail(self._failure_note())
+            self._failures.clear()
+            self._episode_failures = 0
+        while self._pending:
+            self._write_or_fail(self._pending[0])
+            self._pending.pop(0)
+        if line:
+            self._write_or_fail(line)
+
+    def _write_or_fail(self, line: bytes) -> None:
+        try:
+            self._write_whole(line)
+        except OSError as error:
+            why = f"writing the journal {self.path} failed: {error.strerror or error}"
+            self._failed(why)
+            raise JournalWriteFailed(why) from None
+
+    def _write_whole(self, line: bytes) -> None:
+        start = self._size
         view = memoryview(line)
-        while view:
-            written = os.write(self._fd, view)
-            view = view[written:]
-        if self.fsync:
-            os.fsync(self._fd)
+        try:
+            while view:
+                written = os.write(self._fd, view)
+                view = view[written:]
+            if self.fsync:
+                os.fsync(self._fd)
+        except OSError:
+            try:  # never leave a partial line for the next one to be glued onto
+                os.ftruncate(self._fd, start)
+            except OSError:
+                pass
+            raise
+        self._size = start + len(line)
+        self._offsets.append(start)
+        seq = _seq_of(line)
+        self._max_seq.append(max(seq, self._max_seq[-1] if self._max_seq else 0))
+
+    def _failed(self, why: str, *, unavailable: bool = False) -> None:
+        self.failed_writes += 1
+        self._episode_failures += 1
+        self.last_failure = why
+        if len(self._failures) < 100:
+            self._failures.append({"time": round(time.time(), 6), "error": why,
+                                   "unavailable": unavailable})
+
+    def _failure_note(self) -> bytes:
+        if not self._failures:
+            return b""
+        note = {"type": "journal_note",
+                "note": f"the journal could not be written {self._episode_failures} time(s); "
+                        "each request it could not record was answered 500 and got no "
+                        "scripted reply",
+                "failures": self._failures}
+        return orjson.dumps(note) + b"\n"
+
+    def offset_after(self, seq: int) -> int:
+        """The offset of the first line holding a seq greater than ``seq``."""
+        index = bisect_right(self._max_seq, seq)
+        return self._offsets[index] if index < len(self._offsets) else self._size
+
+    def read_after(self, seq: int) -> JournalContents:
+        """The records with a seq above ``seq``, reading only the lines from the first of them."""
+        start, end = self.offset_after(seq), self._size
+        with self.path.open("rb") as handle:
+            handle.seek(start)
+            data = handle.read(end - start)
+        contents = _parse(data, str(self.path), base_offset=start)
+        contents.records = [r for r in contents.records
+                            if r["type"] == "journal_note" or r["seq"] > seq]
+        return contents
 
     def _pid_file(self) -> Path:
         return _pid_file(self.path)
 
     def close(self) -> None:
-        if self._fd >= 0:
-            self._pid_file().unlink(missing_ok=True)
-            os.close(self._fd)  # releases the lock
-            self._fd = -1
+        if self._fd < 0:
+            return
+        if self._pending or self._failures:
+            try:
+                self._write(b"")
+            except JournalError:
+                lost = len(self._pending)
+                if lost:
+                    print(f"mockapi: {lost} response_end line(s) could not be written to "
+                          f"{self.path}:", file=sys.stderr)
+                    for line in self._pending:
+                        sys.stderr.write(line.decode("utf-8", "replace"))
+        self._pid_file().unlink(missing_ok=True)
+        os.close(self._fd)  # releases the lock
+        self._fd = -1
 
 
-class JournalInUse(RuntimeError):
-    """Another server holds the journal's lock (two servers would write duplicate seqs)."""
+@dataclass(frozen=True)
+class TornLine:
+    """A line that is not a journal record (a write cut short), with where it is."""
+
+    line: int  # 1-based line number in the file (or the part of it read)
+    offset: int
+    size: int
+    last: bool  # the file's last line, without its newline
+
+
+def _line(record: Mapping[str, Any], extra_fields: Iterable[bytes]) -> bytes:
+    head = orjson.dumps(record)
+    extra = tuple(extra_fields)
+    if extra:
+        return head[:-1] + b"," + b",".join(extra) + b"}\n"
+    return head + b"\n"
+
+
+def _record_or_none(line: bytes) -> dict[str, Any] | None:
+    try:
+        record = orjson.loads(line) if line else None
+    except orjson.JSONDecodeError:
+        return None
+    return record if isinstance(record, dict) and isinstance(record.get("type"), str) else None
+
+
+def _seq_of(line: bytes) -> int:
+    # every record builder puts "seq" in the first fields; a note has none
+    marker = line.find(b'"seq":', 0, 64)
+    if marker < 0:
+        return 0
+    start = marker + 6
+    end = start
+    while end < len(line) and 48 <= line[end] <= 57:
+        end += 1
+    return int(line[start:end]) if end > start else 0
+
+
+def _identity(stat: os.stat_result) -> tuple[int, int]:
+    return stat.st_dev, stat.st_ino
 
 
 def _pid_file(path: Path) -> Path:
@@ -112,18 +327,6 @@ def _holder(path: Path) -> str:
         return f"pid {_pid_file(path).read_text().strip()}"
     except OSError:
         return "another process"
-
-
-def _last_numbers(path: Path) -> tuple[int, int]:
-    """The last seq and run of an existing journal (a restarted server continues them)."""
-    seq = run = 0
-    records: Sequence[Mapping[str, Any]] = read_journal(path).records
-    for record in records:
-        if isinstance(record.get("seq"), int):
-            seq = max(seq, record["seq"])
-        if isinstance(record.get("run"), int):
-            run = max(run, record["run"])
-    return seq, run
 
 
 def _set_aside_torn_tail(path: Path) -> dict[str, Any] | None:
@@ -160,7 +363,22 @@ def _set_aside_torn_tail(path: Path) -> dict[str, Any] | None:
 @dataclass
 class JournalContents:
     records: list[JournalRecord] = field(default_factory=list)
-    torn_tail: str | None = None  # why the last line was not read, if it was not
+    torn: list[TornLine] = field(default_factory=list)  # lines that are not records, skipped
+    source: str = ""
+
+    @property
+    def torn_tail(self) -> str | None:
+        """What was skipped, in one sentence; None when every line was read."""
+        if not self.torn:
+            return None
+        if len(self.torn) == 1 and self.torn[0].last:
+            return (f"{self.source}: the last line ({self.torn[0].size} bytes) has no newline: "
+                    "a write was cut short; it was skipped")
+        places = ", ".join(f"line {t.line} ({t.size} bytes at offset {t.offset})"
+                           for t in self.torn[:10])
+        more = f" and {len(self.torn) - 10} more" if len(self.torn) > 10 else ""
+        return (f"{self.source}: {len(self.torn)} line(s) are not journal records (writes cut "
+                f"short) and were skipped: {places}{more}")
 
     def requests(self) -> list[RequestRecord]:
         return [r for r in self.records if r["type"] == "request"]
@@ -169,23 +387,29 @@ class JournalContents:
         return {r["seq"]: r for r in self.records if r["type"] == "response_end"}
 
 
+def _parse(data: bytes, source: str, *, base_offset: int = 0) -> JournalContents:
+    contents = JournalContents(source=source)
+    lines = data.split(b"\n")
+    tail = lines.pop()  # b"" when the data ends with a newline
+    offset = base_offset
+    for number, line in enumerate(lines, start=1):
+        if line:
+            record = _record_or_none(line)
+            if record is not None:
+                contents.records.append(record)  # type: ignore[arg-type]
+            else:
+                contents.torn.append(TornLine(number, offset, len(line), last=False))
+        offset += len(line) + 1
+    if tail:
+        contents.torn.append(TornLine(len(lines) + 1, offset, len(tail), last=True))
+    return contents
+
+
 def read_journal(path: str | Path) -> JournalContents:
-    """Read a journal; a torn last line (a write cut by a kill) is reported, not fatal."""
-    contents = JournalContents()
+    """Read a journal; lines that are not records (writes cut short) are skipped and listed
+    in ``torn``, never fatal."""
     try:
         data = Path(path).read_bytes()
     except FileNotFoundError:
-        return contents
-    lines = data.split(b"\n")
-    tail = lines.pop()  # b"" when the file ends with a newline
-    for number, line in enumerate(lines, start=1):
-        if not line:
-            continue
-        try:
-            contents.records.append(orjson.loads(line))
-        except orjson.JSONDecodeError as error:
-            raise ValueError(f"{path}: line {number} is not a journal record: {error}") from None
-    if tail:
-        contents.torn_tail = (f"{path}: the last line ({len(tail)} bytes) has no newline: "
-                              "a write was cut short; it was skipped")
-    return contents
+        return JournalContents(source=str(path))
+    return _parse(data, str(path))

@@ -19,6 +19,7 @@ __all__ = [
     "END_CLIENT_DISCONNECTED",
     "END_COMPLETE",
     "END_DISCONNECTED_BY_SCRIPT",
+    "END_SERVER_SHUTDOWN",
     "END_STREAM_ERROR_BY_SCRIPT",
     "END_TRUNCATED_BY_SCRIPT",
     "JOURNAL_FORMAT_VERSION",
@@ -30,8 +31,10 @@ __all__ = [
     "OUTCOME_MODELS",
     "OUTCOME_NOT_FOUND",
     "OUTCOME_NO_RULE",
+    "OUTCOME_OVER_LIMIT",
     "OUTCOME_REFUSED",
     "OUTCOME_REPLIED",
+    "OUTCOME_TIMEOUT",
     "OUTCOME_TOO_LARGE",
     "EndReason",
     "JournalNote",
@@ -49,11 +52,11 @@ __all__ = [
 
 # The line format these types describe. It is not written into the lines (their bytes
 # are fixed); a change to any record's fields changes this number.
-JOURNAL_FORMAT_VERSION: Final = 1
+JOURNAL_FORMAT_VERSION: Final = 2
 MAX_WRITE_OFFSETS: Final = 4096
 
 Outcome = Literal["refused", "replied", "no_rule", "invalid_request", "too_large", "client_disconnected",
-                  "mock_error", "models", "hello", "not_found"]
+                  "mock_error", "models", "hello", "not_found", "over_limit", "timeout"]
 OUTCOME_REPLIED: Final = "replied"  # a scripted reply (or a built-in one) was sent
 OUTCOME_NO_RULE: Final = "no_rule"  # no rule matched: a 400 naming the nearest rules
 OUTCOME_INVALID_REQUEST: Final = "invalid_request"  # headers or body refused
@@ -65,10 +68,15 @@ OUTCOME_HELLO: Final = "hello"  # GET /api/hello
 OUTCOME_NOT_FOUND: Final = "not_found"  # any other path: 404
 # a browser Origin or a Host other than the mock's own address: 403, no reply consumed
 OUTCOME_REFUSED: Final = "refused"
+# a stream over max_streams: 529, no reply consumed
+OUTCOME_OVER_LIMIT: Final = "over_limit"
+OUTCOME_TIMEOUT: Final = "timeout"  # the body stalled past the read timeout: 408
 
 EndReason = Literal["complete", "client_disconnected", "disconnected_by_script",
-                    "truncated_by_script", "stream_error_by_script"]
+                    "truncated_by_script", "stream_error_by_script", "server_shutdown"]
+# every byte was written and, on TCP, acknowledged by the client's side (see ``delivery``)
 END_COMPLETE: Final = "complete"
+END_SERVER_SHUTDOWN: Final = "server_shutdown"  # the server stopped while it was playing
 END_CLIENT_DISCONNECTED: Final = "client_disconnected"
 END_DISCONNECTED_BY_SCRIPT: Final = "disconnected_by_script"  # the connection was dropped
 END_TRUNCATED_BY_SCRIPT: Final = "truncated_by_script"  # the body ended early, cleanly
@@ -139,16 +147,26 @@ class ResponseEndRecord(TypedDict):
     # MAX_WRITE_OFFSETS; write_offsets_truncated when cut); absent in older journals
     write_offsets_ms: NotRequired[list[float]]
     write_offsets_truncated: NotRequired[bool]
+    # how far delivery was seen: "acknowledged" (TCP: the client's side acknowledged every
+    # byte while the connection was open), "unacknowledged" (bytes_unacknowledged of them
+    # never were: the connection was reset or the wait ran out), "unverified" (a Unix socket:
+    # the bytes were written to it; what a forwarder did with them is not known)
+    delivery: NotRequired[str]
+    bytes_unacknowledged: NotRequired[int]
 
 
 class JournalNote(TypedDict):
-    """What the journal itself noted: a torn last line moved aside when a server restarted."""
+    """What the journal itself noted: a torn last line moved aside when a server restarted,
+    unreadable lines found, writes that failed (each kept field names one of them)."""
 
     type: Literal["journal_note"]
     note: str
-    offset: int
-    bytes: int
-    moved_to: str
+    offset: NotRequired[int]  # a torn last line: where it was, its size, its side file
+    bytes: NotRequired[int]
+    moved_to: NotRequired[str]
+    lines: NotRequired[list[int]]  # unreadable lines kept in place: numbers and offsets
+    offsets: NotRequired[list[int]]
+    failures: NotRequired[list[dict[str, Any]]]  # failed writes: time, error, unavailable
 
 
 JournalRecord = RequestRecord | ResponseEndRecord | JournalNote
@@ -182,7 +200,8 @@ def spliced_fields(reply: bytes | None, body: bytes | None, body_is_json: bool) 
 
 def response_end_record(*, seq: int, run: int, time: float, elapsed: float, reason: EndReason,
                         events_sent: int, bytes_sent: int,
-                        write_offsets: list[float] | None = None) -> ResponseEndRecord:
+                        write_offsets: list[float] | None = None, delivery: str | None = None,
+                        unacknowledged: int = 0) -> ResponseEndRecord:
     record: ResponseEndRecord = {
         "type": "response_end", "seq": seq, "run": run, "time": time, "elapsed": elapsed,
         "reason": reason, "events_sent": events_sent, "bytes_sent": bytes_sent}
@@ -190,6 +209,10 @@ def response_end_record(*, seq: int, run: int, time: float, elapsed: float, reas
         record["write_offsets_ms"] = [round(o * 1000, 1) for o in write_offsets[:MAX_WRITE_OFFSETS]]
         if len(write_offsets) > MAX_WRITE_OFFSETS:
             record["write_offsets_truncated"] = True
+    if delivery is not None:
+        record["delivery"] = delivery
+        if unacknowledged:
+            record["bytes_unacknowledged"] = unacknowledged
     return record
 
 

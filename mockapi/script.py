@@ -73,6 +73,7 @@ class Decision:
     prepared: PreparedReply | None = None
     replay_of: int | None = None
     nearest: list[NearestRule] = field(default_factory=list)
+    undo: _Undo | None = field(default=None, repr=False)
 
     def no_rule_message(self, seq: int) -> str:
         head = (f"loopprobe mock: no scenario rule matched request #{seq} "
@@ -82,6 +83,19 @@ class Decision:
         best = self.nearest[0]
         reasons = "; ".join(best["misses"]) or "spent"
         return f"{head}; nearest rule {best['rule']!r}: {reasons}"
+
+
+@dataclass(slots=True)
+class _Undo:
+    """What one ``decide`` changed, to take back when its request could not be journaled
+    (an unrecorded request must not consume the script)."""
+
+    streamed_key: tuple[str, int]
+    streamed_before: str | None
+    turn_key: tuple[str, str, int]
+    turn_was_new: bool
+    turn_before: tuple[bool, int, PreparedReply | None, str | None, int | None]
+    rule: _RuleState | None = None
 
 
 def _fingerprint(body: dict[str, Any], raw: bytes) -> int:
@@ -117,12 +131,16 @@ class Script:
             self._streamed_kinds[(facts.path, fingerprint)] = kind
         key = (facts.path, kind, fingerprint)
         turn = self._turns.get(key)
+        undo_streamed = (facts.path, fingerprint), streamed
+        new_turn = turn is None
         if turn is None:
             count = self._turn_counts.get(key[:2], 0) + 1
             self._turn_counts[key[:2]] = count
             turn = self._turns[key] = _Turn(count)
+        undo = _Undo(*undo_streamed, key, new_turn, (
+            turn.last_stream, turn.last_seq, turn.last_reply, turn.last_rule, turn.last_index))
         turn.attempts += 1
-        decision = Decision(kind, turn.number, turn.attempts)
+        decision = Decision(kind, turn.number, turn.attempts, undo=undo)
 
         if (not facts.stream and turn.last_stream
                 and isinstance(turn.last_reply, PreparedMessage)
@@ -145,6 +163,8 @@ class Script:
             upcoming = state.next_reply()
             if not misses and upcoming is not None:
                 state.served += 1
+                if decision.undo is not None:
+                    decision.undo.rule = state
                 decision.rule = state.id
                 decision.reply_index, decision.prepared = upcoming
                 return
@@ -158,6 +178,27 @@ class Script:
             decision.prepared = prepare(_side_reply(body), decision.rule)
             return
         decision.nearest = [entry for _, _, entry in sorted(scored, key=lambda s: s[:2])[:3]]
+
+    def undo(self, decision: Decision) -> None:
+        """Take back ``decision``, the last one made: as if its request never arrived."""
+        undo = decision.undo
+        if undo is None:
+            return
+        decision.undo = None
+        if undo.rule is not None:
+            undo.rule.served -= 1
+        if undo.streamed_before is None:
+            self._streamed_kinds.pop(undo.streamed_key, None)
+        else:
+            self._streamed_kinds[undo.streamed_key] = undo.streamed_before
+        turn = self._turns[undo.turn_key]
+        if undo.turn_was_new:
+            del self._turns[undo.turn_key]
+            self._turn_counts[undo.turn_key[:2]] -= 1
+            return
+        turn.attempts -= 1
+        (turn.last_stream, turn.last_seq, turn.last_reply, turn.last_rule,
+         turn.last_index) = undo.turn_before
 
     def state(self) -> list[dict[str, Any]]:
         return [

@@ -21,6 +21,7 @@ from mockapi.app import MockApp
 from mockapi.journal import Journal, JournalContents, read_journal
 from mockapi.records import RequestRecord
 from mockapi.scenario import Scenario
+from mockapi.transport import Limits, Refused, bounded_protocol
 
 __all__ = [
     "START_TIMEOUT",
@@ -29,6 +30,7 @@ __all__ = [
     "NonLoopbackRefused",
     "bind_socket",
     "bind_unix_socket",
+    "mock_server",
     "own_hosts",
     "uvicorn_config",
 ]
@@ -90,11 +92,37 @@ def own_hosts(url: str) -> set[str]:
     return hosts
 
 
-def uvicorn_config(app: Any) -> uvicorn.Config:
+def _unreported(method: str, path: str, status: int, why: str) -> None:
+    pass
+
+
+def uvicorn_config(app: Any, *, limits: Limits | None = None,
+                   on_refused: Refused = _unreported) -> uvicorn.Config:
+    """uvicorn as the mock runs it: quiet, and bounded by ``limits`` per connection."""
+    limits = limits or Limits()
     return uvicorn.Config(
         app, log_level="warning", access_log=False, lifespan="off",
         timeout_graceful_shutdown=1, ws="none", server_header=False, date_header=False,
+        http=bounded_protocol(limits, on_refused), limit_concurrency=limits.max_connections,
     )
+
+
+class _MockUvicorn(uvicorn.Server):
+    """Tells the mock when it is stopping, so replies cut by the stop say so."""
+
+    def __init__(self, config: uvicorn.Config, mock: MockApp):
+        super().__init__(config)
+        self.mock = mock
+
+    async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+        self.mock.shutting_down = True
+        await super().shutdown(sockets)
+
+
+def mock_server(mock: MockApp, limits: Limits | None = None) -> uvicorn.Server:
+    """A uvicorn server for ``mock``, journaling what its transport refuses."""
+    return _MockUvicorn(uvicorn_config(mock.app, limits=limits,
+                                       on_refused=mock.refused_by_transport), mock)
 
 
 class MockServer:
@@ -108,11 +136,13 @@ class MockServer:
                  context: Mapping[str, str] | None = None, host: str = "127.0.0.1",
                  port: int = 0, allow_remote: bool = False, fsync: bool = False,
                  admin_token: str | None = None, admin_open: bool = False,
-                 uds: Path | None = None, public_url: str | None = None, **app_options: Any):
+                 uds: Path | None = None, public_url: str | None = None,
+                 limits: Limits | None = None, **app_options: Any):
         """The admin routes need ``admin_token`` (a random one unless given) unless
         ``admin_open``. ``uds``: listen on this Unix socket instead of TCP (mode 0600);
         ``public_url`` is then the address clients are told (a forwarder connects it to the
-        socket). Only requests whose Host is that address are served."""
+        socket). Only requests whose Host is that address are served. ``limits``: what a
+        connection may send before the app sees a request (``mockapi.transport.Limits``)."""
         self.uds = uds
         self._socket = bind_unix_socket(uds) if uds is not None else bind_socket(
             host, port, allow_remote=allow_remote)
@@ -132,7 +162,7 @@ class MockServer:
         self.mock = MockApp(scenario, self.journal, context=context,
                             admin_token=self.admin_token,
                             allowed_hosts=own_hosts(self.url), **app_options)
-        self._server = uvicorn.Server(uvicorn_config(self.mock.app))
+        self._server = mock_server(self.mock, limits)
 
     def start(self) -> MockServer:
         def serve() -> None:

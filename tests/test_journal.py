@@ -14,7 +14,7 @@ import orjson
 import pytest
 
 from mockapi import Journal, MockServer, Rule, Scenario, read_journal, text
-from mockapi.journal import REDACTED
+from mockapi.journal import REDACTED, TornLine
 
 StartMock = Callable[..., MockServer]
 
@@ -174,11 +174,15 @@ def test_reader_on_an_empty_or_missing_journal(tmp_path: Path, content: bytes | 
     assert (contents.records, contents.torn_tail) == ([], None)
 
 
-def test_reader_refuses_a_corrupt_line_that_is_not_the_last(tmp_path: Path) -> None:
+def test_reader_skips_and_lists_a_corrupt_line_that_is_not_the_last(tmp_path: Path) -> None:
     path = tmp_path / "journal.jsonl"
     path.write_bytes(b'{"type":"request","seq":1}\n{"type":"req\n{"type":"request","seq":2}\n')
-    with pytest.raises(ValueError, match="line 2 is not a journal record"):
-        read_journal(path)
+    contents = read_journal(path)
+    assert [r["seq"] for r in contents.requests()] == [1, 2]
+    assert contents.torn == [TornLine(line=2, offset=27, size=12, last=False)]
+    assert contents.torn_tail == (
+        f"{path}: 1 line(s) are not journal records (writes cut short) and were skipped: "
+        "line 2 (12 bytes at offset 27)")
 
 
 @pytest.mark.parametrize("tail", TAILS)

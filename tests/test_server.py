@@ -98,9 +98,11 @@ def test_open_streams_are_limited_with_a_clear_error(tmp_path: Path) -> None:
         assert second.status_code == 529
         assert second.json()["error"] == {
             "type": "overloaded_error",
-            "message": "loopprobe mock: more than 1 open streams"}
+            "message": "loopprobe mock: 1 streams are open, the most this mock serves at once "
+                       "(max_streams); no scripted reply was used"}
     records = [r for r in mock.read().requests()]
-    assert len(records) == 2
+    assert [(r["outcome"], r["status"], r.get("rule")) for r in records] == [
+        ("replied", 200, "rule-1"), ("over_limit", 529, None)]
 
 
 def test_stop_returns_even_with_a_stalled_stream(tmp_path: Path) -> None:

@@ -1,0 +1,193 @@
+"""The mock's HTTP transport: uvicorn's httptools protocol with bounds, and delivery checks.
+
+uvicorn bounds neither the size nor the count of request headers (a 64 MB header
+is parsed and handed on), nor the time a client may take to send them (a
+connection that sends half a request line is held forever). ``bounded_protocol``
+adds both, per connection, before any application code runs; refusals are
+answered in the API's error envelope, the connection closed, and reported to
+``on_refused`` (the app journals them). It also hands the transport to the
+application in ``scope["extensions"]`` so a reply can check its own delivery.
+
+``delivery`` asks the kernel whether the bytes of a reply reached the client's
+side: on TCP, the send queue holds every byte the peer has not acknowledged
+(``SIOCOUTQ``); a Unix socket (the harness bridges one into its sandbox) says
+nothing about what the forwarder behind it did, so it is not checked.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import fcntl
+import socket
+import struct
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import httptools
+import orjson
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+
+__all__ = ["TRANSPORT_EXTENSION", "Limits", "Refused", "bounded_protocol", "delivery"]
+
+TRANSPORT_EXTENSION = "loopprobe.transport"
+_SIOCOUTQ = 0x5411  # linux/sockios.h (TIOCOUTQ): bytes in the send queue not yet acknowledged
+_TCP_CLOSE = 7  # tcp_info.tcpi_state after a reset
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What one connection may send before the application sees a request."""
+
+    max_header_bytes: int = 32 * 1024  # request line and headers together
+    max_headers: int = 100
+    header_timeout: float = 30.0  # from connect (or the head's first byte) to its end
+    max_connections: int = 1000  # beyond it uvicorn answers 503
+
+
+Refused = Callable[[str, str, int, str], None]  # method, path, status, why
+
+
+def _error_response(status: int, reason: str, error_type: str, message: str) -> bytes:
+    body = orjson.dumps({"type": "error", "error": {"type": error_type, "message": message}})
+    return (f"HTTP/1.1 {status} {reason}\r\ncontent-type: application/json\r\n"
+            f"content-length: {len(body)}\r\nconnection: close\r\n\r\n").encode() + body
+
+
+class _Refusal(Exception):
+    def __init__(self, status: int, reason: str, error_type: str, message: str):
+        super().__init__(message)
+        self.status, self.reason, self.error_type, self.message = (
+            status, reason, error_type, message)
+
+
+def bounded_protocol(limits: Limits, on_refused: Refused) -> type[HttpToolsProtocol]:
+    """An httptools protocol class enforcing ``limits`` and reporting refusals."""
+
+    class BoundedHttpToolsProtocol(HttpToolsProtocol):
+        _head_timer: asyncio.TimerHandle | None = None
+        _head_bytes = 0
+        _in_head = True
+
+        def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+            super().connection_made(transport)
+            self._await_head()
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            self._stop_head_timer()
+            super().connection_lost(exc)
+
+        def _await_head(self) -> None:
+            self._in_head, self._head_bytes = True, 0
+            self._stop_head_timer()
+            self._head_timer = self.loop.call_later(limits.header_timeout, self._head_timed_out)
+
+        def _stop_head_timer(self) -> None:
+            if self._head_timer is not None:
+                self._head_timer.cancel()
+                self._head_timer = None
+
+        def _head_timed_out(self) -> None:
+            self._head_timer = None
+            if self._in_head and not self.transport.is_closing():
+                self._refuse(_Refusal(
+                    408, "Request Timeout", "timeout_error",
+                    f"loopprobe mock: the request's headers did not arrive within "
+                    f"{limits.header_timeout:g} s"))
+
+        def data_received(self, data: bytes) -> None:
+            self._unset_keepalive_if_required()
+            if self._in_head:
+                self._head_bytes += len(data)
+            try:
+                self.parser.feed_data(data)
+            except httptools.HttpParserCallbackError as error:
+                if isinstance(error.__context__, _Refusal):
+                    self._refuse(error.__context__)
+                else:
+                    self.send_400_response("Invalid HTTP request received.")
+                return
+            except httptools.HttpParserError:
+                self.send_400_response("Invalid HTTP request received.")
+                return
+            except httptools.HttpParserUpgrade:
+                self._unsupported_upgrade_warning()
+            if self._in_head and self._head_bytes > limits.max_header_bytes \
+                    and not self.transport.is_closing():
+                self._refuse(_too_large(f"the request line and headers exceed "
+                                        f"{limits.max_header_bytes} bytes"))
+
+        def on_header(self, name: bytes, value: bytes) -> None:
+            if len(self.headers) >= limits.max_headers:
+                raise _Refusal(*_too_large_args(
+                    f"more than {limits.max_headers} request headers"))
+            super().on_header(name, value)
+
+        def on_headers_complete(self) -> None:
+            self._in_head = False
+            self._stop_head_timer()
+            self.scope["extensions"] = {TRANSPORT_EXTENSION: self.transport}  # type: ignore[dict-item]
+            super().on_headers_complete()
+
+        def on_response_complete(self) -> None:
+            super().on_response_complete()
+            if not self.transport.is_closing():
+                self._await_head()
+
+        def _refuse(self, refusal: _Refusal) -> None:
+            self._stop_head_timer()
+            self._in_head = False
+            method = path = ""
+            if self.scope is not None:
+                method = str(self.scope.get("method", ""))
+            if getattr(self, "url", b""):
+                path = self.url.split(b"?", 1)[0][:200].decode("latin-1")
+            on_refused(method, path, refusal.status, refusal.message)
+            self.transport.write(_error_response(refusal.status, refusal.reason,
+                                                 refusal.error_type, refusal.message))
+            self.transport.close()
+
+    return BoundedHttpToolsProtocol
+
+
+def _too_large_args(message: str) -> tuple[int, str, str, str]:
+    return (431, "Request Header Fields Too Large", "request_too_large",
+            f"loopprobe mock: {message}")
+
+
+def _too_large(message: str) -> _Refusal:
+    return _Refusal(*_too_large_args(message))
+
+
+def _unacknowledged(transport: asyncio.Transport) -> tuple[int, bool] | None:
+    """Bytes of this connection the client has not acknowledged, and whether it was reset;
+    None where the kernel cannot say (not TCP)."""
+    sock = transport.get_extra_info("socket")
+    if sock is None or sock.family not in (socket.AF_INET, socket.AF_INET6):
+        return None
+    try:
+        queued = struct.unpack("i", fcntl.ioctl(sock.fileno(), _SIOCOUTQ, b"\0\0\0\0"))[0]
+        state = sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 1)[0]
+    except OSError:
+        return 0, True
+    return queued + transport.get_write_buffer_size(), state == _TCP_CLOSE
+
+
+async def delivery(transport: asyncio.Transport | None, timeout: float) -> tuple[str, int] | None:
+    """After a reply's last write: ("acknowledged", 0) once the client's side acknowledged
+    every byte, ("unacknowledged", n) when the connection was reset first or ``timeout``
+    passed; None when this transport cannot tell (no socket, or not TCP)."""
+    if transport is None:
+        return None
+    first = _unacknowledged(transport)
+    if first is None:
+        return None
+    queued, reset = first
+    wait, waited = 0.001, 0.0
+    while not reset and queued > 0 and waited < timeout:
+        await asyncio.sleep(wait)
+        waited += wait
+        wait = min(wait * 2, 0.05)
+        queued, reset = _unacknowledged(transport) or (queued, True)
+    if reset or queued > 0:
+        return "unacknowledged", queued
+    return "acknowledged", 0
