@@ -220,7 +220,9 @@ class MockServer:
         return self.mock.reset()
 
     def admin(self, method: str, name: str, **kwargs: Any) -> httpx.Response:
-        headers = {ADMIN_TOKEN_HEADER: self.admin_token} if self.admin_token else {}
+        headers = dict(kwargs.pop("headers", None) or {})
+        if self.admin_token:
+            headers[ADMIN_TOKEN_HEADER] = self.admin_token
         transport = httpx.HTTPTransport(uds=str(self.uds)) if self.uds is not None else None
         with httpx.Client(transport=transport, timeout=10) as client:
             return client.request(method, f"{self.url}{ADMIN_PREFIX}/{name}", headers=headers,

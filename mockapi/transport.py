@@ -88,7 +88,9 @@ def bounded_protocol(limits: Limits, on_refused: Refused) -> type[HttpToolsProto
 
         def _head_timed_out(self) -> None:
             self._head_timer = None
-            if self._in_head and not self.transport.is_closing():
+            if self._in_head and not self.transport.is_closing() and self._head_bytes == 0:
+                self.transport.close()  # a connection that never sent a byte: nothing to answer
+            elif self._in_head and not self.transport.is_closing():
                 self._refuse(_Refusal(
                     408, "Request Timeout", "timeout_error",
                     f"loopprobe mock: the request's headers did not arrive within "
@@ -137,8 +139,10 @@ def bounded_protocol(limits: Limits, on_refused: Refused) -> type[HttpToolsProto
             self._stop_head_timer()
             self._in_head = False
             method = path = ""
-            if self.scope is not None:
-                method = str(self.scope.get("method", ""))
+            try:  # the request line may not have arrived whole
+                method = self.parser.get_method().decode("latin-1")
+            except httptools.HttpParserError:
+                pass
             if getattr(self, "url", b""):
                 path = self.url.split(b"?", 1)[0][:200].decode("latin-1")
             on_refused(method, path, refusal.status, refusal.message)
