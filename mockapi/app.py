@@ -62,17 +62,10 @@ from mockapi.records import (
     response_end_record,
     spliced_fields,
 )
-from mockapi.requests import (
-    BODY_TIMEOUT,
-    MAX_BODY_BYTES,
-    BadRequest,
-    is_json,
-    parse_body,
-    read_body,
-)
+from mockapi.requests import MAX_BODY_BYTES, BadRequest, is_json, parse_body, read_body
 from mockapi.scenario import Scenario
 from mockapi.script import Decision, Script
-from mockapi.transport import TRANSPORT_EXTENSION, delivery
+from mockapi.transport import BODY_TIMED_OUT, TRANSPORT_EXTENSION, delivery
 from mockapi.validation import check
 
 __all__ = ["DELIVERY_TIMEOUT", "SSE_HEADERS", "DeliberateDisconnect", "MockApp", "Unrecorded"]
@@ -98,20 +91,49 @@ async def _unrecorded(request: Request, error: Exception) -> Response:
                  {"request-id": request_id, "x-should-retry": "false"})
 
 
-class _StreamSlot:
-    """One of ``max_streams``: taken before a stream's rule is chosen, given back once."""
+class _Playing:
+    """A reply being played: its ``response_end`` is journaled exactly once, by whichever
+    comes first (the reply's own end, or the end of its ASGI call when the client left
+    before the body began), with the progress made so far; its ``max_streams`` slot, if
+    it holds one, is given back then."""
 
-    __slots__ = ("app", "handed")
+    __slots__ = ("app", "ended", "offsets", "run", "sent", "seq", "size", "slot")
 
-    def __init__(self, app: MockApp):
-        self.app: MockApp | None = app
-        self.handed = False  # the response releases it when it ends
-        app.open_streams += 1
+    def __init__(self, app: MockApp, seq: int, run: int, *, slot: bool):
+        self.app, self.seq, self.run, self.slot = app, seq, run, slot
+        self.sent = self.size = 0
+        self.offsets: list[float] = []
+        self.ended = False
+        if slot:
+            app.open_streams += 1
 
     def release(self) -> None:
-        if self.app is not None:
+        """Give back the slot without a ``response_end`` (no body was played)."""
+        if self.slot:
+            self.slot = False
             self.app.open_streams -= 1
-            self.app = None
+
+    def end(self, reason: EndReason, delivered: tuple[str, int] | None = None) -> None:
+        if self.ended:
+            return
+        self.ended = True
+        self.release()
+        self.app._record_end(self.seq, self.run, self.app.cut_short(reason), self.sent,
+                             self.size, self.offsets, delivered)
+
+
+class _Played(Response):
+    """``inner``, ending ``playing`` when its ASGI call ends if it did not end it itself."""
+
+    def __init__(self, inner: Response, playing: _Playing):
+        super().__init__()
+        self.inner, self.playing = inner, playing
+
+    async def __call__(self, scope: Scope, receive: Receive, send: ASGISend) -> None:
+        try:
+            await self.inner(scope, receive, send)
+        finally:
+            self.playing.end(END_CLIENT_DISCONNECTED)
 
 
 class DeliberateDisconnect(Exception):
@@ -154,33 +176,32 @@ class _WholeStream(Response):
     its per-response task group, which costs more than everything else of a request.
     """
 
-    def __init__(self, body: bytes, headers: Mapping[str, str], app: MockApp,
-                 done: Callable[[EndReason, list[float], tuple[str, int] | None], None]):
+    def __init__(self, body: bytes, sends: int, headers: Mapping[str, str],
+                 playing: _Playing):
         super().__init__(status_code=200)
-        self.body = body
+        self.body, self.sends = body, sends
         # no content-length: the body goes out chunked, as a stream does
         self.raw_headers = [(k.lower().encode("latin-1"), v.encode("latin-1"))
                             for k, v in headers.items()]
-        self.app = app
-        self.done = done
+        self.playing = playing
 
     async def __call__(self, scope: Scope, receive: Receive, send: ASGISend) -> None:
+        playing = self.playing
         reason: EndReason = END_CLIENT_DISCONNECTED
-        started = time.monotonic()
-        offsets: list[float] = []
         delivered: tuple[str, int] | None = None
         try:
             await send({"type": "http.response.start", "status": 200,
                         "headers": self.raw_headers})
-            offsets.append(time.monotonic() - started)
+            playing.offsets.append(0.0)
             await send({"type": "http.response.body", "body": self.body, "more_body": False})
-            delivered = await delivery(_transport(scope), self.app.delivery_timeout)
-            reason = END_COMPLETE if delivered is None or delivered[0] == "acknowledged" \
-                else END_CLIENT_DISCONNECTED
+            delivered = await delivery(_transport(scope), playing.app.delivery_timeout)
+            if delivered is None or delivered[0] == "acknowledged":
+                reason = END_COMPLETE
+                playing.sent, playing.size = self.sends, len(self.body)
         except OSError:
             pass
         finally:
-            self.done(self.app.cut_short(reason), offsets, delivered)
+            playing.end(reason, delivered)
 
 
 def _transport(scope: Scope) -> Any:
@@ -198,8 +219,10 @@ class _Guard:
     journaled by ``refused`` (nothing is read of the body, no scripted reply is used)."""
 
     def __init__(self, app: Starlette, allowed_hosts: Collection[str] | None,
-                 refused: Callable[[Request, str], Awaitable[Response]]):
+                 refused: Callable[[Request, str], Awaitable[Response]],
+                 messages: Callable[[Request], Awaitable[Response]]):
         self.app = app
+        self.messages = messages
         self.allowed = None if allowed_hosts is None else frozenset(
             h.lower().encode("latin-1") for h in allowed_hosts)
         self.refused = refused
@@ -223,6 +246,16 @@ class _Guard:
                 response = await self.refused(Request(scope, receive), why)
                 await response(scope, receive, send)
                 return
+            if scope["path"] == "/v1/messages" and scope["method"] == "POST":
+                # the hot route, straight to its endpoint: the router and middleware of every
+                # other route cost more than a request's own checks
+                request = Request(scope, receive)
+                try:
+                    response = await self.messages(request)
+                except Unrecorded as error:
+                    response = await _unrecorded(request, error)
+                await response(scope, receive, send)
+                return
         await self.app(scope, receive, send)
 
 
@@ -237,12 +270,10 @@ class MockApp:
                  context: Mapping[str, str] | None = None,
                  admin_token: str | None = None, max_body_bytes: int = MAX_BODY_BYTES,
                  max_streams: int = 1024, allowed_hosts: Collection[str] | None = None,
-                 lenient: bool = False, body_timeout: float = BODY_TIMEOUT,
-                 delivery_timeout: float = DELIVERY_TIMEOUT):
+                 lenient: bool = False, delivery_timeout: float = DELIVERY_TIMEOUT):
         """``lenient``: skip the checks of ``mockapi.validation`` for every scenario (a
-        scenario can also ask for it); ``body_timeout``: the longest pause between two
-        parts of a request body (408 past it); ``delivery_timeout``: how long a finished
-        stream waits for its bytes to be acknowledged."""
+        scenario can also ask for it); ``delivery_timeout``: how long a finished stream
+        waits for its bytes to be acknowledged."""
         self.context = dict(context or {})
         self.scenario = scenario
         self.script = Script(scenario.render(self.context))
@@ -252,7 +283,6 @@ class MockApp:
         self.max_streams = max_streams
         self.open_streams = 0
         self.lenient = lenient
-        self.body_timeout = body_timeout
         self.delivery_timeout = delivery_timeout
         self.shutting_down = False  # set by the server when it stops
         self.run = journal.last_run + 1  # a restarted server starts a new run
@@ -266,7 +296,8 @@ class MockApp:
             *admin_routes(self),
             # an ASGI endpoint matches every method (a function endpoint defaults to GET)
             Route("/{path:path}", _AnyMethod(self.not_found)),
-        ], exception_handlers={Unrecorded: _unrecorded}), allowed_hosts, self.refuse)
+        ], exception_handlers={Unrecorded: _unrecorded}), allowed_hosts, self.refuse,
+            self.messages)
 
     # ---- play state -------------------------------------------------------
 
@@ -346,7 +377,7 @@ class MockApp:
         raw: bytes | None = None
         parsed_ok = False
         try:
-            raw = await read_body(request, self.max_body_bytes, self.body_timeout)
+            raw = await read_body(request, self.max_body_bytes)
             body = parse_body(raw, request.headers, request.url.path)
             parsed_ok = True
             check(body, request.headers, request.url.path,
@@ -355,18 +386,22 @@ class MockApp:
         except BadRequest as bad:
             self._record(request, seq, arrival, raw, parsed_ok or is_json(raw), bad.outcome,
                          bad.status, error=bad.message)
-            extra = {"connection": "close"} if bad.status == 408 else {}
             return _json(error_body(bad.error_type, bad.message, request_id), bad.status,
-                         {"request-id": request_id, **extra})
+                         {"request-id": request_id})
         except ClientDisconnect:
-            self._record(request, seq, arrival, raw, False, OUTCOME_CLIENT_DISCONNECTED, None,
-                         error="the client left before sending its whole body")
+            timed_out = request.scope.get("extensions", {}).get(BODY_TIMED_OUT)
+            if timed_out:  # the transport answered 408 and closed the connection
+                self._record(request, seq, arrival, raw, False, OUTCOME_TIMEOUT, 408,
+                             error=timed_out)
+            else:
+                self._record(request, seq, arrival, raw, False, OUTCOME_CLIENT_DISCONNECTED,
+                             None, error="the client left before sending its whole body")
             return Response(status_code=499)
         except Exception as error:  # recorded, then answered in the API's envelope
             return self._mock_error(request, seq, arrival, raw, parsed_ok, error)
 
-        slot: _StreamSlot | None = None
-        if facts.stream and request.url.path == "/v1/messages":
+        stream_slot = facts.stream and request.url.path == "/v1/messages"
+        if stream_slot:
             if self.open_streams >= self.max_streams:
                 message = (f"loopprobe mock: {self.max_streams} streams are open, the most "
                            "this mock serves at once (max_streams); no scripted reply was used")
@@ -374,13 +409,18 @@ class MockApp:
                              error=message)
                 return _json(error_body("overloaded_error", message, request_id), 529,
                              {"request-id": request_id})
-            slot = _StreamSlot(self)
+        # taken now, before any await: a burst cannot pass the limit
+        playing = _Playing(self, seq, run, slot=stream_slot)
         try:
-            return await self._answer(request, seq, run, arrival, raw, body, facts, request_id,
-                                      slot)
-        finally:
-            if slot is not None and not slot.handed:
-                slot.release()
+            response = await self._answer(request, seq, arrival, raw, body, facts, request_id,
+                                          playing)
+        except BaseException:
+            playing.release()
+            raise
+        if isinstance(response, _Played | _WholeStream):
+            return response
+        playing.release()  # answered without a body to play
+        return response
 
     def _mock_error(self, request: Request, seq: int, arrival: float, raw: bytes | None,
                     parsed_ok: bool, error: Exception) -> Response:
@@ -391,9 +431,9 @@ class MockApp:
         return _json(error_body("api_error", message, request_id), 500,
                      {"request-id": request_id, "x-should-retry": "false"})
 
-    async def _answer(self, request: Request, seq: int, run: int, arrival: float,
+    async def _answer(self, request: Request, seq: int, arrival: float,
                       raw: bytes, body: dict[str, Any], facts: RequestFacts, request_id: str,
-                      slot: _StreamSlot | None) -> Response:
+                      playing: _Playing) -> Response:
         try:
             decision = self.script.decide(facts, body, raw, seq)
         except Exception as error:
@@ -426,17 +466,17 @@ class MockApp:
             self._record(request, seq, arrival, raw, True, OUTCOME_REPLIED, raw_spec.status,
                          routing=routing, reply=prepared.description, decision=decision)
             if await self._stall(request, prepared.reply.stall_before):
-                self._record_end(seq, run, self.cut_short(END_CLIENT_DISCONNECTED), 0, 0)
+                playing.end(END_CLIENT_DISCONNECTED)
                 return Response(status_code=499)
-            return StreamingResponse(
-                self._play(prepared.plan, seq, run, _transport(request.scope)),
+            return _Played(StreamingResponse(
+                self._play(prepared.plan, playing, _transport(request.scope)),
                 status_code=raw_spec.status, media_type=raw_spec.content_type,
-                headers={"request-id": request_id, **raw_spec.headers})
+                headers={"request-id": request_id, **raw_spec.headers}), playing)
 
         self._record(request, seq, arrival, raw, True, OUTCOME_REPLIED, 200, routing=routing,
                      reply=prepared.description, decision=decision)
         if await self._stall(request, prepared.reply.stall_before):
-            self._record_end(seq, run, self.cut_short(END_CLIENT_DISCONNECTED), 0, 0)
+            playing.end(END_CLIENT_DISCONNECTED)
             return Response(status_code=499)
         model = prepared.reply.model or facts.model or "claude-sonnet-4-5"
         message_id = prepared.reply.id or f"msg_loopprobe_{seq:06d}"
@@ -446,24 +486,12 @@ class MockApp:
         headers.update(SSE_HEADERS)
         start = prepared.message_start(message_id, model)
         plan = prepared.plan
-        if slot is not None:
-            slot.handed = True
         if plan.whole is not None:
             tail, sends = plan.whole
-            whole = start + tail
-
-            def done(reason: EndReason, offsets: list[float],
-                     delivered: tuple[str, int] | None) -> None:
-                if slot is not None:
-                    slot.release()
-                complete = reason == END_COMPLETE
-                self._record_end(seq, run, reason, sends + 1 if complete else 0,
-                                 len(whole) if complete else 0, offsets, delivered)
-
-            return _WholeStream(whole, headers, self, done)
-        return EventSourceResponse(
-            self._play(plan.steps(start), seq, run, _transport(request.scope), slot),
-            headers=headers, ping=0, sep="\n")
+            return _WholeStream(start + tail, sends + 1, headers, playing)
+        return _Played(EventSourceResponse(
+            self._play(plan.steps(start), playing, _transport(request.scope)),
+            headers=headers, ping=0, sep="\n"), playing)
 
     def _count_tokens(self, request: Request, seq: int, arrival: float, raw: bytes | None,
                       routing: Routing, request_id: str, decision: Decision) -> Response:
@@ -485,38 +513,34 @@ class MockApp:
         except TimeoutError:
             return False
 
-    async def _play(self, plan: Plan, seq: int, run: int, transport: Any,
-                    slot: _StreamSlot | None = None) -> AsyncIterator[bytes]:
-        """Execute ``plan`` as a response body and journal how it ended.
-
-        ``slot``: the stream's place in ``max_streams``, given back when it ends.
-        """
-        sent = size = 0
+    async def _play(self, plan: Plan, playing: _Playing,
+                    transport: Any) -> AsyncIterator[bytes]:
+        """Execute ``plan`` as a response body, noting progress in ``playing``, and journal
+        how it ended."""
         reason: EndReason = END_CLIENT_DISCONNECTED
         started = time.monotonic()
-        offsets: list[float] = []
         delivered: tuple[str, int] | None = None
         try:
             for step in plan:
                 if isinstance(step, Send):
-                    offsets.append(time.monotonic() - started)
+                    playing.offsets.append(time.monotonic() - started)
                     yield step.data
-                    sent, size = sent + 1, size + len(step.data)
+                    playing.sent += 1
+                    playing.size += len(step.data)
                 elif isinstance(step, Sleep):
                     await asyncio.sleep(step.seconds)
                 else:
                     if isinstance(step, Abort):
                         reason = step.reason
-                        raise DeliberateDisconnect(f"scripted disconnect after {sent} writes")
+                        raise DeliberateDisconnect(
+                            f"scripted disconnect after {playing.sent} writes")
                     # every write so far was handed to the transport: were they received?
                     delivered = await delivery(transport, self.delivery_timeout)
                     if delivered is None or delivered[0] == "acknowledged":
                         reason = step.reason
                     return
         finally:
-            if slot is not None:
-                slot.release()
-            self._record_end(seq, run, self.cut_short(reason), sent, size, offsets, delivered)
+            playing.end(reason, delivered)
 
     # ---- other API routes ---------------------------------------------------
 

@@ -79,6 +79,7 @@ class Journal:
 
     def __init__(self, path: str | Path, *, fsync: bool = False):
         self.path = Path(path)
+        self._path = os.fsencode(self.path)  # stat on every write: skip Path's conversion
         self.fsync = fsync
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
@@ -148,7 +149,7 @@ class Journal:
     def problem(self) -> str | None:
         """Why the journal cannot be written now (its file vanished or was replaced), or None."""
         try:
-            current = _identity(os.stat(self.path))
+            current = _identity(os.stat(self._path))
         except FileNotFoundError:
             return (f"the journal {self.path} was deleted while the mock was writing it; "
                     "requests are refused until it is back")

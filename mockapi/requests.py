@@ -6,20 +6,18 @@ what was expected and what arrived.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Mapping
 from typing import Any
 
 import orjson
 from starlette.requests import Request
 
-from mockapi.records import OUTCOME_INVALID_REQUEST, OUTCOME_TIMEOUT, OUTCOME_TOO_LARGE, Outcome
+from mockapi.records import OUTCOME_INVALID_REQUEST, OUTCOME_TOO_LARGE, Outcome
 
-__all__ = ["BODY_TIMEOUT", "MAX_BODY_BYTES", "REQUIRED_FIELDS", "BadRequest", "is_json",
-           "parse_body", "read_body"]
+__all__ = ["MAX_BODY_BYTES", "REQUIRED_FIELDS", "BadRequest", "is_json", "parse_body",
+           "read_body"]
 
 MAX_BODY_BYTES = 32 * 1024 * 1024  # the real API's request size limit
-BODY_TIMEOUT = 30.0  # the longest pause between two parts of a body
 REQUIRED_FIELDS = {
     "/v1/messages": (("model", str), ("max_tokens", int), ("messages", list)),
     "/v1/messages/count_tokens": (("model", str), ("messages", list)),
@@ -37,9 +35,9 @@ class BadRequest(Exception):
             status, error_type, message, outcome)
 
 
-async def read_body(request: Request, limit: int, timeout: float = BODY_TIMEOUT) -> bytes:
-    """The whole body; ``BadRequest`` 413 past ``limit`` bytes, declared or received, and
-    408 when the client pauses longer than ``timeout`` seconds between two parts of it."""
+async def read_body(request: Request, limit: int) -> bytes:
+    """The whole body; ``BadRequest`` (413) past ``limit`` bytes, declared or received.
+    (A body that stalls is the transport's to bound: ``mockapi.transport``.)"""
     declared = request.headers.get("content-length")
     if declared is not None and declared.isdigit() and int(declared) > limit:
         raise BadRequest(413, "request_too_large",
@@ -47,17 +45,7 @@ async def read_body(request: Request, limit: int, timeout: float = BODY_TIMEOUT)
                          f"({limit}); content-length was {declared}", OUTCOME_TOO_LARGE)
     chunks: list[bytes] = []
     size = 0
-    parts = request.stream()
-    while True:
-        try:
-            async with asyncio.timeout(timeout):
-                chunk = await anext(parts)
-        except StopAsyncIteration:
-            break
-        except TimeoutError:
-            raise BadRequest(408, "timeout_error",
-                             f"loopprobe mock: the request body paused for more than "
-                             f"{timeout:g} s after {size} bytes", OUTCOME_TIMEOUT) from None
+    async for chunk in request.stream():
         size += len(chunk)
         if size > limit:
             raise BadRequest(413, "request_too_large",

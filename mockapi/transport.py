@@ -1,12 +1,15 @@
 """The mock's HTTP transport: uvicorn's httptools protocol with bounds, and delivery checks.
 
 uvicorn bounds neither the size nor the count of request headers (a 64 MB header
-is parsed and handed on), nor the time a client may take to send them (a
-connection that sends half a request line is held forever). ``bounded_protocol``
-adds both, per connection, before any application code runs; refusals are
-answered in the API's error envelope, the connection closed, and reported to
-``on_refused`` (the app journals them). It also hands the transport to the
-application in ``scope["extensions"]`` so a reply can check its own delivery.
+is parsed and handed on), nor the time a client may take to send them or a body
+(a connection that sends half a request is held forever). ``bounded_protocol``
+adds these bounds per connection, in the protocol, so a request that arrives whole
+pays nothing for them; refusals of a head are answered in the API's error
+envelope, the connection closed, and reported to ``on_refused`` (the app journals
+them). A body that stalls is answered 408 the same way, and the application,
+already reading it, sees the client leave with ``BODY_TIMED_OUT`` in
+``scope["extensions"]`` saying why. The extensions also carry the connection
+(``TRANSPORT_EXTENSION``) so a reply can check its own delivery.
 
 ``delivery`` asks the kernel whether the bytes of a reply reached the client's
 side: on TCP, the send queue holds every byte the peer has not acknowledged
@@ -27,9 +30,11 @@ import httptools
 import orjson
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
-__all__ = ["TRANSPORT_EXTENSION", "Limits", "Refused", "bounded_protocol", "delivery"]
+__all__ = ["BODY_TIMED_OUT", "TRANSPORT_EXTENSION", "Connection", "Limits", "Refused",
+           "bounded_protocol", "delivery"]
 
 TRANSPORT_EXTENSION = "loopprobe.transport"
+BODY_TIMED_OUT = "loopprobe.body_timed_out"
 _SIOCOUTQ = 0x5411  # linux/sockios.h (TIOCOUTQ): bytes in the send queue not yet acknowledged
 _TCP_CLOSE = 7  # tcp_info.tcpi_state after a reset
 
@@ -41,7 +46,16 @@ class Limits:
     max_header_bytes: int = 32 * 1024  # request line and headers together
     max_headers: int = 100
     header_timeout: float = 30.0  # from connect (or the head's first byte) to its end
+    body_timeout: float = 30.0  # the longest pause between two parts of a body
     max_connections: int = 1000  # beyond it uvicorn answers 503
+
+
+@dataclass(frozen=True)
+class Connection:
+    """What a reply needs of its connection to check its delivery."""
+
+    transport: asyncio.Transport
+    sock: socket.socket | None  # None when it is not TCP
 
 
 Refused = Callable[[str, str, int, str], None]  # method, path, status, why
@@ -65,15 +79,23 @@ def bounded_protocol(limits: Limits, on_refused: Refused) -> type[HttpToolsProto
 
     class BoundedHttpToolsProtocol(HttpToolsProtocol):
         _head_timer: asyncio.TimerHandle | None = None
+        _body_timer: asyncio.TimerHandle | None = None
         _head_bytes = 0
+        _body_bytes = 0
         _in_head = True
+        _in_body = False
+        _connection: Connection
 
         def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
             super().connection_made(transport)
+            sock = transport.get_extra_info("socket")
+            tcp = sock is not None and sock.family in (socket.AF_INET, socket.AF_INET6)
+            self._connection = Connection(transport, sock if tcp else None)
             self._await_head()
 
         def connection_lost(self, exc: Exception | None) -> None:
             self._stop_head_timer()
+            self._stop_body_timer()
             super().connection_lost(exc)
 
         def _await_head(self) -> None:
@@ -85,6 +107,29 @@ def bounded_protocol(limits: Limits, on_refused: Refused) -> type[HttpToolsProto
             if self._head_timer is not None:
                 self._head_timer.cancel()
                 self._head_timer = None
+
+        def _stop_body_timer(self) -> None:
+            if self._body_timer is not None:
+                self._body_timer.cancel()
+                self._body_timer = None
+
+        def _body_timed_out(self) -> None:
+            self._body_timer = None
+            cycle = self.cycle
+            if not self._in_body or self.transport.is_closing() or cycle is None:
+                return
+            self._in_body = False
+            if cycle.response_started:  # answered without waiting for the rest
+                self.transport.close()
+                return
+            message = (f"loopprobe mock: the request body paused for more than "
+                       f"{limits.body_timeout:g} s after {self._body_bytes} bytes")
+            cycle.scope["extensions"][BODY_TIMED_OUT] = message  # type: ignore[assignment]
+            self.transport.write(_error_response(408, "Request Timeout", "timeout_error",
+                                                 message))
+            cycle.disconnected = True  # the application reading the body sees the client go
+            cycle.message_event.set()
+            self.transport.close()
 
         def _head_timed_out(self) -> None:
             self._head_timer = None
@@ -113,6 +158,11 @@ def bounded_protocol(limits: Limits, on_refused: Refused) -> type[HttpToolsProto
                 return
             except httptools.HttpParserUpgrade:
                 self._unsupported_upgrade_warning()
+            if self._in_body and not self.transport.is_closing():
+                # a body that did not arrive whole: each part restarts the clock
+                self._stop_body_timer()
+                self._body_timer = self.loop.call_later(limits.body_timeout,
+                                                        self._body_timed_out)
             if self._in_head and self._head_bytes > limits.max_header_bytes \
                     and not self.transport.is_closing():
                 self._refuse(_too_large(f"the request line and headers exceed "
@@ -127,8 +177,18 @@ def bounded_protocol(limits: Limits, on_refused: Refused) -> type[HttpToolsProto
         def on_headers_complete(self) -> None:
             self._in_head = False
             self._stop_head_timer()
-            self.scope["extensions"] = {TRANSPORT_EXTENSION: self.transport}  # type: ignore[dict-item]
+            self.scope["extensions"] = {TRANSPORT_EXTENSION: self._connection}  # type: ignore[dict-item]
             super().on_headers_complete()
+            self._in_body, self._body_bytes = True, 0
+
+        def on_body(self, body: bytes) -> None:
+            self._body_bytes += len(body)
+            super().on_body(body)
+
+        def on_message_complete(self) -> None:
+            self._in_body = False
+            self._stop_body_timer()
+            super().on_message_complete()
 
         def on_response_complete(self) -> None:
             super().on_response_complete()
@@ -162,36 +222,30 @@ def _too_large(message: str) -> _Refusal:
     return _Refusal(*_too_large_args(message))
 
 
-def _unacknowledged(transport: asyncio.Transport) -> tuple[int, bool] | None:
-    """Bytes of this connection the client has not acknowledged, and whether it was reset;
-    None where the kernel cannot say (not TCP)."""
-    sock = transport.get_extra_info("socket")
-    if sock is None or sock.family not in (socket.AF_INET, socket.AF_INET6):
-        return None
+def _unacknowledged(connection: Connection, sock: socket.socket) -> tuple[int, bool]:
+    """Bytes of this connection the client has not acknowledged, and whether it was reset."""
     try:
         queued = struct.unpack("i", fcntl.ioctl(sock.fileno(), _SIOCOUTQ, b"\0\0\0\0"))[0]
         state = sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 1)[0]
     except OSError:
         return 0, True
-    return queued + transport.get_write_buffer_size(), state == _TCP_CLOSE
+    return queued + connection.transport.get_write_buffer_size(), state == _TCP_CLOSE
 
 
-async def delivery(transport: asyncio.Transport | None, timeout: float) -> tuple[str, int] | None:
+async def delivery(connection: Connection | None, timeout: float) -> tuple[str, int] | None:
     """After a reply's last write: ("acknowledged", 0) once the client's side acknowledged
     every byte, ("unacknowledged", n) when the connection was reset first or ``timeout``
-    passed; None when this transport cannot tell (no socket, or not TCP)."""
-    if transport is None:
+    passed; None when this connection cannot tell (not TCP, or served in-process)."""
+    if connection is None or connection.sock is None:
         return None
-    first = _unacknowledged(transport)
-    if first is None:
-        return None
-    queued, reset = first
+    sock = connection.sock
+    queued, reset = _unacknowledged(connection, sock)
     wait, waited = 0.001, 0.0
     while not reset and queued > 0 and waited < timeout:
         await asyncio.sleep(wait)
         waited += wait
         wait = min(wait * 2, 0.05)
-        queued, reset = _unacknowledged(transport) or (queued, True)
+        queued, reset = _unacknowledged(connection, sock)
     if reset or queued > 0:
         return "unacknowledged", queued
     return "acknowledged", 0

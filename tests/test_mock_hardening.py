@@ -397,7 +397,7 @@ def test_oversized_or_too_many_headers_are_refused_431_before_the_app(tmp_path: 
 def test_a_stalled_head_or_body_gets_408_and_its_connection_back(tmp_path: Path) -> None:
     """Before: no read timeout; uploads stalled half-way held their connections forever."""
     path = tmp_path / "j.jsonl"
-    with MockServer(Scenario(), path, limits=Limits(header_timeout=0.5), body_timeout=0.5) as mock:
+    with MockServer(Scenario(), path, limits=Limits(header_timeout=0.5, body_timeout=0.5)) as mock:
         head_stalled = raw_exchange(mock.port, b"POST /v1/messages HTTP/1.1\r\nhost: x")
         body_stalled = raw_exchange(mock.port, request_head(mock.port, length=100),
                                     then=b'{"model":')
