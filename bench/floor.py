@@ -154,10 +154,15 @@ def main(argv: list[str] | None = None) -> int:
 
     import uvicorn
 
-    from mockapi.server import bind_socket, uvicorn_config
+    from mockapi.server import NonLoopbackRefused, bind_socket, uvicorn_config
 
     try:
         sock = bind_socket(args.host, args.port)
+    except NonLoopbackRefused:
+        print(f"floor: refusing to bind {args.host!r}: the floor binds loopback only "
+              "(127.0.0.1, ::1)", file=sys.stderr)
+        return 2
+    try:
         host, port = sock.getsockname()[:2]
         body = orjson.loads(args.body.read_bytes()) if args.body else DEFAULT_BODY
         if not isinstance(body, dict):

@@ -60,7 +60,7 @@ Outcome = Literal["refused", "replied", "no_rule", "invalid_request", "too_large
 OUTCOME_REPLIED: Final = "replied"  # a scripted reply (or a built-in one) was sent
 OUTCOME_NO_RULE: Final = "no_rule"  # no rule matched: a 400 naming the nearest rules
 OUTCOME_INVALID_REQUEST: Final = "invalid_request"  # headers or body refused
-OUTCOME_TOO_LARGE: Final = "too_large"  # the body exceeded the size limit: 413
+OUTCOME_TOO_LARGE: Final = "too_large"  # the body (413) or the headers (431) over their limit
 OUTCOME_CLIENT_DISCONNECTED: Final = "client_disconnected"  # left before sending its body
 OUTCOME_MOCK_ERROR: Final = "mock_error"  # the mock failed on the request: 500
 OUTCOME_MODELS: Final = "models"  # GET /v1/models, /v1/models/{id}
@@ -70,7 +70,7 @@ OUTCOME_NOT_FOUND: Final = "not_found"  # any other path: 404
 OUTCOME_REFUSED: Final = "refused"
 # a stream over max_streams: 529, no reply consumed
 OUTCOME_OVER_LIMIT: Final = "over_limit"
-OUTCOME_TIMEOUT: Final = "timeout"  # the body stalled past the read timeout: 408
+OUTCOME_TIMEOUT: Final = "timeout"  # the head or the body stalled past its timeout: 408
 
 EndReason = Literal["complete", "client_disconnected", "disconnected_by_script",
                     "truncated_by_script", "stream_error_by_script", "server_shutdown"]
@@ -149,8 +149,8 @@ class ResponseEndRecord(TypedDict):
     write_offsets_truncated: NotRequired[bool]
     # how far delivery was seen: "acknowledged" (TCP: the client's side acknowledged every
     # byte while the connection was open), "unacknowledged" (bytes_unacknowledged of them
-    # never were: the connection was reset or the wait ran out), "unverified" (a Unix socket:
-    # the bytes were written to it; what a forwarder did with them is not known)
+    # never were: the connection was reset or the wait ran out); absent where it cannot be
+    # seen (a Unix socket, whose forwarder's fate is unknown; an in-process app)
     delivery: NotRequired[str]
     bytes_unacknowledged: NotRequired[int]
 
