@@ -357,7 +357,8 @@ class MockApp:
         """Journal a request that the transport refused before any route saw it."""
         if path.startswith(ADMIN_PREFIX):
             return
-        outcome: Outcome = OUTCOME_TIMEOUT if status == 408 else OUTCOME_TOO_LARGE
+        outcome: Outcome = (OUTCOME_TIMEOUT if status == 408 else OUTCOME_OVER_LIMIT
+                            if status == 503 else OUTCOME_TOO_LARGE)
         record = request_record(
             seq=self.journal.next_seq(), run=self.run, time=time.time(),
             elapsed=round(time.monotonic() - self.started, 6), method=method, path=path,

@@ -10,7 +10,7 @@ import threading
 import time
 from collections.abc import Mapping
 from pathlib import Path
-from types import TracebackType
+from types import FrameType, TracebackType
 from typing import Any
 
 import httpx
@@ -113,6 +113,11 @@ class _MockUvicorn(uvicorn.Server):
     def __init__(self, config: uvicorn.Config, mock: MockApp):
         super().__init__(config)
         self.mock = mock
+
+    def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+        # sse-starlette ends its streams from this very signal, before shutdown() runs
+        self.mock.shutting_down = True
+        super().handle_exit(sig, frame)
 
     async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
         self.mock.shutting_down = True

@@ -47,7 +47,7 @@ class Limits:
     max_headers: int = 100
     header_timeout: float = 30.0  # from connect (or the head's first byte) to its end
     body_timeout: float = 30.0  # the longest pause between two parts of a body
-    max_connections: int = 1000  # beyond it uvicorn answers 503
+    max_connections: int = 1000  # beyond it 503 overloaded_error
 
 
 @dataclass(frozen=True)
@@ -177,6 +177,12 @@ def bounded_protocol(limits: Limits, on_refused: Refused) -> type[HttpToolsProto
         def on_headers_complete(self) -> None:
             self._in_head = False
             self._stop_head_timer()
+            limit = self.limit_concurrency
+            if limit is not None and (len(self.connections) >= limit or len(self.tasks) >= limit):
+                # uvicorn's own refusal is plain text and reaches no journal
+                raise _Refusal(503, "Service Unavailable", "overloaded_error",
+                               f"loopprobe mock: {limit} connections are open, the most "
+                               "this mock serves at once")
             self.scope["extensions"] = {TRANSPORT_EXTENSION: self._connection}  # type: ignore[dict-item]
             super().on_headers_complete()
             self._in_body, self._body_bytes = True, 0

@@ -415,8 +415,9 @@ def test_a_stalled_head_or_body_gets_408_and_its_connection_back(tmp_path: Path)
         fits(record, RequestRecord)
 
 
-def test_connections_beyond_the_limit_are_answered_503(tmp_path: Path) -> None:
-    with MockServer(Scenario(), tmp_path / "j.jsonl", limits=Limits(max_connections=4)) as mock:
+def test_connections_beyond_the_limit_are_answered_503_and_journaled(tmp_path: Path) -> None:
+    path = tmp_path / "j.jsonl"
+    with MockServer(Scenario(), path, limits=Limits(max_connections=4)) as mock:
         held = [socket.create_connection(("127.0.0.1", mock.port), timeout=TIMEOUT)
                 for _ in range(4)]
         try:
@@ -430,7 +431,12 @@ def test_connections_beyond_the_limit_are_answered_503(tmp_path: Path) -> None:
         after = httpx.post(f"{mock.url}/v1/messages", headers=HEADERS, json=body(),
                            timeout=TIMEOUT)
     assert over.status_code == 503
+    assert over.json()["error"] == {
+        "type": "overloaded_error",
+        "message": "loopprobe mock: 4 connections are open, the most this mock serves at once"}
     assert after.status_code == 200  # served again
+    records = [r for r in lines_of(path) if r["type"] == "request"]
+    assert [(r["outcome"], r["status"]) for r in records] == [("over_limit", 503), ("replied", 200)]
 
 
 def test_admin_bodies_and_scenario_files_are_bounded(tmp_path: Path) -> None:
