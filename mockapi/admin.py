@@ -21,6 +21,7 @@ from mockapi.journal import Journal
 from mockapi.requests import BadRequest, read_body
 from mockapi.scenario import Scenario, ScenarioError, decode_scenario_text, parse_scenario
 from mockapi.script import Script
+from mockapi.threads import Threads
 
 __all__ = ["ADMIN_PREFIX", "ADMIN_TOKEN_HEADER", "MAX_ADMIN_BODY_BYTES", "AdministeredMock",
            "admin_routes"]
@@ -40,6 +41,7 @@ class AdministeredMock(Protocol):
     scenario: Scenario
     context: dict[str, str]
     open_streams: int
+    threads: Threads
 
     def install(self, scenario: Scenario, context: Mapping[str, str] | None = None) -> None: ...
 
@@ -99,7 +101,7 @@ class _Admin:
             "rules": mock.script.state(), "open_streams": mock.open_streams,
             "journal": str(journal.path), "context": mock.context,
             "journal_problem": journal.problem(), "journal_failed_writes": journal.failed_writes,
-            "journal_last_failure": journal.last_failure,
+            "journal_last_failure": journal.last_failure, "threads": mock.threads.state(),
         }))
 
     async def scenario(self, request: Request) -> Response:

@@ -65,6 +65,7 @@ from mockapi.records import (
 from mockapi.requests import MAX_BODY_BYTES, BadRequest, is_json, parse_body, read_body
 from mockapi.scenario import Scenario
 from mockapi.script import Decision, Script
+from mockapi.threads import PendingTurn, Threads
 from mockapi.transport import BODY_TIMED_OUT, TRANSPORT_EXTENSION, delivery
 from mockapi.validation import check
 
@@ -286,6 +287,7 @@ class MockApp:
         self.delivery_timeout = delivery_timeout
         self.shutting_down = False  # set by the server when it stops
         self.run = journal.last_run + 1  # a restarted server starts a new run
+        self.threads = Threads()
         self.started = time.monotonic()
         self.app = _Guard(Starlette(routes=[
             Route("/v1/messages", self.messages, methods=["POST"]),
@@ -306,9 +308,11 @@ class MockApp:
         merged = {**self.context, **(context or {})}
         script = Script(scenario.render(merged))
         self.scenario, self.context, self.script = scenario, merged, script
+        self.threads = Threads()
 
     def reset(self) -> int:
         self.script = Script(self.script.scenario)
+        self.threads = Threads()
         self.run += 1
         return self.run
 
@@ -377,18 +381,26 @@ class MockApp:
         request_id = f"req_loopprobe_{seq:06d}"
         raw: bytes | None = None
         parsed_ok = False
+        turn: PendingTurn | None = None
         try:
             raw = await read_body(request, self.max_body_bytes)
             body = parse_body(raw, request.headers, request.url.path)
             parsed_ok = True
+            if "thread" in body and request.url.path == "/v1/messages":
+                self.threads.idle_seconds = self.script.scenario.thread_idle_seconds
+                # from here on the whole conversation: the journal keeps ``raw`` as sent
+                body, turn = self.threads.open(body, request.headers, seq)
             check(body, request.headers, request.url.path,
                   lenient=self.lenient or self.script.scenario.validation == "lenient")
             facts = facts_from_body(request.url.path, body, request.headers)
         except BadRequest as bad:
+            if turn is not None:
+                turn.drop()
             self._record(request, seq, arrival, raw, parsed_ok or is_json(raw), bad.outcome,
                          bad.status, error=bad.message)
-            return _json(error_body(bad.error_type, bad.message, request_id), bad.status,
-                         {"request-id": request_id})
+            return _json(error_body(bad.error_type, bad.message, request_id,
+                                    getattr(bad, "details", None)),
+                         bad.status, {"request-id": request_id})
         except ClientDisconnect:
             timed_out = request.scope.get("extensions", {}).get(BODY_TIMED_OUT)
             if timed_out:  # the transport answered 408 and closed the connection
@@ -399,8 +411,19 @@ class MockApp:
                              None, error="the client left before sending its whole body")
             return Response(status_code=499)
         except Exception as error:  # recorded, then answered in the API's envelope
+            if turn is not None:
+                turn.drop()
             return self._mock_error(request, seq, arrival, raw, parsed_ok, error)
+        try:
+            return await self._admit(request, seq, run, arrival, raw, body, facts, request_id,
+                                     turn)
+        finally:
+            if turn is not None:
+                turn.drop()  # nothing when its reply was kept
 
+    async def _admit(self, request: Request, seq: int, run: int, arrival: float, raw: bytes,
+                     body: dict[str, Any], facts: RequestFacts, request_id: str,
+                     turn: PendingTurn | None) -> Response:
         stream_slot = facts.stream and request.url.path == "/v1/messages"
         if stream_slot:
             if self.open_streams >= self.max_streams:
@@ -414,7 +437,7 @@ class MockApp:
         playing = _Playing(self, seq, run, slot=stream_slot)
         try:
             response = await self._answer(request, seq, arrival, raw, body, facts, request_id,
-                                          playing)
+                                          playing, turn)
         except BaseException:
             playing.release()
             raise
@@ -434,7 +457,7 @@ class MockApp:
 
     async def _answer(self, request: Request, seq: int, arrival: float,
                       raw: bytes, body: dict[str, Any], facts: RequestFacts, request_id: str,
-                      playing: _Playing) -> Response:
+                      playing: _Playing, turn: PendingTurn | None) -> Response:
         try:
             decision = self.script.decide(facts, body, raw, seq)
         except Exception as error:
@@ -443,6 +466,8 @@ class MockApp:
             "kind": decision.kind, "turn": decision.turn, "attempt": decision.attempt,
             "stream": facts.stream, "model": facts.model, "rule": decision.rule,
             "reply_index": decision.reply_index, "replay_of": decision.replay_of}
+        if turn is not None:
+            routing["thread"] = turn.view
         prepared = decision.prepared
         if prepared is None:
             if request.url.path.endswith("/count_tokens"):
@@ -481,6 +506,12 @@ class MockApp:
             return Response(status_code=499)
         model = prepared.reply.model or facts.model or "claude-sonnet-4-5"
         message_id = prepared.reply.id or f"msg_loopprobe_{seq:06d}"
+        if turn is not None:
+            reply = prepared.reply
+            if reply.expire_thread:
+                turn.expire()
+            elif not (facts.stream and (reply.disconnect or reply.truncate or reply.stream_error)):
+                turn.keep(message_id, list(prepared.content))
         headers = {"request-id": request_id, **prepared.reply.headers}
         if not facts.stream:
             return _json(prepared.json_body(message_id, model), 200, headers)

@@ -38,11 +38,12 @@ __all__ = [
 ]
 
 
-def error_body(error_type: str, message: str, request_id: str) -> bytes:
-    return orjson.dumps(
-        {"type": "error", "error": {"type": error_type, "message": message},
-         "request_id": request_id}
-    )
+def error_body(error_type: str, message: str, request_id: str,
+               details: dict[str, Any] | None = None) -> bytes:
+    error: dict[str, Any] = {"type": error_type, "message": message}
+    if details is not None:
+        error["details"] = details
+    return orjson.dumps({"type": "error", "error": error, "request_id": request_id})
 
 
 def _chunks(value: str, size: int) -> list[str]:

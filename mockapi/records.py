@@ -34,6 +34,7 @@ __all__ = [
     "OUTCOME_OVER_LIMIT",
     "OUTCOME_REFUSED",
     "OUTCOME_REPLIED",
+    "OUTCOME_THREAD_NOT_FOUND",
     "OUTCOME_TIMEOUT",
     "OUTCOME_TOO_LARGE",
     "EndReason",
@@ -56,7 +57,8 @@ JOURNAL_FORMAT_VERSION: Final = 2
 MAX_WRITE_OFFSETS: Final = 4096
 
 Outcome = Literal["refused", "replied", "no_rule", "invalid_request", "too_large", "client_disconnected",
-                  "mock_error", "models", "hello", "not_found", "over_limit", "timeout"]
+                  "mock_error", "models", "hello", "not_found", "over_limit", "timeout",
+                  "thread_not_found"]
 OUTCOME_REPLIED: Final = "replied"  # a scripted reply (or a built-in one) was sent
 OUTCOME_NO_RULE: Final = "no_rule"  # no rule matched: a 400 naming the nearest rules
 OUTCOME_INVALID_REQUEST: Final = "invalid_request"  # headers or body refused
@@ -70,6 +72,8 @@ OUTCOME_NOT_FOUND: Final = "not_found"  # any other path: 404
 OUTCOME_REFUSED: Final = "refused"
 # a stream over max_streams: 529, no reply consumed
 OUTCOME_OVER_LIMIT: Final = "over_limit"
+# a thread continue from a reply no thread holds (never kept, expired): 404
+OUTCOME_THREAD_NOT_FOUND: Final = "thread_not_found"
 OUTCOME_TIMEOUT: Final = "timeout"  # the head or the body stalled past its timeout: 408
 
 EndReason = Literal["complete", "client_disconnected", "disconnected_by_script",
@@ -99,6 +103,8 @@ class Routing(TypedDict):
     rule: str | None
     reply_index: int | None
     replay_of: int | None  # the seq whose reply a non-streaming fallback got again
+    # a message-thread request: what it sent and what the thread supplied (mockapi.threads)
+    thread: NotRequired[dict[str, Any]]
 
 
 class RequestRecord(TypedDict):
@@ -126,6 +132,7 @@ class RequestRecord(TypedDict):
     rule: NotRequired[str | None]
     reply_index: NotRequired[int | None]
     replay_of: NotRequired[int | None]
+    thread: NotRequired[dict[str, Any]]
     reply: NotRequired[dict[str, Any]]  # the scripted reply, without its defaults
     body: NotRequired[Any]  # the body, when it is JSON; else body_text, else body_base64
     body_text: NotRequired[str]

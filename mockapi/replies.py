@@ -185,6 +185,10 @@ class Message(_Model):
         default=True,
         description="a non-streaming re-send of this turn (the client's fallback after a broken "
                     "stream) gets this same message; false: it gets the rule's next reply")
+    expire_thread: bool = Field(
+        default=False,
+        description="a message-thread reply that is not kept: a continue from it gets 404 "
+                    "thread_not_found, as after the thread's idle time")
 
     @model_validator(mode="after")
     def _one_content_form(self) -> Message:

@@ -102,6 +102,10 @@ class Scenario(BaseModel):
                     "tool_use/tool_result...; see mockapi.validation) gets that 400; lenient: "
                     "only the JSON, required-field, header and key checks are made",
     )
+    thread_idle_seconds: float = Field(
+        default=300, gt=0,
+        description="a message thread expires this long after its last request (the API: 5 "
+                    "minutes)")
     models: list[str] = Field(
         default_factory=lambda: ["claude-sonnet-4-5", "claude-opus-4-1", "claude-haiku-4-5"])
     rules: list[Rule] = Field(default_factory=list)

@@ -687,7 +687,7 @@ def test_admin_state(make_mock: MakeMock) -> None:
     assert state == {
         "scenario": "st", "run": 1, "open_streams": 0, "journal": str(mock.journal_path),
         "context": {"workspace": "/w"}, "journal_problem": None, "journal_failed_writes": 0,
-        "journal_last_failure": None,
+        "journal_last_failure": None, "threads": [],
         "rules": [
             {"id": "a", "replies": 1, "served": 1, "repeat": "once", "spent": True},
             {"id": "b", "replies": 2, "served": 0, "repeat": "always", "spent": False}]}

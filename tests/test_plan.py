@@ -232,6 +232,7 @@ NOT_IN_THE_PLAN: dict[str, tuple[Any, str]] = {
     "id": ("msg_other", "in message_start, built per request"),
     "headers": ({"x-other": "1"}, "HTTP headers, sent before the body"),
     "stall_before": (5, "waited before the response starts, watching for the client leaving"),
+    "expire_thread": (True, "whether a message thread keeps the reply, decided per request"),
     "replay_to_fallback": (False, "which reply a fallback re-send gets, not how this one goes"),
 }
 

@@ -187,9 +187,9 @@ def test_every_record_a_mock_writes_fits_its_type(mock_api: StartMock) -> None:
     problems = {i: _misfits(r, kinds[r["type"]]) for i, r in enumerate(records)}
     assert {i: p for i, p in problems.items() if p} == {}
     outcomes = {r["outcome"] for r in records if r["type"] == "request"}
-    # timeout, over_limit and server_shutdown: test_mock_hardening.py checks those records
+    # timeout, over_limit, server_shutdown: test_mock_hardening.py; thread_not_found: test_threads.py
     assert outcomes == set(get_args(Outcome)) - {"client_disconnected", "mock_error", "timeout",
-                                                 "over_limit"}
+                                                 "over_limit", "thread_not_found"}
     reasons = {r["reason"] for r in records if r["type"] == "response_end"}
     assert reasons == set(get_args(EndReason)) - {"client_disconnected", "stream_error_by_script",
                                                   "server_shutdown"}
