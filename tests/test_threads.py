@@ -1,5 +1,7 @@
-"""Message threads in the mock: the protocol on its own (fast), and the official Python SDK's
-tool runner, which threads by default, run against it (sdk tier).
+"""Message threads in the mock: the protocol on its own (fast), and the official SDKs' tool
+runners, which thread by default, run against it (sdk tier): Python ``anthropic`` 2.16.0
+(``client.beta.messages.tool_runner``) and TypeScript ``@anthropic-ai/sdk`` 1.16.0
+(``client.beta.messages.toolRunner``), each from its own install.
 
 Before threads were understood, a continue request (only the new messages, no ``system``
 or ``tools``) was classified ``side`` and got the built-in "OK", or — with validation — a
@@ -10,6 +12,8 @@ client did not send again.
 from __future__ import annotations
 
 import json
+import os
+import shutil
 import subprocess
 import threading
 from collections.abc import Iterator
@@ -23,10 +27,14 @@ from mockapi import Match, MockServer, Rule, Scenario, api_error, message, text,
 from mockapi.records import RequestRecord
 from mockapi.replies import TextBlock, ThinkingBlock, ToolUseBlock
 from mockapi.threads import THREADS_BETA
+from probes.clients.npm import cache_root
 from tests import sdk_lines
 from tests.conftest import missing_install
 from tests.test_records import _misfits as misfits
 
+TS_SDK_VERSION = "1.16.0"  # scripts/test installs it
+TS_SDK = cache_root() / "tools" / "anthropic-sdk-ts" / "node_modules"
+RUNNERS = ("python", "typescript")
 HEADERS = {"x-api-key": "k", "anthropic-version": "2023-06-01", "anthropic-beta": THREADS_BETA}
 TIMEOUT = 20.0
 TOOL = {"name": "add", "description": "Add.", "input_schema": {"type": "object"}}
@@ -171,15 +179,25 @@ def test_a_reset_drops_every_thread(mock: MockServer) -> None:
 # ---- the official tool runner (anthropic 2.16.0) --------------------------------------------
 
 
-def run_tool_runner(url: str, **spec: Any) -> dict[str, Any]:
-    try:
-        python = sdk_lines.python_for("2.x")
-    except sdk_lines.SdkLineMissing:
-        missing_install("the anthropic 2.x SDK line", sdk_lines.INSTALL_COMMAND)
-    done = subprocess.run(
-        [str(python), str(Path(__file__).with_name("tool_runner_client.py")),
-         json.dumps({"url": url, "prompt": "add 2 and 3", **spec})],
-        capture_output=True, text=True, timeout=120)
+def run_tool_runner(runner: str, url: str, **spec: Any) -> dict[str, Any]:
+    """Run one SDK's tool runner against ``url``: its messages and tool calls."""
+    argument = json.dumps({"url": url, "prompt": "add 2 and 3", **spec})
+    env = dict(os.environ)
+    if runner == "python":
+        try:
+            python = sdk_lines.python_for("2.x")
+        except sdk_lines.SdkLineMissing:
+            missing_install("the anthropic 2.x SDK line", sdk_lines.INSTALL_COMMAND)
+        command = [str(python), str(Path(__file__).with_name("tool_runner_client.py")), argument]
+    else:
+        node = shutil.which("node")
+        if node is None or not (TS_SDK / "@anthropic-ai" / "sdk").is_dir():
+            missing_install("@anthropic-ai/sdk (npm)", f"npm install --prefix {TS_SDK.parent} "
+                            f"@anthropic-ai/sdk@{TS_SDK_VERSION}")
+        command = [str(node), str(Path(__file__).with_name("ts_tool_runner_client.cjs")),
+                   argument]
+        env["NODE_PATH"] = str(TS_SDK)
+    done = subprocess.run(command, capture_output=True, text=True, timeout=120, env=env)
     assert done.returncode == 0, done.stderr[-2000:]
     result: dict[str, Any] = json.loads(done.stdout)
     return result
@@ -194,12 +212,13 @@ def sent(record: dict[str, Any]) -> tuple[str | None, int, bool, bool]:
 
 
 @pytest.mark.sdk
+@pytest.mark.parametrize("runner", RUNNERS)
 @pytest.mark.parametrize("stream", [False, True], ids=["create", "stream"])
 @pytest.mark.parametrize("thread", [True, False], ids=["threads", "no-threads"])
-def test_the_tool_runner_gets_the_scripted_replies(tmp_path: Path, stream: bool,
+def test_the_tool_runner_gets_the_scripted_replies(tmp_path: Path, runner: str, stream: bool,
                                                    thread: bool) -> None:
     with MockServer(USE_THEN_DONE, tmp_path / "j.jsonl") as server:
-        result = run_tool_runner(server.url, stream=stream,
+        result = run_tool_runner(runner, server.url, stream=stream,
                                  **({} if thread else {"thread": False}))
         records = server.requests()
     assert result["calls"] == [["add", 2, 3]]
@@ -217,12 +236,14 @@ def test_the_tool_runner_gets_the_scripted_replies(tmp_path: Path, stream: bool,
 
 
 @pytest.mark.sdk
-def test_the_tool_runner_replays_the_whole_conversation_after_a_404(tmp_path: Path) -> None:
+@pytest.mark.parametrize("runner", RUNNERS)
+def test_the_tool_runner_replays_the_whole_conversation_after_a_404(tmp_path: Path,
+                                                                    runner: str) -> None:
     scripted = Scenario(rules=[
         Rule(id="use", reply=tool_use("add", {"a": 2, "b": 3}, id="toolu_1", expire_thread=True)),
         Rule(id="done", repeat="always", reply=text("5"))])
     with MockServer(scripted, tmp_path / "j.jsonl") as server:
-        result = run_tool_runner(server.url)
+        result = run_tool_runner(runner, server.url)
         records = server.requests()
     assert result["messages"][-1]["content"] == [{"type": "text", "text": "5"}]
     assert [(r["outcome"], r["status"]) for r in records] == [
@@ -234,17 +255,20 @@ def test_the_tool_runner_replays_the_whole_conversation_after_a_404(tmp_path: Pa
 
 
 @pytest.mark.sdk
-def test_the_tool_runner_outlives_an_idle_expiry(tmp_path: Path) -> None:
+@pytest.mark.parametrize("runner", RUNNERS)
+def test_the_tool_runner_outlives_an_idle_expiry(tmp_path: Path, runner: str) -> None:
     idle = USE_THEN_DONE.model_copy(update={"thread_idle_seconds": 0.3})
     with MockServer(idle, tmp_path / "j.jsonl") as server:
-        result = run_tool_runner(server.url, tool_seconds=0.8)
+        result = run_tool_runner(runner, server.url, tool_seconds=0.8)
         records = server.requests()
     assert result["calls"] == [["add", 2, 3]]
     assert [r["outcome"] for r in records] == ["replied", "thread_not_found", "replied"]
 
 
 @pytest.mark.sdk
-def test_the_tool_runner_retries_a_continue_and_keeps_thinking(tmp_path: Path) -> None:
+@pytest.mark.parametrize("runner", RUNNERS)
+def test_the_tool_runner_retries_a_continue_and_keeps_thinking(tmp_path: Path,
+                                                               runner: str) -> None:
     thought = ThinkingBlock(thinking="2 + 3: use the tool.")
     scripted = Scenario(rules=[
         Rule(id="use", reply=message(thought, ToolUseBlock(id="toolu_1", name="add",
@@ -254,7 +278,7 @@ def test_the_tool_runner_retries_a_continue_and_keeps_thinking(tmp_path: Path) -
             api_error(429, headers={"retry-after": "0", "retry-after-ms": "20"})]),
         Rule(id="done", repeat="always", reply=text("5"))])
     with MockServer(scripted, tmp_path / "j.jsonl") as server:
-        result = run_tool_runner(server.url, thinking=True, stream=True)
+        result = run_tool_runner(runner, server.url, thinking=True, stream=True)
         records = server.requests()
     assert result["messages"][-1]["content"] == [{"type": "text", "text": "5"}]
     assert [(r["status"], r["rule"], r["attempt"]) for r in records] == [
