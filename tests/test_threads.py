@@ -16,6 +16,7 @@ import os
 import shutil
 import subprocess
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -142,8 +143,9 @@ def test_a_reply_being_answered_cannot_be_continued_twice(tmp_path: Path) -> Non
         worker = threading.Thread(target=lambda: answers.append(
             post(server, continue_from(first["id"]))))
         worker.start()
-        while len(server.requests()) < 2:
-            pass
+        deadline = time.monotonic() + TIMEOUT
+        while len(server.requests()) < 2 and time.monotonic() < deadline:
+            time.sleep(0.01)
         racing = post(server, continue_from(first["id"]))
         worker.join(TIMEOUT)
     assert racing.status_code == 400
