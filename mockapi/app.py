@@ -322,7 +322,7 @@ class MockApp:
                 body_is_json: bool, outcome: Outcome, status: int | None, *,
                 error: str | None = None, nearest: list[NearestRule] | None = None,
                 routing: Routing | None = None, reply: bytes | None = None,
-                decision: Decision | None = None) -> None:
+                decision: Decision | None = None, thread: dict[str, Any] | None = None) -> None:
         """Journal a request before its reply starts; ``Unrecorded`` if the journal cannot
         take the line (``decision`` is then taken back: nothing of the script was used)."""
         record = request_record(
@@ -331,7 +331,8 @@ class MockApp:
             method=request.method, path=request.url.path, query=request.url.query,
             headers=redact_headers(request.scope["headers"]),
             body_size=len(raw) if raw is not None else None,
-            outcome=outcome, status=status, error=error, nearest=nearest, routing=routing)
+            outcome=outcome, status=status, error=error, nearest=nearest, routing=routing,
+            thread=thread)
         try:
             self.journal.append(record, *spliced_fields(reply, raw, body_is_json))
         except JournalError as failure:
@@ -397,7 +398,7 @@ class MockApp:
             if turn is not None:
                 turn.drop()
             self._record(request, seq, arrival, raw, parsed_ok or is_json(raw), bad.outcome,
-                         bad.status, error=bad.message)
+                         bad.status, error=bad.message, thread=getattr(bad, "view", None))
             return _json(error_body(bad.error_type, bad.message, request_id,
                                     getattr(bad, "details", None)),
                          bad.status, {"request-id": request_id})

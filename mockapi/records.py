@@ -183,7 +183,8 @@ def request_record(*, seq: int, run: int, time: float, elapsed: float, method: s
                    query: str, headers: dict[str, str], body_size: int | None,
                    outcome: Outcome, status: int | None, error: str | None = None,
                    nearest: list[NearestRule] | None = None,
-                   routing: Routing | None = None) -> RequestRecord:
+                   routing: Routing | None = None,
+                   thread: dict[str, Any] | None = None) -> RequestRecord:
     """A request record less its spliced fields (``spliced_fields``)."""
     record: RequestRecord = {
         "type": "request", "seq": seq, "run": run, "time": time, "elapsed": elapsed,
@@ -194,7 +195,11 @@ def request_record(*, seq: int, run: int, time: float, elapsed: float, method: s
         record["error"] = error
     if nearest is not None:
         record["nearest"] = nearest
-    return record if routing is None else {**record, **routing}
+    if routing is not None:
+        record = {**record, **routing}
+    if thread is not None:  # a refused thread request: what it asked for
+        record["thread"] = thread
+    return record
 
 
 def spliced_fields(reply: bytes | None, body: bytes | None, body_is_json: bool) -> list[bytes]:

@@ -51,11 +51,13 @@ CREATE_ONLY_FIELDS = ("system", "tools")
 class ThreadRefused(BadRequest):
     """A thread request the API refuses, with the ``error.details`` its SDKs read."""
 
-    def __init__(self, status: int, error_type: str, message: str, error_code: str):
+    def __init__(self, status: int, error_type: str, message: str, error_code: str,
+                 view: dict[str, Any]):
         outcome: Outcome = OUTCOME_THREAD_NOT_FOUND if status == 404 \
             else OUTCOME_INVALID_REQUEST
         super().__init__(status, error_type, message, outcome)
         self.details = {"error_code": error_code}
+        self.view = view  # journaled: what the refused request asked for
 
 
 @dataclass
@@ -148,22 +150,25 @@ class Threads:
                     "of its create request; replay the whole conversation with "
                     "thread {\"type\": \"create\"} to change it")
         previous_id = thread["previous_message_id"]
+        asked = {"type": "continue", "previous_message_id": previous_id,
+                 "messages_sent": len(body["messages"])}
         previous = self._live(previous_id)
         if previous is None:
             raise ThreadRefused(404, "not_found_error",
                                 f"thread: no thread holds previous_message_id {previous_id!r} "
                                 "(never created, expired, or deleted); replay the whole "
                                 "conversation with thread {\"type\": \"create\"}",
-                                "thread_not_found")
+                                "thread_not_found", asked)
         if previous.continued:
             raise ThreadRefused(400, "invalid_request_error",
                                 f"thread: the response {previous_id!r} has already been "
                                 f"continued; continue from the thread's most recent response "
-                                f"id {previous.thread.latest!r}", "thread_already_continued")
+                                f"id {previous.thread.latest!r}", "thread_already_continued",
+                                asked)
         if previous.in_flight:
             raise ThreadRefused(400, "invalid_request_error",
                                 f"thread: another request is still continuing from "
-                                f"{previous_id!r}", "thread_continue_in_flight")
+                                f"{previous_id!r}", "thread_continue_in_flight", asked)
         previous.in_flight = True
         stored = previous.thread
         stored.last_used = self.clock()

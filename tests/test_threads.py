@@ -100,6 +100,8 @@ def test_thread_refusals_carry_the_error_codes_the_sdks_read(mock: MockServer) -
     error = unknown.json()["error"]
     assert (error["type"], error["details"]) == ("not_found_error",
                                                  {"error_code": "thread_not_found"})
+    assert mock.requests()[0]["thread"] == {
+        "type": "continue", "previous_message_id": "msg_nowhere", "messages_sent": 1}
     first = post(mock, FIRST).json()
     assert post(mock, continue_from(first["id"])).status_code == 200
     again = post(mock, continue_from(first["id"]))
