@@ -228,7 +228,7 @@ def test_unreadable_lines_anywhere_are_skipped_listed_and_a_server_restarts_on_t
     contents = read_journal(path)
     (note,) = [r for r in contents.records if r["type"] == "journal_note"]
     assert note["note"] == "1 unreadable line(s) are kept in place and skipped by readers"
-    assert (note["lines"], note["offsets"]) == ([2], [len(whole)])  # type: ignore[typeddict-item]
+    assert (note["lines"], note["offsets"]) == ([2], [len(whole)])
 
 
 def test_a_stream_ended_by_sigterm_says_so(serve_process: Any, tmp_path: Path) -> None:
@@ -415,19 +415,28 @@ def test_a_stalled_head_or_body_gets_408_and_its_connection_back(tmp_path: Path)
         fits(record, RequestRecord)
 
 
+def connections_reach(mock: MockServer, count: int) -> None:
+    """Wait (bounded) until the server holds exactly ``count`` connections."""
+    connections = mock._server.server_state.connections
+    deadline = time.monotonic() + TIMEOUT
+    while len(connections) != count and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert len(connections) == count, f"{len(connections)} connections, expected {count}"
+
+
 def test_connections_beyond_the_limit_are_answered_503_and_journaled(tmp_path: Path) -> None:
     path = tmp_path / "j.jsonl"
     with MockServer(Scenario(), path, limits=Limits(max_connections=4)) as mock:
         held = [socket.create_connection(("127.0.0.1", mock.port), timeout=TIMEOUT)
                 for _ in range(4)]
         try:
-            time.sleep(0.2)  # accepted by the server
+            connections_reach(mock, 4)  # accepted by the server
             over = httpx.post(f"{mock.url}/v1/messages", headers=HEADERS, json=body(),
                               timeout=TIMEOUT)
         finally:
             for sock in held:
                 sock.close()
-        time.sleep(0.2)
+        connections_reach(mock, 0)
         after = httpx.post(f"{mock.url}/v1/messages", headers=HEADERS, json=body(),
                            timeout=TIMEOUT)
     assert over.status_code == 503
