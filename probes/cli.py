@@ -45,9 +45,25 @@ from probes.shard import (
     shard_of,
 )
 
-__all__ = ["HarnessInputError", "build_parser", "cmd_bisect", "cmd_clients_install",
-           "cmd_clients_list", "cmd_clients_prune", "cmd_diff", "cmd_guide", "cmd_matrix",
-           "cmd_mechanisms", "cmd_merge", "cmd_run", "cmd_versions", "load_catalog", "main", "run_suite"]
+__all__ = [
+    "HarnessInputError",
+    "build_parser",
+    "catalog_for",
+    "cmd_bisect",
+    "cmd_clients_install",
+    "cmd_clients_list",
+    "cmd_clients_prune",
+    "cmd_diff",
+    "cmd_guide",
+    "cmd_matrix",
+    "cmd_mechanisms",
+    "cmd_merge",
+    "cmd_run",
+    "cmd_versions",
+    "load_catalog",
+    "main",
+    "run_suite",
+]
 
 EXIT_PASSED, EXIT_FAILED, EXIT_HARNESS, EXIT_INTERRUPTED = 0, 1, 2, 130
 _COMPRESS_HELP = ("write each journal gzipped (<report>.journal.jsonl.gz, reproducible): about "
@@ -244,9 +260,18 @@ def _verdict(outcome: ProbeOutcome) -> str:
     return f"{len(outcome.checks) - failed}/{len(outcome.checks)} checks passed"
 
 
+def catalog_for(client_spec: str, name: str | None) -> tuple[ReportSpec, ...]:
+    """``--catalog`` if given, else the client kind's own catalog (its ``catalog`` module,
+    e.g. the tool runner's), else the built-in reports."""
+    if name is None:
+        client, _ = parse_client_spec(client_spec)
+        name = getattr(client, "catalog", None)
+    return load_catalog(name)
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     return run_suite(args.client, Path(args.out), probe=args.probe, report=args.report,
-                     work_dir=args.work_dir, catalog=load_catalog(args.catalog),
+                     work_dir=args.work_dir, catalog=catalog_for(args.client, args.catalog),
                      no_sandbox=args.no_sandbox, jobs=_jobs(args.jobs),
                      compress_journals=args.compress_journals)
 
@@ -282,7 +307,7 @@ def cmd_matrix(args: argparse.Namespace) -> int:
         if not args.skip_run:
             codes[key] = run_suite(key.label, out / report_folder(key),
                                    no_sandbox=args.no_sandbox, jobs=_jobs(args.jobs),
-                                   shard=shard, catalog=load_catalog(args.catalog),
+                                   shard=shard, catalog=catalog_for(key.label, args.catalog),
                                    compress_journals=args.compress_journals)
             if args.cache_budget is not None:  # most recently used first: this one stays
                 for removed in prune_installs(args.cache_budget):

@@ -22,6 +22,9 @@ CAPABILITIES: Mapping[str, str] = {
     "hooks": "runs hook commands on loop events (PreToolUse, Stop, ...)",
     "fallback_model": "switches to a fallback model after repeated overload",
     "max_budget_usd": "stops when a spending budget is exhausted",
+    "tool_runner": "is the Anthropic SDK's tool runner, with the driver's tools (add, fail, "
+                   "read_file)",
+    "threads": "continues a conversation as a message thread",
 }
 
 

@@ -20,7 +20,8 @@ from probes.evidence import Output
 from probes.invocation import CAPABILITIES, Invocation
 from probes.sandbox import BASE_PATH, Sandbox, base_environment
 
-__all__ = ["CAPABILITY_FLAGS", "DUMMY_API_KEY", "ClaudeCliBase", "path_slug", "run_outside_a_sandbox"]
+__all__ = ["CAPABILITY_FLAGS", "DUMMY_API_KEY", "NOT_CLAUDE_CODE", "ClaudeCliBase", "path_slug",
+           "run_outside_a_sandbox"]
 
 DUMMY_API_KEY = "sk-ant-loopprobe-dummy-key"
 # the flags of the CLI each capability needs; --max-turns and the settings file (hooks) work
@@ -36,6 +37,9 @@ CAPABILITY_FLAGS: dict[str, tuple[str, ...]] = {
     "fallback_model": ("--fallback-model",),
     "max_budget_usd": ("--max-budget-usd",),
 }
+# capabilities of other client kinds that the CLI has no counterpart for
+NOT_CLAUDE_CODE = {"tool_runner": "Claude Code is not the SDK's tool runner",
+                   "threads": "Claude Code does not send message threads"}
 
 
 def run_outside_a_sandbox(argv: list[str]) -> subprocess.CompletedProcess[str]:
@@ -74,6 +78,9 @@ class ClaudeCliBase:
         text = self.help_text(binary)
         supported, missing = set(), {}
         for name in CAPABILITIES:
+            if name in NOT_CLAUDE_CODE:
+                missing[name] = NOT_CLAUDE_CODE[name]
+                continue
             absent = [flag for flag in CAPABILITY_FLAGS.get(name, ()) if flag not in text]
             if absent:
                 missing[name] = f"no {', '.join(absent)} in its --help"

@@ -11,6 +11,7 @@ from probes.clients.agent_sdk import ClaudeAgentSdk
 from probes.clients.base import Client, ClientBinary, ClientKey
 from probes.clients.claude_code import ClaudeCode
 from probes.clients.npm import InstallError, cache_root
+from probes.clients.tool_runner import AnthropicToolRunner
 
 __all__ = [
     "CLIENT_KINDS",
@@ -31,6 +32,7 @@ LAST_USED = "last-used"
 CLIENT_KINDS: dict[str, Callable[[], Client]] = {
     "claude-code": ClaudeCode,
     "claude-agent-sdk": ClaudeAgentSdk,
+    "anthropic-tool-runner": AnthropicToolRunner,
 }
 DEFAULT_KIND = "claude-code"
 # more client kinds from outside: "kind=module:Class,..." (your own Client implementation)

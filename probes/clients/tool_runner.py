@@ -1,0 +1,156 @@
+"""The Anthropic SDK's tool runner (PyPI ``anthropic``) as a loop client of its own.
+
+Each version is installed into a venv of its own in the cache; the file the reports cite
+(its SHA-256) is the SDK's tool runner module, ``anthropic/lib/tools/_beta_runner.py``.
+A run is ``tool_runner_driver.py`` in that venv: the runner with the driver's tools, in
+the probe's sandbox with an allow-listed environment. It has no sessions, hooks or
+Claude Code tools: the Claude Code probes are not applicable to it, and its own probes
+(``probes.catalog.tool_runner``, its default catalog) are not applicable to Claude Code.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from probes.clients.base import (
+    Capabilities,
+    ClientBinary,
+    Command,
+    RunContext,
+    read_manifest,
+    scan_installs,
+)
+from probes.clients.claude_cli import DUMMY_API_KEY
+from probes.clients.npm import InstallError, cache_root, sha256_file
+from probes.evidence import Output
+from probes.invocation import CAPABILITIES, Invocation
+from probes.sandbox import Sandbox, base_environment
+
+__all__ = ["CATALOG", "DRIVER", "ENTRY", "PACKAGE", "PIP_TIMEOUT", "SUPPORTED", "SYSTEM", "WHY_NOT",
+           "AnthropicToolRunner"]
+
+PACKAGE = "anthropic"
+ENTRY = "anthropic/lib/tools/_beta_runner.py"
+CATALOG = "probes.catalog.tool_runner"
+DRIVER = Path(__file__).with_name("tool_runner_driver.py")
+PIP_TIMEOUT = 900
+SYSTEM = "You are a calculator agent. Use the tools you are given."
+# what the runner does, and the capabilities of Claude Code it has no counterpart for
+SUPPORTED = frozenset({"run", "max_turns", "tool_runner"})
+WHY_NOT = {"tools": "the runner offers the driver's own tools (add, fail, read_file), not "
+                    "Claude Code's", "resume": "a tool runner keeps no sessions",
+           "fork": "a tool runner keeps no sessions", "hooks": "a tool runner has no hooks",
+           "fallback_model": "no fallback model option",
+           "max_budget_usd": "no spending budget option"}
+
+
+class AnthropicToolRunner:
+    name = "anthropic-tool-runner"
+    package = PACKAGE
+    catalog = CATALOG
+
+    def __init__(self, cache: Path | None = None):
+        self.cache = (cache or cache_root()) / "clients" / self.name
+
+    def _binary(self, directory: Path) -> ClientBinary | None:
+        manifest = read_manifest(directory)
+        python = directory / "venv" / "bin" / "python"
+        if manifest is None or not python.is_file():
+            return None
+        return ClientBinary(self.name, manifest["version"], manifest["platform"], PACKAGE,
+                            directory, directory / manifest["entry"],
+                            (str(python), str(DRIVER)), manifest["sha256"])
+
+    def installed(self) -> list[ClientBinary]:
+        return scan_installs(self.cache, self._binary)
+
+    def published(self) -> list[str]:
+        done = subprocess.run([sys.executable, "-m", "pip", "index", "versions", PACKAGE],
+                              capture_output=True, text=True, timeout=120)
+        for line in done.stdout.splitlines():
+            if line.strip().startswith("Available versions:"):
+                return [v.strip() for v in line.split(":", 1)[1].split(",") if v.strip()]
+        raise InstallError(f"cannot list the versions of {PACKAGE}")
+
+    def install(self, version: str) -> ClientBinary:
+        directory = self.cache / version
+        existing = self._binary(directory)
+        if existing is not None:
+            return existing
+        self.cache.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(prefix=f".{version}.", dir=self.cache))
+        try:
+            subprocess.run(["python3", "-m", "venv", str(staging / "venv")], check=True,
+                           capture_output=True, timeout=300)
+            done = subprocess.run(
+                [str(staging / "venv" / "bin" / "python"), "-m", "pip", "install", "--quiet",
+                 "--disable-pip-version-check", f"{PACKAGE}=={version}"],
+                capture_output=True, text=True, timeout=PIP_TIMEOUT)
+            if done.returncode != 0:
+                raise InstallError(f"pip install {PACKAGE}=={version} failed: "
+                                   f"{done.stderr.strip()[-400:]}")
+            found = sorted((staging / "venv").glob(f"lib/python*/site-packages/{ENTRY}"))
+            if not found:
+                raise InstallError(f"{PACKAGE}=={version} has no tool runner ({ENTRY})")
+            manifest = {
+                "package": PACKAGE, "version": version,
+                "platform": f"{platform.system().lower()}-{platform.machine()}",
+                "entry": str(found[0].relative_to(staging)), "sha256": sha256_file(found[0]),
+                "threads": (found[0].parent.parent / "threads").is_dir(),
+                "installed_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            }
+            (staging / "install.json").write_text(json.dumps(manifest, indent=2, sort_keys=True))
+            if directory.exists():
+                shutil.rmtree(directory)
+            os.replace(staging, directory)
+        except subprocess.TimeoutExpired:
+            raise InstallError(f"installing {PACKAGE}=={version} took over {PIP_TIMEOUT}s") \
+                from None
+        finally:
+            if staging.exists():
+                shutil.rmtree(staging, ignore_errors=True)
+        binary = self._binary(directory)
+        if binary is None:
+            raise InstallError(f"{PACKAGE}=={version} installed into {directory} but is unusable")
+        return binary
+
+    def capabilities(self, binary: ClientBinary) -> Capabilities:
+        manifest: dict[str, Any] = read_manifest(binary.root) or {}
+        supported = set(SUPPORTED)
+        missing = dict(WHY_NOT)
+        if manifest.get("threads"):
+            supported.add("threads")
+        else:
+            missing["threads"] = f"{PACKAGE} {binary.version} has no message threads (lib/threads)"
+        for name in CAPABILITIES:
+            if name not in supported:
+                missing.setdefault(name, "not supported by a tool runner")
+        return Capabilities(frozenset(supported), missing)
+
+    def prepare(self, box: Sandbox, seen: Any = str) -> dict[str, str]:
+        return {}
+
+    def command(self, binary: ClientBinary, invocation: Invocation,
+                context: RunContext) -> Command:
+        spec = {"prompt": invocation.prompt, "model": invocation.model, "system": SYSTEM,
+                "max_iterations": invocation.max_turns,
+                "max_retries": int(invocation.env.get("ANTHROPIC_MAX_RETRIES") or 0),
+                "options": invocation.settings or {}}
+        env = {**base_environment(context.box), "ANTHROPIC_BASE_URL": context.base_url,
+               "ANTHROPIC_API_KEY": DUMMY_API_KEY, **context.extra_env}
+        return Command([*binary.launcher, json.dumps(spec)], env, context.box.workspace)
+
+    def read_output(self, stdout: str) -> Output:
+        return Output.from_json_lines(stdout)
+
+    def session_files(self, box: Sandbox) -> list[Path]:
+        return []
