@@ -14,18 +14,55 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from mockapi import ApiError, Match, Message, Raw, Rule, Scenario, ToolUseBlock, text
+from mockapi import (
+    ApiError,
+    Match,
+    Message,
+    Raw,
+    Rule,
+    Scenario,
+    ToolUseBlock,
+    api_error,
+    text,
+)
 from probes.catalog.common import check_ended
 from probes.checks import Checks
 from probes.evidence import Evidence, blocks_of_type, messages
 from probes.model import Claim, Counterfactual, Invocation, Probe, ReportSpec
 from probes.provenance import project_expectation
 
-__all__ = ["CALLS", "ERROR", "ERROR_PROBE", "FAIL_ID", "ITERATIONS", "ITERATIONS_PROBE", "LIMIT",
-           "PAIRING", "PARALLEL", "PARALLEL_PROBE", "PROBES", "REPLAY", "REPORTS", "RUN",
-           "RUNNER_SOURCE", "THREADS_DOCS", "THREADS_PROBE", "THREAD_CONTINUE", "check_error",
-           "check_iterations", "check_parallel", "check_threads"]
+__all__ = [
+    "CALLS",
+    "ERROR",
+    "ERROR_PROBE",
+    "FAIL_ID",
+    "ITERATIONS",
+    "ITERATIONS_PROBE",
+    "LIMIT",
+    "PAIRING",
+    "PARALLEL",
+    "PARALLEL_PROBE",
+    "PROBES",
+    "REPLAY",
+    "REPORTS",
+    "RETRY",
+    "RETRY_ID",
+    "RETRY_PROBE",
+    "RUN",
+    "RUNNER_SOURCE",
+    "SDK_README",
+    "THREADS_DOCS",
+    "THREADS_PROBE",
+    "THREAD_CONTINUE",
+    "check_error",
+    "check_iterations",
+    "check_parallel",
+    "check_retry",
+    "check_threads",
+]
 
+SDK_README = ("anthropics/anthropic-sdk-python, README.md, “Retries” (anthropic 2.16.0 on "
+              "PyPI)")
 RUNNER_SOURCE = ("anthropics/anthropic-sdk-python, src/anthropic/lib/tools/_beta_runner.py "
                  "(anthropic 2.16.0)")
 THREADS_DOCS = ("Messages API docs, “Message threads” "
@@ -36,6 +73,7 @@ PARALLEL = "tool-runner.parallel-results-one-message"
 ERROR = "tool-runner.tool-error-result"
 ITERATIONS = "tool-runner.max-iterations"
 THREAD_CONTINUE = "tool-runner.thread-continue"
+RETRY = "tool-runner.retry-overloaded"
 REPLAY = "tool-runner.thread-replay-after-404"
 
 CALLS = ("toolu_tr_a", "toolu_tr_b")
@@ -284,12 +322,58 @@ THREADS_PROBE = Probe(
                                                       settings={"thread": False}),))),),
 )
 
-PROBES = (PARALLEL_PROBE, ERROR_PROBE, ITERATIONS_PROBE, THREADS_PROBE)
+# ---- retries ------------------------------------------------------------------------------------
+
+RETRY_ID = "toolu_tr_retry"
+
+
+def check_retry(ev: Evidence, c: Checks) -> None:
+    requests = ev.requests(RUN, kind=None)
+    c.equal("statuses", RETRY, "the request after the tool call is answered 529, sent again "
+            "after the retry-after delay and answered", expected=[200, 529, 200],
+            observed=[r.get("status") for r in requests], evidence=f"run {RUN}: the journal")
+    same = len(requests) == 3 and requests[1].get("body") == requests[2].get("body")
+    c.that("same-request", RETRY, "the retry is the same request, not a new turn",
+           passed=same, expected="the 2nd and 3rd request bodies are equal",
+           observed="equal" if same else f"{len(requests)} requests, bodies differ",
+           evidence=f"run {RUN}: the second and third request bodies")
+    check_ended(c, RETRY, ev, RUN, final_text="TR_RETRY_DONE", prefix="result")
+
+
+RETRY_PROBE = Probe(
+    name="tool-runner.retry",
+    title="An overloaded reply inside the loop: the request is retried, the loop goes on",
+    claims=(Claim(RETRY, "A 529 overloaded_error with retry-after inside the loop is retried "
+                         "(the same request, once the delay passed) and the loop goes on, with "
+                         "the client's max_retries above zero.",
+                  project_expectation(
+                      "“Certain errors are automatically retried 2 times by default … 429 Rate "
+                      "Limit, and >=500 Internal errors are all retried by default”; the "
+                      "driver sets max_retries from the invocation (2 here)", SDK_README)),),
+    scenario=Scenario(name="tool-runner-retry", classifier="plain", rules=[
+        Rule(id="call", match=Match(turn=1), reply=Message(content=[
+            ToolUseBlock(id=RETRY_ID, name="add", input={"a": 1, "b": 1})])),
+        Rule(id="overloaded", match=Match(tool_result_for=RETRY_ID, attempt=1),
+             reply=api_error(529, "Overloaded", headers={"retry-after-ms": "10"})),
+        Rule(id="done", match=Match(tool_result_for=RETRY_ID), reply=text("TR_RETRY_DONE")),
+    ]),
+    invocations=(_invocation("Add 1+1.", env={"ANTHROPIC_MAX_RETRIES": "2"}),),
+    check=check_retry,
+    requires=("tool_runner",),
+    counterfactuals=(Counterfactual(
+        "no-retries", "the client is made with max_retries=0: the 529 cannot be retried",
+        (RETRY,),
+        lambda p: replace(p, invocations=(_invocation("Add 1+1.",
+                                                      env={"ANTHROPIC_MAX_RETRIES": "0"}),))),),
+)
+
+PROBES = (PARALLEL_PROBE, ERROR_PROBE, ITERATIONS_PROBE, THREADS_PROBE, RETRY_PROBE)
 
 REPORTS: tuple[ReportSpec, ...] = (
     ReportSpec(
         name="tool-runner-loop",
-        title="The SDK tool runner's loop: parallel calls, errors, the iteration limit, threads",
+        title="The SDK tool runner's loop: parallel calls, errors, the iteration limit, threads, "
+              "retries",
         probes=PROBES,
         summary="The Anthropic SDK's tool runner against the scripted model: what it sends "
                 "back after each tool call, when it stops, and how it keeps a thread.",
