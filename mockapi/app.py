@@ -66,7 +66,7 @@ from mockapi.requests import MAX_BODY_BYTES, BadRequest, is_json, parse_body, re
 from mockapi.scenario import Scenario
 from mockapi.script import Decision, Script
 from mockapi.threads import PendingTurn, Threads
-from mockapi.transport import BODY_TIMED_OUT, TRANSPORT_EXTENSION, delivery
+from mockapi.transport import BODY_TIMED_OUT, TRANSPORT_EXTENSION, Connection, delivery
 from mockapi.validation import check
 
 __all__ = ["DELIVERY_TIMEOUT", "SSE_HEADERS", "DeliberateDisconnect", "MockApp", "Unrecorded"]
@@ -205,8 +205,10 @@ class _WholeStream(Response):
             playing.end(reason, delivered)
 
 
-def _transport(scope: Scope) -> Any:
-    return scope.get("extensions", {}).get(TRANSPORT_EXTENSION)
+def _transport(scope: Scope) -> Connection | None:
+    """The connection, where the transport is ours (not an in-process ASGI client)."""
+    connection = scope.get("extensions", {}).get(TRANSPORT_EXTENSION)
+    return connection if isinstance(connection, Connection) else None
 
 
 def _json(body: bytes, status: int = 200, headers: Mapping[str, str] | None = None) -> Response:
@@ -287,7 +289,7 @@ class MockApp:
         self.delivery_timeout = delivery_timeout
         self.shutting_down = False  # set by the server when it stops
         self.run = journal.last_run + 1  # a restarted server starts a new run
-        self.threads = Threads()
+        self.threads = Threads(scenario.thread_idle_seconds)
         self.started = time.monotonic()
         self.app = _Guard(Starlette(routes=[
             Route("/v1/messages", self.messages, methods=["POST"]),
@@ -308,11 +310,11 @@ class MockApp:
         merged = {**self.context, **(context or {})}
         script = Script(scenario.render(merged))
         self.scenario, self.context, self.script = scenario, merged, script
-        self.threads = Threads()
+        self.threads = Threads(scenario.thread_idle_seconds)
 
     def reset(self) -> int:
         self.script = Script(self.script.scenario)
-        self.threads = Threads()
+        self.threads = Threads(self.script.scenario.thread_idle_seconds)
         self.run += 1
         return self.run
 
@@ -388,7 +390,6 @@ class MockApp:
             body = parse_body(raw, request.headers, request.url.path)
             parsed_ok = True
             if "thread" in body and request.url.path == "/v1/messages":
-                self.threads.idle_seconds = self.script.scenario.thread_idle_seconds
                 # from here on the whole conversation: the journal keeps ``raw`` as sent
                 body, turn = self.threads.open(body, request.headers, seq)
             check(body, request.headers, request.url.path,
@@ -547,7 +548,7 @@ class MockApp:
             return False
 
     async def _play(self, plan: Plan, playing: _Playing,
-                    transport: Any) -> AsyncIterator[bytes]:
+                    transport: Connection | None) -> AsyncIterator[bytes]:
         """Execute ``plan`` as a response body, noting progress in ``playing``, and journal
         how it ended."""
         reason: EndReason = END_CLIENT_DISCONNECTED

@@ -117,9 +117,10 @@ class PendingTurn:
 class Threads:
     """The live threads of one mock, by the id of each reply they keep."""
 
-    def __init__(self, clock: Callable[[], float] = time.monotonic):
+    def __init__(self, idle_seconds: float = THREAD_IDLE_SECONDS,
+                 clock: Callable[[], float] = time.monotonic):
         self.clock = clock
-        self.idle_seconds = THREAD_IDLE_SECONDS
+        self.idle_seconds = idle_seconds
         self._replies: dict[str, _StoredReply] = {}
         self._made = 0
 

@@ -596,12 +596,17 @@ def _temperature(draw: st.DrawFn, request: dict[str, Any], headers: dict[str, st
     return ["temperature: Input should be"]
 
 
+def _must_be_non_empty(messages: list[dict[str, Any]]) -> list[int]:
+    """The messages whose content the API requires non-empty: all but system ones and a
+    final assistant message (a prefill)."""
+    last = len(messages) - 1
+    return [k for k, m in enumerate(messages)
+            if m["role"] != "system" and not (k == last and m["role"] == "assistant")]
+
+
 def _empty_content(draw: st.DrawFn, request: dict[str, Any], headers: dict[str, str]) -> list[str]:
     messages = request["messages"]
-    last = len(messages) - 1
-    candidates = [k for k, m in enumerate(messages)
-                  if m["role"] != "system" and not (k == last and m["role"] == "assistant")]
-    k = draw(st.sampled_from(candidates))
+    k = draw(st.sampled_from(_must_be_non_empty(messages)))
     messages[k]["content"] = draw(st.sampled_from(["", []]))
     # emptying a user turn's tool_results leaves the assistant's tool_uses before it unanswered
     return [f"messages.{k}: {NON_EMPTY}", "`tool_use` ids were found without `tool_result` blocks"]
@@ -609,10 +614,7 @@ def _empty_content(draw: st.DrawFn, request: dict[str, Any], headers: dict[str, 
 
 def _empty_text(draw: st.DrawFn, request: dict[str, Any], headers: dict[str, str]) -> list[str]:
     messages = request["messages"]
-    last = len(messages) - 1
-    candidates = [k for k, m in enumerate(messages)
-                  if m["role"] != "system" and not (k == last and m["role"] == "assistant")]
-    k = draw(st.sampled_from(candidates))
+    k = draw(st.sampled_from(_must_be_non_empty(messages)))
     content = _content_list(messages[k])
     content.insert(draw(st.integers(0, len(content))), text(""))
     return ["messages: text content blocks must be non-empty, got an empty text at "

@@ -11,13 +11,6 @@ Claude Code tools: the Claude Code probes are not applicable to it, and its own 
 from __future__ import annotations
 
 import json
-import os
-import platform
-import shutil
-import subprocess
-import sys
-import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
@@ -30,19 +23,19 @@ from probes.clients.base import (
     scan_installs,
 )
 from probes.clients.claude_cli import DUMMY_API_KEY
-from probes.clients.npm import InstallError, cache_root, sha256_file
+from probes.clients.npm import InstallError, cache_root
+from probes.clients.pypi import install_venv, published_versions, venv_binary
 from probes.evidence import Output
 from probes.invocation import CAPABILITIES, Invocation
 from probes.sandbox import Sandbox, base_environment
 
-__all__ = ["CATALOG", "DRIVER", "ENTRY", "PACKAGE", "PIP_TIMEOUT", "SUPPORTED", "SYSTEM", "WHY_NOT",
+__all__ = ["CATALOG", "DRIVER", "ENTRY", "PACKAGE", "SUPPORTED", "SYSTEM", "WHY_NOT",
            "AnthropicToolRunner"]
 
 PACKAGE = "anthropic"
 ENTRY = "anthropic/lib/tools/_beta_runner.py"
 CATALOG = "probes.catalog.tool_runner"
 DRIVER = Path(__file__).with_name("tool_runner_driver.py")
-PIP_TIMEOUT = 900
 SYSTEM = "You are a calculator agent. Use the tools you are given."
 # what the runner does, and the capabilities of Claude Code it has no counterpart for
 SUPPORTED = frozenset({"run", "max_turns", "tool_runner"})
@@ -62,62 +55,26 @@ class AnthropicToolRunner:
         self.cache = (cache or cache_root()) / "clients" / self.name
 
     def _binary(self, directory: Path) -> ClientBinary | None:
-        manifest = read_manifest(directory)
-        python = directory / "venv" / "bin" / "python"
-        if manifest is None or not python.is_file():
-            return None
-        return ClientBinary(self.name, manifest["version"], manifest["platform"], PACKAGE,
-                            directory, directory / manifest["entry"],
-                            (str(python), str(DRIVER)), manifest["sha256"])
+        return venv_binary(self.name, PACKAGE, directory, DRIVER)
 
     def installed(self) -> list[ClientBinary]:
         return scan_installs(self.cache, self._binary)
 
     def published(self) -> list[str]:
-        done = subprocess.run([sys.executable, "-m", "pip", "index", "versions", PACKAGE],
-                              capture_output=True, text=True, timeout=120)
-        for line in done.stdout.splitlines():
-            if line.strip().startswith("Available versions:"):
-                return [v.strip() for v in line.split(":", 1)[1].split(",") if v.strip()]
-        raise InstallError(f"cannot list the versions of {PACKAGE}")
+        return published_versions(PACKAGE)
 
     def install(self, version: str) -> ClientBinary:
-        directory = self.cache / version
-        existing = self._binary(directory)
+        existing = self._binary(self.cache / version)
         if existing is not None:
             return existing
-        self.cache.mkdir(parents=True, exist_ok=True)
-        staging = Path(tempfile.mkdtemp(prefix=f".{version}.", dir=self.cache))
-        try:
-            subprocess.run(["python3", "-m", "venv", str(staging / "venv")], check=True,
-                           capture_output=True, timeout=300)
-            done = subprocess.run(
-                [str(staging / "venv" / "bin" / "python"), "-m", "pip", "install", "--quiet",
-                 "--disable-pip-version-check", f"{PACKAGE}=={version}"],
-                capture_output=True, text=True, timeout=PIP_TIMEOUT)
-            if done.returncode != 0:
-                raise InstallError(f"pip install {PACKAGE}=={version} failed: "
-                                   f"{done.stderr.strip()[-400:]}")
-            found = sorted((staging / "venv").glob(f"lib/python*/site-packages/{ENTRY}"))
+
+        def runner_module(venv: Path) -> tuple[Path, dict[str, Any]]:
+            found = sorted(venv.glob(f"lib/python*/site-packages/{ENTRY}"))
             if not found:
                 raise InstallError(f"{PACKAGE}=={version} has no tool runner ({ENTRY})")
-            manifest = {
-                "package": PACKAGE, "version": version,
-                "platform": f"{platform.system().lower()}-{platform.machine()}",
-                "entry": str(found[0].relative_to(staging)), "sha256": sha256_file(found[0]),
-                "threads": (found[0].parent.parent / "threads").is_dir(),
-                "installed_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-            }
-            (staging / "install.json").write_text(json.dumps(manifest, indent=2, sort_keys=True))
-            if directory.exists():
-                shutil.rmtree(directory)
-            os.replace(staging, directory)
-        except subprocess.TimeoutExpired:
-            raise InstallError(f"installing {PACKAGE}=={version} took over {PIP_TIMEOUT}s") \
-                from None
-        finally:
-            if staging.exists():
-                shutil.rmtree(staging, ignore_errors=True)
+            return found[0], {"threads": (found[0].parent.parent / "threads").is_dir()}
+
+        directory = install_venv(self.cache, PACKAGE, version, runner_module)
         binary = self._binary(directory)
         if binary is None:
             raise InstallError(f"{PACKAGE}=={version} installed into {directory} but is unusable")
