@@ -90,6 +90,9 @@ class RunRecord:
     pid: int = 0
     started: float = 0.0  # wall-clock time the client process was started (time.time())
     files_changed: dict[str, dict[str, str | None]] = field(default_factory=dict)
+    # a streamed run: what the caller wrote to stdin (and why), and the steps never written
+    stdin: list[dict[str, Any]] = field(default_factory=list)
+    stdin_pending: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def result(self) -> dict[str, Any] | None:

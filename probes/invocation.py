@@ -1,7 +1,7 @@
 """What the harness asks of a client: one run in a probe's sandbox, and the capabilities it needs.
 
-A leaf module: the probe model, the evidence and every client import it; it imports
-nothing of loopprobe.
+A leaf module: the probe model, the evidence and every client import it; of loopprobe it
+imports only the streamed-input declarations (``probes.streamed``, itself a leaf).
 """
 
 from __future__ import annotations
@@ -9,6 +9,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
+
+from probes.streamed import StreamedInput
 
 __all__ = ["CAPABILITIES", "Hooks", "Invocation"]
 
@@ -25,6 +27,8 @@ CAPABILITIES: Mapping[str, str] = {
     "tool_runner": "is the Anthropic SDK's tool runner, with the driver's tools (add, fail, "
                    "read_file)",
     "threads": "continues a conversation as a message thread",
+    "streamed_input": "reads user messages and control requests (interrupt, set_model, ...) "
+                      "on stdin while a turn runs, and asks the caller for permissions",
 }
 
 
@@ -60,6 +64,8 @@ class Invocation:
     env: dict[str, str | None] = field(default_factory=dict)  # None unsets a variable
     timeout: float = 90.0
     model: str = "claude-sonnet-4-5"
+    # None: the prompt is the whole input; else the caller keeps writing (probes.streamed)
+    streamed: StreamedInput | None = None
 
     def capabilities(self) -> set[str]:
         """What a client must support to run this invocation."""
@@ -72,4 +78,6 @@ class Invocation:
             needed.add("resume")
         if self.fork:
             needed.add("fork")
+        if self.streamed is not None:
+            needed.add("streamed_input")
         return needed

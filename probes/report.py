@@ -26,7 +26,7 @@ from typing import Any
 from probes import __version__
 from probes.checks import CheckResult
 from probes.clients.base import ClientBinary
-from probes.evidence import Evidence, message_outline
+from probes.evidence import Evidence, RunRecord, message_outline
 from probes.files import write_bytes, write_json, write_lines
 from probes.fingerprint import fingerprint
 from probes.model import ReportSpec
@@ -169,8 +169,10 @@ def _probe_section(outcome: ProbeOutcome,
                              if run.seqs[0] < r["seq"] <= run.seqs[1]],
                 "files_changed": {path: _change_kind(change)
                                   for path, change in run.files_changed.items()},
+                **_streamed(run, norm),
             }))
             timing[name] = {"duration_s": run.duration, "files_changed": norm(run.files_changed),
+                            "stdin_written_at_s": [e["at"] for e in run.stdin],
                             "result_duration_ms": (run.result or {}).get("duration_ms"),
                             "result_duration_api_ms": (run.result or {}).get("duration_api_ms")}
         # normalised before it is outlined: the outline cuts texts short, paths included
@@ -180,6 +182,17 @@ def _probe_section(outcome: ProbeOutcome,
         section["journal_torn_tail"] = ev.torn_journal
         section["egress_attempts"] = [norm(a, volatile=True) for a in ev.egress]
     return section, _timing(ev, timing)
+
+
+def _streamed(run: RunRecord, norm: _Normaliser) -> dict[str, Any]:
+    """A streamed run's script and what the caller wrote (times are in the timing file)."""
+    script = run.invocation.streamed
+    if script is None:
+        return {}
+    return {"streamed_input": norm(script.shown()),
+            "stdin": [norm({k: v for k, v in e.items() if k != "at"}, volatile=True)
+                      for e in run.stdin],
+            "stdin_never_written": norm(run.stdin_pending)}
 
 
 def _ms(moment: float | None, start: float) -> float | None:

@@ -21,14 +21,15 @@ from typing import Any
 from mockapi.journal import read_journal
 from mockapi.server import MockServer
 from probes import hook_recorder
-from probes.clients.base import Client, ClientBinary, HookCommand, RunContext
+from probes.clients.base import Client, ClientBinary, Command, HookCommand, RunContext
 from probes.containment import Containment, Place, find_containment
 from probes.evidence import Evidence, RunRecord
 from probes.invocation import Invocation
 from probes.model import Probe
 from probes.outcome import ProbeOutcome
-from probes.process import run_process
+from probes.process import Dialogue, ProcessResult, run_conversation, run_process
 from probes.sandbox import Sandbox
+from probes.streamed import Conversation
 from probes.verdicts import check_evidence
 
 __all__ = ["HOOK_EVENTS_RECORDED", "SECRET_ENV", "run_probe", "session_id_for"]
@@ -104,7 +105,7 @@ def run_probe(probe: Probe, client: Client, binary: ClientBinary, work_dir: Path
                 for invocation in probe.invocations:
                     runs[invocation.name] = _run_one(probe, invocation, client, binary, box,
                                                      mock, session_ids, hooks, place,
-                                                     progress)
+                                                     progress, context)
             evidence = _gather(probe, client, binary, box, runs, journal_path, place,
                                client_paths, started)
             evidence.mock_url = mock.url
@@ -134,7 +135,7 @@ def _scripted(scenario: Any) -> dict[str, Any]:
 def _run_one(probe: Probe, invocation: Invocation, client: Client, binary: ClientBinary,
              box: Sandbox, mock: MockServer, session_ids: dict[str, str],
              hooks: HookCommand | None, place: Place,
-             progress: Callable[[str], None]) -> RunRecord:
+             progress: Callable[[str], None], placeholders: Mapping[str, str]) -> RunRecord:
     if invocation.session == "new":
         session_ids[invocation.name] = session_id_for(probe.name, invocation.name)
     context = RunContext(box, mock.url, dict(session_ids), place.proxy_environment(), hooks)
@@ -146,8 +147,13 @@ def _run_one(probe: Probe, invocation: Invocation, client: Client, binary: Clien
     first_seq = mock.journal.last_seq
     progress(f"  run {invocation.name}: {invocation.prompt[:40]!r}")
     started = time.time()
-    result = run_process(command.argv, env=command.env, cwd=command.cwd,
-                         timeout=invocation.timeout)
+    conversation: list[Conversation] = []
+    if invocation.streamed is None:
+        result = run_process(command.argv, env=command.env, cwd=command.cwd,
+                             timeout=invocation.timeout)
+    else:
+        result = _converse(invocation, command, box, mock, first_seq, started, placeholders,
+                           conversation)
     last_seq = mock.journal.last_seq
     after = {str(p): _digest(p) for p in client.session_files(box)}
     changed = {path: {"before": before.get(path), "after": after.get(path)}
@@ -166,8 +172,38 @@ def _run_one(probe: Probe, invocation: Invocation, client: Client, binary: Clien
         duration=result.duration, stdout=result.stdout, stderr=result.stderr, output=output,
         session_id=session_ids.get(invocation.name), seqs=(first_seq, last_seq), pid=result.pid,
         started=started,
+        stdin=[dict(entry) for c in conversation for entry in c.transcript],
+        stdin_pending=[step for c in conversation for step in c.pending],
         files_changed={_relative(box, p): v for p, v in changed.items()},
     )
+
+
+def _converse(invocation: Invocation, command: Command, box: Sandbox, mock: MockServer,
+              first_seq: int, started: float, context: Mapping[str, str],
+              kept: list[Conversation]) -> ProcessResult:
+    """A streamed run: the invocation's script is written as its moments come (each new
+    request record of the run is shown to it as the mock journals it)."""
+    script = invocation.streamed
+    assert script is not None
+    seen = [first_seq]
+
+    def new_requests() -> list[Any]:
+        if mock.journal.last_seq == seen[0]:
+            return []
+        contents = mock.journal.read_after(seen[0])
+        seqs = [int(r["seq"]) for r in contents.records if r["type"] != "journal_note"]
+        seen[0] = max([seen[0], *seqs])
+        return list(contents.requests())
+
+    def start(write: Any, close: Any) -> Dialogue:
+        conversation = Conversation(invocation.prompt, script, write, close,
+                                    lambda: round(time.time() - started, 3),
+                                    lambda name: (box.workspace / name).exists(), context)
+        kept.append(conversation)
+        return conversation
+
+    return run_conversation(command.argv, env=command.env, cwd=command.cwd,
+                            timeout=invocation.timeout, start=start, new_requests=new_requests)
 
 
 def _relative(box: Sandbox, path: str) -> str:

@@ -7,6 +7,7 @@ from dataclasses import replace
 from probes.catalog import (
     recovery,
     runtime_controls,
+    streamed_input,
     subagents,
     termination,
     tool_pipeline,
@@ -71,6 +72,15 @@ REPORTS: tuple[ReportSpec, ...] = (
         title="Termination: Stop-hook cap, max turns, budget, hook-made terminal reasons",
         probes=_attached(*termination.PROBES),
         summary="What ends the loop, and what the final result says about it.",
+    ),
+    ReportSpec(
+        name="streamed-input",
+        title="Streamed input: mid-turn messages, interrupts, permission prompts, "
+              "model and mode changes",
+        probes=_attached(*streamed_input.PROBES),
+        summary="The caller keeps writing stream-json while the loop runs, as the Agent SDK "
+                "does: what reaches the model, what an interrupt ends, what the caller's "
+                "permission answers do.",
     ),
 )
 

@@ -15,6 +15,7 @@ from typing import Any, Literal
 # module imports, not `from probes.catalog import ...`: the package imports this module
 import probes.catalog.recovery as recovery
 import probes.catalog.runtime_controls as runtime_controls
+import probes.catalog.streamed_input as streamed_input
 import probes.catalog.subagents as subagents
 import probes.catalog.termination as termination
 import probes.catalog.tool_pipeline as tool_pipeline
@@ -35,6 +36,7 @@ from mockapi import (
 )
 from mockapi.replies import PROMPT_TOO_LONG, Reply, StreamStall, Usage
 from probes.model import Counterfactual, Hooks, Probe
+from probes.streamed import Step, user_message
 
 __all__ = ["COUNTERFACTUALS"]
 
@@ -542,6 +544,81 @@ _BLOCKING = (
 )
 
 
+# ---- streamed input ---------------------------------------------------------------------------
+
+def _streamed(probe: Probe, run: str, *steps: Step, **changes: Any) -> Probe:
+    """``probe`` whose streamed run ``run`` writes ``steps`` instead of its own."""
+    invocation = next(i for i in probe.invocations if i.name == run)
+    assert invocation.streamed is not None, (probe.name, run)
+    script = replace(invocation.streamed, steps=steps, **changes)
+    return _runs(probe, changes={run: {"streamed": script}})
+
+
+_QUEUE = (Counterfactual(
+    "message-after-the-turn",
+    "The user message is written only after the turn's result, when no tool runs and no "
+    "request is pending: it cannot join the running turn, so it starts a turn of its own.",
+    (streamed_input.QUEUE_CLAIM,),
+    lambda p: _rules(_streamed(p, "queue", Step(user_message(streamed_input.QUEUED),
+                                                after_event={"type": "result"})),
+                     added=[Rule(id="late-message",
+                                 match=Match(last_user_text_contains=streamed_input.QUEUED),
+                                 reply=text("LATE_MESSAGE_ANSWER"))])),)
+
+_INTERRUPT_TOOLS = (
+    Counterfactual(
+        "no-interrupt",
+        "Nothing is written after the prompt and the tool ends at once: there is nothing to "
+        "cancel, so the turn goes on to the next request and completes.",
+        (streamed_input.TOOLS_CLAIM,),
+        lambda p: _rules(_runs(_streamed(p, "interrupted"), keep=("interrupted",)), [
+            _answering(p, "run-tool", tool_use("Bash", {
+                "command": f"touch {streamed_input.INTERRUPT_STARTED} "
+                           f"{streamed_input.INTERRUPT_FINISHED}",
+                "description": "a tool that ends at once"}, id=streamed_input.INTERRUPT_TOOL))])),
+    Counterfactual(
+        "resume-as-new-session",
+        "The second run starts a new session instead of resuming the interrupted one, so "
+        "its request cannot hold the interrupted call.",
+        (streamed_input.RESUME_CLAIM,),
+        lambda p: _runs(p, changes={"resumed": {"session": "new", "resume_from": None}})),
+)
+
+_INTERRUPT_STREAM = (Counterfactual(
+    "no-interrupt",
+    "Nothing is written after the prompt and the stream does not pause: the answer arrives "
+    "whole, its tool runs and the turn completes.",
+    (streamed_input.STREAM_CLAIM,),
+    lambda p: _rules(_streamed(p, "streaming"), [
+        _answering(p, "stalled-stream", tool_use("Bash", {"command": "touch never-run",
+                                                          "description": "never"},
+                                                 id="toolu_interrupt_stream_probe"))],
+        added=[Rule(id="after-tool", match=Match(tool_result_for="toolu_interrupt_stream_probe"),
+                    reply=text("STREAM_NOT_INTERRUPTED"))])),)
+
+_PERMISSIONS = (Counterfactual(
+    "permissions-bypassed",
+    "The run bypasses permissions (no --permission-prompt-tool): the caller is never asked, "
+    "so it cannot deny the command or change the write.",
+    (streamed_input.ASKED_CLAIM, streamed_input.DENY_CLAIM, streamed_input.UPDATED_CLAIM),
+    lambda p: _streamed(p, "permissions", permissions=None)),)
+
+_SET_MODEL = (Counterfactual(
+    "no-set-model",
+    "The second turn follows without a set_model request, so nothing can change its model.",
+    (streamed_input.MODEL_CLAIM,),
+    lambda p: _streamed(p, "model", Step(user_message(streamed_input.MODEL_SECOND),
+                                         after_event={"type": "result"}))),)
+
+_SET_MODE = (Counterfactual(
+    "no-set-permission-mode",
+    "The second turn follows without a set_permission_mode request: the mode stays default, "
+    "so its write must be asked for too.",
+    (streamed_input.MODE_CLAIM,),
+    lambda p: _streamed(p, "mode", Step(user_message(streamed_input.MODE_SECOND),
+                                        after_event={"type": "result"}))),)
+
+
 COUNTERFACTUALS: dict[str, tuple[Counterfactual, ...]] = {
     tool_result_resume.PROBE.name: _TRR,
     runtime_controls.STOP_PROBE.name: _STOP,
@@ -568,4 +645,10 @@ COUNTERFACTUALS: dict[str, tuple[Counterfactual, ...]] = {
     termination.STOP_PREVENTED_PROBE.name: _STOP_PREVENTED,
     termination.DEFERRED_PROBE.name: _DEFERRED,
     termination.BLOCKING_PROBE.name: _BLOCKING,
+    streamed_input.QUEUE_PROBE.name: _QUEUE,
+    streamed_input.INTERRUPT_TOOLS_PROBE.name: _INTERRUPT_TOOLS,
+    streamed_input.INTERRUPT_STREAMING_PROBE.name: _INTERRUPT_STREAM,
+    streamed_input.PERMISSIONS_PROBE.name: _PERMISSIONS,
+    streamed_input.SET_MODEL_PROBE.name: _SET_MODEL,
+    streamed_input.SET_MODE_PROBE.name: _SET_MODE,
 }

@@ -36,6 +36,8 @@ CAPABILITY_FLAGS: dict[str, tuple[str, ...]] = {
     "fork": ("--fork-session",),
     "fallback_model": ("--fallback-model",),
     "max_budget_usd": ("--max-budget-usd",),
+    # --permission-prompt-tool is not in --help before 2.1.3xx but works with stream input
+    "streamed_input": ("--input-format", "--replay-user-messages"),
 }
 # capabilities of other client kinds that the CLI has no counterpart for
 NOT_CLAUDE_CODE = {"tool_runner": "Claude Code is not the SDK's tool runner",
@@ -143,6 +145,21 @@ class ClaudeCliBase:
         if settings is None:
             return {}
         return {str(self.settings_path(box)): json.dumps(settings, indent=2, sort_keys=True)}
+
+    # ---- the command line --------------------------------------------------------
+
+    def input_args(self, invocation: Invocation) -> list[str]:
+        """The prompt as an argument, or stream-json on stdin (the prompt is its first line)."""
+        if invocation.streamed is None:
+            return [invocation.prompt]
+        return ["--input-format", "stream-json"]
+
+    def permission_args(self, invocation: Invocation) -> list[str]:
+        """Bypassed, unless a streamed run scripts the answers: the client then asks its
+        caller (can_use_tool control requests)."""
+        if invocation.streamed is not None and invocation.streamed.permissions is not None:
+            return ["--permission-prompt-tool", "stdio", "--permission-mode", "default"]
+        return ["--permission-mode", "bypassPermissions", "--dangerously-skip-permissions"]
 
     # ---- what it leaves behind ---------------------------------------------------
 

@@ -100,10 +100,9 @@ class ClaudeCode(ClaudeCliBase):
     def command(self, binary: ClientBinary, invocation: Invocation,
                 context: RunContext) -> Command:
         box = context.box
-        argv = [*binary.launcher, "--print", invocation.prompt,
+        argv = [*binary.launcher, "--print", *self.input_args(invocation),
                 "--output-format", "stream-json", "--verbose",
-                "--model", invocation.model,
-                "--permission-mode", "bypassPermissions", "--dangerously-skip-permissions"]
+                "--model", invocation.model, *self.permission_args(invocation)]
         if invocation.tools is not None:
             # before --tools existed (2.0.3x and older) the closest is --allowedTools, which
             # allows the tools without removing the others from the list the model sees

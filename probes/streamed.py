@@ -1,0 +1,264 @@
+"""A run whose caller keeps talking: stream-json on the client's stdin while a turn runs.
+
+Claude Code's print mode reads ``--input-format stream-json``: user messages and control
+requests (``interrupt``, ``set_model``, ``set_permission_mode``, ...) one JSON object per line,
+and with ``--permission-prompt-tool stdio`` it asks the caller ``can_use_tool`` by a control
+request on stdout. The Claude Agent SDK drives the CLI exactly this way. A probe scripts what
+the caller writes and when (``StreamedInput``); ``Conversation`` carries the script out while
+the client runs, answers the client's control requests, and keeps what it wrote and why.
+
+The declarations are leaf data (the probe model imports them); ``Conversation`` is the
+runtime, fed by ``probes.process.run_conversation``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+__all__ = ["Conversation", "PermissionAnswer", "Step", "StreamedInput", "control_request",
+           "user_message"]
+
+_RESULT_EVENT: Mapping[str, Any] = {"type": "result"}
+
+
+def user_message(text: str) -> dict[str, Any]:
+    """A user message as the SDK writes it to the CLI's stdin."""
+    return {"type": "user", "message": {"role": "user", "content": text},
+            "parent_tool_use_id": None, "session_id": ""}
+
+
+def control_request(subtype: str, **fields: Any) -> dict[str, Any]:
+    """A control request (its ``request_id`` is given when it is written)."""
+    return {"type": "control_request", "request": {"subtype": subtype, **fields}}
+
+
+def _includes(event: Mapping[str, Any], pattern: Mapping[str, Any]) -> bool:
+    """Every field of ``pattern`` is in ``event`` with an equal value (nested mappings
+    compare the same way)."""
+    for key, wanted in pattern.items():
+        value = event.get(key)
+        if isinstance(wanted, Mapping):
+            if not isinstance(value, Mapping) or not _includes(value, wanted):
+                return False
+        elif value != wanted:
+            return False
+    return True
+
+
+@dataclass(frozen=True)
+class Step:
+    """One line the caller writes to the client's stdin, and the moment it is written.
+
+    The moment comes after the previous step was written: once a model request that the
+    scenario rule ``after_rule`` answers reached the mock, or once the client printed an
+    event including the fields of ``after_event`` (e.g. ``{"type": "assistant"}``), or at
+    once when neither is given.
+    """
+
+    line: Mapping[str, Any]
+    after_rule: str | None = None
+    after_event: Mapping[str, Any] | None = None
+    after_file: str | None = None  # once this file exists in the workspace (a tool made it)
+
+    def __post_init__(self) -> None:
+        given = [name for name in ("after_rule", "after_event", "after_file")
+                 if getattr(self, name) is not None]
+        if len(given) > 1:
+            raise ValueError(f"a step waits for one moment; got {', '.join(given)}")
+        if self.line.get("type") not in ("user", "control_request"):
+            raise ValueError(f"a step writes a user message or a control request; got a line "
+                             f"of type {self.line.get('type')!r}")
+
+    def moment(self) -> str:
+        if self.after_rule is not None:
+            return f"after a request answered by rule {self.after_rule!r} reached the mock"
+        if self.after_event is not None:
+            return f"after the client printed an event including {dict(self.after_event)}"
+        if self.after_file is not None:
+            return f"after {self.after_file} appeared in the workspace"
+        return "at once"
+
+    @property
+    def waits(self) -> bool:
+        return any(m is not None for m in (self.after_rule, self.after_event, self.after_file))
+
+    def shown(self) -> dict[str, Any]:
+        return {"line": dict(self.line), "when": self.moment()}
+
+
+@dataclass(frozen=True)
+class PermissionAnswer:
+    """How the caller answers the client's ``can_use_tool`` request for ``tool`` (``*``: any).
+    ``allow`` runs the tool with ``updated_input`` (None: the input as asked); ``deny``
+    refuses it with ``message``."""
+
+    tool: str = "*"
+    behavior: Literal["allow", "deny"] = "allow"
+    message: str = ""
+    updated_input: Mapping[str, Any] | None = None
+
+    def __post_init__(self) -> None:
+        if self.behavior not in ("allow", "deny"):
+            raise ValueError(f"a permission answer is 'allow' or 'deny', got {self.behavior!r}")
+        if self.behavior == "deny" and self.updated_input is not None:
+            raise ValueError("a denial carries no updated_input")
+
+    def response(self, asked: Mapping[str, Any]) -> dict[str, Any]:
+        if self.behavior == "deny":
+            return {"behavior": "deny", "message": self.message}
+        return {"behavior": "allow",
+                "updatedInput": dict(self.updated_input if self.updated_input is not None
+                                     else asked)}
+
+
+@dataclass(frozen=True)
+class StreamedInput:
+    """What the caller writes while the run goes on. The invocation's prompt is the first
+    user message; then ``steps`` in order. stdin is closed at the first event including
+    ``close_on`` printed after the last step was written (the client then finishes and
+    exits). ``permissions``: None bypasses permissions as every other run does; otherwise the
+    client asks the caller (``--permission-prompt-tool stdio``) and the first answer whose
+    tool matches replies (no match: deny)."""
+
+    steps: tuple[Step, ...] = ()
+    permissions: tuple[PermissionAnswer, ...] | None = None
+    close_on: Mapping[str, Any] = field(default_factory=lambda: dict(_RESULT_EVENT))
+
+    def answer(self, tool: str) -> PermissionAnswer:
+        for answer in self.permissions or ():
+            if answer.tool in ("*", tool):
+                return answer
+        return PermissionAnswer(tool, "deny", f"no scripted permission answer for {tool}")
+
+    def shown(self) -> dict[str, Any]:
+        return {"steps": [s.shown() for s in self.steps],
+                "permissions": None if self.permissions is None else [
+                    {"tool": a.tool, "behavior": a.behavior, "message": a.message,
+                     "updated_input": a.updated_input} for a in self.permissions],
+                "close_on": dict(self.close_on)}
+
+
+class Conversation:
+    """Carries out a ``StreamedInput`` against a running client.
+
+    Fed every event the client prints (``on_event``), every request record the mock
+    writes during the run (``on_request``) and a tick between them (``on_tick``); writes
+    through ``write`` and ends input with ``close``. ``transcript`` is what was written,
+    in order, each with why.
+    """
+
+    def __init__(self, prompt: str, script: StreamedInput, write: Callable[[str], None],
+                 close: Callable[[], None], clock: Callable[[], float],
+                 exists: Callable[[str], bool], context: Mapping[str, str] | None = None):
+        self.script = script
+        self._context = dict(context or {})
+        self._exists = exists
+        self._write_line = write
+        self._close = close
+        self._clock = clock
+        self._next = 0
+        self._control_ids = 0
+        self.closed = False
+        self.transcript: list[dict[str, Any]] = []
+        self.unanswered: list[dict[str, Any]] = []
+        self._send(user_message(prompt), "the prompt, at start")
+        self._advance()
+
+    @property
+    def pending(self) -> list[dict[str, Any]]:
+        """The steps never written (their moment did not come)."""
+        return [s.shown() for s in self.script.steps[self._next:]]
+
+    def _send(self, line: Mapping[str, Any], why: str) -> None:
+        line = _render(dict(line), self._context)
+        if line.get("type") == "control_request" and "request_id" not in line:
+            self._control_ids += 1
+            line = {"type": "control_request", "request_id": f"loopprobe-{self._control_ids}",
+                    "request": line["request"]}
+        entry: dict[str, Any] = {"line": line, "why": why, "at": self._clock()}
+        try:
+            self._write_line(_encode(line))
+        except OSError as error:  # the client closed its stdin (exited)
+            entry["write_error"] = f"{type(error).__name__}: {error}"
+        self.transcript.append(entry)
+
+    def _advance(self) -> None:
+        """Write every step whose moment needs nothing more."""
+        steps = self.script.steps
+        while self._next < len(steps):
+            step = steps[self._next]
+            if step.waits:
+                return
+            self._next += 1
+            self._send(step.line, step.moment())
+
+    def _step_due(self, matches: Callable[[Step], bool]) -> None:
+        steps = self.script.steps
+        if self._next < len(steps) and matches(steps[self._next]):
+            step = steps[self._next]
+            self._next += 1
+            self._send(step.line, step.moment())
+            self._advance()
+
+    def on_tick(self) -> None:
+        self._step_due(lambda s: s.after_file is not None and self._exists(s.after_file))
+
+    def on_request(self, record: Mapping[str, Any]) -> None:
+        self._step_due(lambda s: s.after_rule is not None and record.get("rule") == s.after_rule)
+
+    def on_event(self, event: Mapping[str, Any]) -> None:
+        if event.get("type") == "control_request":
+            self._answer(event)
+            return
+        waiting_before = self._next
+        self._step_due(lambda s: s.after_event is not None and _includes(event, s.after_event))
+        written_now = self._next != waiting_before
+        if (not self.closed and not written_now and self._next >= len(self.script.steps)
+                and _includes(event, self.script.close_on)):
+            self.end("stdin closed: " + f"the client printed an event including "
+                     f"{dict(self.script.close_on)} after the last step")
+
+    def end(self, why: str) -> None:
+        if self.closed:
+            return
+        self.closed = True
+        self.transcript.append({"close": True, "why": why, "at": self._clock()})
+        try:
+            self._close()
+        except OSError:
+            pass
+
+    def _answer(self, event: Mapping[str, Any]) -> None:
+        request = event.get("request") or {}
+        request_id = event.get("request_id")
+        if request.get("subtype") == "can_use_tool" and self.script.permissions is not None:
+            answer = self.script.answer(str(request.get("tool_name")))
+            response: dict[str, Any] = {"subtype": "success", "request_id": request_id,
+                                        "response": answer.response(request.get("input") or {})}
+            why = f"can_use_tool {request.get('tool_name')}: scripted {answer.behavior}"
+        else:
+            self.unanswered.append(dict(event))
+            response = {"subtype": "error", "request_id": request_id,
+                        "error": f"the harness does not script {request.get('subtype')!r}"}
+            why = f"control request {request.get('subtype')!r} not scripted"
+        self._send({"type": "control_response", "response": response}, why)
+
+
+def _render(value: Any, context: Mapping[str, str]) -> Any:
+    """``{name}`` of the run's context (workspace, home) filled in, in every string."""
+    if isinstance(value, str):
+        for name, filled in context.items():
+            value = value.replace("{" + name + "}", filled)
+        return value
+    if isinstance(value, Mapping):
+        return {k: _render(v, context) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_render(v, context) for v in value]
+    return value
+
+
+def _encode(line: Mapping[str, Any]) -> str:
+    return json.dumps(line, separators=(",", ":")) + "\n"
