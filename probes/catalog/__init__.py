@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from probes.catalog import (
+    goal,
     recovery,
     runtime_controls,
     streamed_input,
@@ -81,6 +82,13 @@ REPORTS: tuple[ReportSpec, ...] = (
         summary="The caller keeps writing stream-json while the loop runs, as the Agent SDK "
                 "does: what reaches the model, what an interrupt ends, what the caller's "
                 "permission answers do.",
+    ),
+    ReportSpec(
+        name="goal",
+        title="/goal: an evaluator request decides whether the loop ends",
+        probes=_attached(goal.PROBE),
+        summary="A goal set with /goal is a Stop hook judged by the model: one evaluator "
+                "request after each turn, its verdict sends the model back or ends the run.",
     ),
 )
 

@@ -13,6 +13,7 @@ from dataclasses import replace
 from typing import Any, Literal
 
 # module imports, not `from probes.catalog import ...`: the package imports this module
+import probes.catalog.goal as goal
 import probes.catalog.recovery as recovery
 import probes.catalog.runtime_controls as runtime_controls
 import probes.catalog.streamed_input as streamed_input
@@ -619,6 +620,25 @@ _SET_MODE = (Counterfactual(
                                         after_event={"type": "result"}))),)
 
 
+# ---- /goal ------------------------------------------------------------------------------------
+
+_GOAL = (
+    Counterfactual(
+        "no-goal",
+        "The same prompts without /goal: no stop condition is set, so there is nothing to "
+        "evaluate and each run ends after its first answer.",
+        (goal.GOAL_CLAIM, goal.IMPOSSIBLE_CLAIM),
+        lambda p: _runs(p, changes={i.name: {"prompt": i.prompt.removeprefix("/goal ")}
+                                    for i in p.invocations})),
+    Counterfactual(
+        "met-at-once",
+        "The evaluator answers 'met' to the first answer: the model is never sent back.",
+        (goal.GOAL_CLAIM,),
+        lambda p: _runs(_rules(p, [_answering(p, "not-met", text(
+            '{"ok": true, "reason": "met at once"}'))]), keep=("achieved",))),
+)
+
+
 COUNTERFACTUALS: dict[str, tuple[Counterfactual, ...]] = {
     tool_result_resume.PROBE.name: _TRR,
     runtime_controls.STOP_PROBE.name: _STOP,
@@ -651,4 +671,5 @@ COUNTERFACTUALS: dict[str, tuple[Counterfactual, ...]] = {
     streamed_input.PERMISSIONS_PROBE.name: _PERMISSIONS,
     streamed_input.SET_MODEL_PROBE.name: _SET_MODEL,
     streamed_input.SET_MODE_PROBE.name: _SET_MODE,
+    goal.PROBE.name: _GOAL,
 }

@@ -112,6 +112,9 @@ MECHANISMS: tuple[Mechanism, ...] = (
               'probe.set-model-next-request'),
     Mechanism('`set_permission_mode` between turns governs the next tool call',
               'probe.set-permission-mode-next-call'),
+    Mechanism('`/goal`: an evaluator request after each turn; "not met" sends the model back',
+              'probe.goal-evaluator-loop'),
+    Mechanism('`/goal`: an "impossible" verdict ends the loop', 'probe.goal-impossible-ends'),
     Mechanism('`/loop` dynamic wake-up, MCP tool refresh between turns, `command_lifecycle`',
               unprobed='not reachable in print mode without a scheduler, an MCP server or SDK stream '
                        'input'),

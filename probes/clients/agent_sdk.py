@@ -75,6 +75,9 @@ class ClaudeAgentSdk(ClaudeCliBase):
             if invocation.session == "new" else None,
             "settings": str(self.settings_path(box)) if settings is not None else None,
             "extra_args": list(invocation.extra_args),
+            # the harness writes the CLI's input protocol to the driver, which relays it
+            "streamed": None if invocation.streamed is None else {
+                "permissions": None if invocation.streamed.permissions is None else True},
         }
         env = self.run_environment(box, context.base_url, invocation, dict(context.extra_env))
         return Command([*binary.launcher, json.dumps(spec)], env, box.workspace,

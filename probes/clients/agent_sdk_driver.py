@@ -20,6 +20,9 @@ import claude_agent_sdk
 from claude_agent_sdk import (
     AssistantMessage,
     ClaudeAgentOptions,
+    ClaudeSDKClient,
+    PermissionResultAllow,
+    PermissionResultDeny,
     ResultMessage,
     SystemMessage,
     UserMessage,
@@ -72,16 +75,103 @@ def _extra_args(args: list[str]) -> dict[str, str | None]:
     return extra
 
 
+def _print(event: dict[str, Any]) -> None:
+    print(json.dumps(event, default=str), flush=True)
+
+
+class Relay:
+    """A streamed run through ``ClaudeSDKClient``: the harness writes the CLI's stream-json
+    input protocol to this driver's stdin, and each line becomes the SDK call that writes it
+    (``query``, ``interrupt``, ``set_model``, ``set_permission_mode``); the SDK's
+    ``can_use_tool`` callback is put to the harness as the CLI would put it (a control
+    request on stdout, answered on stdin)."""
+
+    def __init__(self) -> None:
+        self.client: ClaudeSDKClient | None = None
+        self.answers: dict[str, asyncio.Future[dict[str, Any]]] = {}
+        self.asked = 0
+
+    async def can_use_tool(self, tool: str, tool_input: dict[str, Any], context: Any) -> Any:
+        self.asked += 1
+        request_id = f"driver-{self.asked}"
+        answer: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
+        self.answers[request_id] = answer
+        _print({"type": "control_request", "request_id": request_id,
+                "request": {"subtype": "can_use_tool", "tool_name": tool, "input": tool_input,
+                            "tool_use_id": getattr(context, "tool_use_id", None)}})
+        decided = await answer
+        if decided.get("behavior") == "allow":
+            return PermissionResultAllow(updated_input=decided.get("updatedInput"))
+        return PermissionResultDeny(message=str(decided.get("message", "")))
+
+    async def act(self, line: dict[str, Any]) -> None:
+        assert self.client is not None
+        if line.get("type") == "user":
+            await self.client.query(line["message"]["content"])
+            return
+        if line.get("type") == "control_response":
+            response = line.get("response") or {}
+            waiting = self.answers.pop(str(response.get("request_id")), None)
+            if waiting is not None:
+                waiting.set_result(response.get("response") or {})
+            return
+        request = line.get("request") or {}
+        subtype = request.get("subtype")
+        calls = {"interrupt": lambda: self.client.interrupt(),  # type: ignore[union-attr]
+                 "set_model": lambda: self.client.set_model(  # type: ignore[union-attr]
+                     request.get("model")),
+                 "set_permission_mode": lambda: self.client.set_permission_mode(  # type: ignore[union-attr]
+                     request.get("mode"))}
+        reply: dict[str, Any] = {"subtype": "success", "request_id": line.get("request_id")}
+        try:
+            if subtype not in calls:
+                raise ValueError(f"the driver has no SDK call for {subtype!r}")
+            await calls[subtype]()
+        except Exception as error:  # reported to the harness as the CLI reports a failure
+            reply = {"subtype": "error", "request_id": line.get("request_id"),
+                     "error": f"{type(error).__name__}: {error}"}
+        _print({"type": "control_response", "response": reply})
+
+    async def read_stdin(self) -> None:
+        loop = asyncio.get_running_loop()
+        while True:
+            raw = await loop.run_in_executor(None, sys.stdin.readline)
+            if not raw:
+                return  # the harness closed our input: the run is over
+            if raw.strip():
+                await self.act(json.loads(raw))
+
+    async def print_messages(self) -> None:
+        assert self.client is not None
+        async for message in self.client.receive_messages():
+            _print(event(message))
+
+    async def run(self, options: ClaudeAgentOptions) -> int:
+        async with ClaudeSDKClient(options=options) as client:
+            self.client = client
+            printing = asyncio.create_task(self.print_messages())
+            await self.read_stdin()
+            printing.cancel()
+        return 0
+
+
 async def run(spec: dict[str, Any]) -> int:
+    streamed = spec.get("streamed")
+    relay = Relay() if streamed else None
+    asks = relay is not None and streamed.get("permissions") is not None
     options = ClaudeAgentOptions(
-        tools=spec["tools"], permission_mode="bypassPermissions", model=spec["model"],
+        tools=spec["tools"], permission_mode="default" if asks else "bypassPermissions",
+        can_use_tool=relay.can_use_tool if asks and relay is not None else None,
+        model=spec["model"],
         max_turns=spec["max_turns"], resume=spec["resume"], fork_session=spec["fork"],
         session_id=spec["session_id"], settings=spec["settings"], cwd=os.getcwd(),
         cli_path=str(bundled_cli()), extra_args=_extra_args(spec["extra_args"]),
         stderr=lambda line: print(line, file=sys.stderr, flush=True),
     )
+    if relay is not None:
+        return await relay.run(options)
     async for message in query(prompt=spec["prompt"], options=options):
-        print(json.dumps(event(message), default=str), flush=True)
+        _print(event(message))
     return 0
 
 

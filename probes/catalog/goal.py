@@ -1,0 +1,151 @@
+"""``/goal``: a stop condition judged by an evaluator request after each turn.
+
+Setting a goal installs a session-scoped Stop hook of the prompt kind: when the model ends
+a turn, the client asks the model (a separate request, no tools, a JSON answer ``ok`` /
+``reason`` / ``impossible``) whether the condition holds; ``ok: false`` blocks the stop and
+the reason goes back to the model, ``ok: true`` lets the loop end.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from mockapi import Match, Rule, Scenario, text
+from probes.catalog.common import body_text, check_ended, last_user_locations
+from probes.checks import Checks
+from probes.evidence import Evidence
+from probes.model import Claim, Invocation, Probe
+from probes.provenance import from_analysis
+
+__all__ = ["ACHIEVED", "EVALUATOR_SYSTEM", "GOAL_CLAIM", "IMPOSSIBLE_CLAIM", "NOT_YET",
+           "PROBE", "WORKING", "check_goal"]
+
+EVALUATOR_SYSTEM = "evaluating a stop-condition hook"
+CONDITION = "GOAL_CONDITION_MARKER appears in an answer"
+WORKING = "GOAL_WORKING_ON_IT"
+NOT_YET = "GOAL_NOT_MET_REASON"
+ACHIEVED = "GOAL_CONDITION_MARKER"
+IMPOSSIBLE_CONDITION = "GOAL_IMPOSSIBLE_CONDITION_MARKER holds"
+IMPOSSIBLE_ANSWER = "GOAL_IMPOSSIBLE_FIRST_ANSWER"
+IMPOSSIBLE_REASON = "GOAL_CANNOT_EVER_HOLD"
+GOAL_CLAIM = "probe.goal-evaluator-loop"
+IMPOSSIBLE_CLAIM = "probe.goal-impossible-ends"
+
+
+def _verdict(ok: bool, reason: str, impossible: bool = False) -> str:
+    answer: dict[str, Any] = {"ok": ok, "reason": reason}
+    if impossible:
+        answer["impossible"] = True
+    return json.dumps(answer)
+
+
+def _evaluations(ev: Evidence, run: str) -> list[Any]:
+    return [r for r in ev.requests(run, kind=None)
+            if EVALUATOR_SYSTEM in json.dumps((r.get("body") or {}).get("system"))]
+
+
+def _sequence(ev: Evidence, run: str) -> list[str]:
+    """Each request of the run in order: ``main`` or ``evaluator``."""
+    evaluations = {r["seq"] for r in _evaluations(ev, run)}
+    return ["evaluator" if r["seq"] in evaluations else str(r.get("kind"))
+            for r in ev.requests(run, kind=None) if r.get("path") == "/v1/messages"]
+
+
+def check_goal(ev: Evidence, c: Checks) -> None:
+    c.equal("sequence", GOAL_CLAIM,
+            "after each model answer the client sends an evaluator request; the first "
+            "verdict (not met) sends the model back to work, the second (met) ends the loop",
+            expected=["main", "evaluator", "main", "evaluator"],
+            observed=_sequence(ev, "achieved"),
+            evidence="journal: requests of run achieved (evaluator = its system prompt)")
+    evaluations = _evaluations(ev, "achieved")
+    first: Any = evaluations[0] if evaluations else {}
+    asked = body_text(first) or ""
+    c.that("evaluator-sees-condition-and-answer", GOAL_CLAIM,
+           "the evaluator request states the condition and carries the model's last answer",
+           passed=CONDITION in asked and WORKING in asked,
+           expected=f"{CONDITION!r} and {WORKING} in the evaluator request",
+           observed=asked[-600:] or "no evaluator request",
+           evidence=f"request #{first.get('seq')} messages")
+    body = first.get("body") or {}
+    c.equal("evaluator-has-no-tools", GOAL_CLAIM, "the evaluator is offered no tools",
+            expected=[], observed=body.get("tools", "no evaluator request"),
+            evidence=f"request #{first.get('seq')} body.tools")
+    mains = ev.requests("achieved")
+    second: Any = mains[1] if len(mains) > 1 else {}
+    c.that("reason-sent-back", GOAL_CLAIM,
+           "the verdict's reason is the last user turn of the next model request",
+           passed=bool(last_user_locations(second, NOT_YET)),
+           expected=f"{NOT_YET} in the last user message of the second main request",
+           observed=last_user_locations(second, NOT_YET) or body_text(second),
+           evidence=f"request #{second.get('seq')} messages")
+    check_ended(c, GOAL_CLAIM, ev, "achieved", final_text=ACHIEVED, prefix="achieved")
+    c.equal("impossible-sequence", IMPOSSIBLE_CLAIM,
+            "a verdict that the condition can never hold ends the loop: no further model "
+            "request",
+            expected=["main", "evaluator"], observed=_sequence(ev, "impossible"),
+            evidence="journal: requests of run impossible")
+    check_ended(c, IMPOSSIBLE_CLAIM, ev, "impossible", final_text=IMPOSSIBLE_ANSWER,
+                prefix="impossible")
+
+
+
+
+def _evaluator(answer_contains: str) -> Match:
+    """The evaluator's request when the answer it judges contains ``answer_contains``."""
+    return Match(kind="side", system_contains=EVALUATOR_SYSTEM,
+                 last_user_text_contains=answer_contains)
+
+
+PROBE = Probe(
+    name="goal-evaluator",
+    title="/goal: an evaluator request after each turn decides whether the loop goes on",
+    claims=(
+        Claim(GOAL_CLAIM,
+              "With a goal set (/goal CONDITION), every end of a model turn is followed by an "
+              "evaluator request (no tools) that states the condition and carries the last "
+              "answer; a 'not met' verdict blocks the stop and its reason is sent back to the "
+              "model in a new request, a 'met' verdict lets the run end with success.",
+              source=from_analysis(
+                  "Stop hook 为什么会让模型再次运行",
+                  "事件 tengu_stop_hook_block_count 记录 count、hit_max_turns、hit_cap 和 "
+                  "goal_active", 290),
+              beyond_source="The analysis names the goal only as state of the Stop-hook "
+                            "block path (goal_active) and as finished by the outer generator. "
+                            "The evaluator request and its JSON verdict are what the client "
+                            "itself announces when a goal is set ('A session-scoped Stop hook "
+                            "is now active with condition ... The hook will block stopping "
+                            "until the condition holds'), observed in its first request."),
+        Claim(IMPOSSIBLE_CLAIM,
+              "An evaluator verdict that the condition can never hold (impossible) ends the "
+              "loop after that evaluation, without sending the model back.",
+              source=from_analysis(
+                  "Stop hook 为什么会让模型再次运行",
+                  "事件 tengu_stop_hook_block_count 记录 count、hit_max_turns、hit_cap 和 "
+                  "goal_active", 290),
+              beyond_source="The 'impossible' verdict is offered by the evaluator's own "
+                            "instructions (the JSON shapes in its system prompt); that it ends "
+                            "the loop is our expectation of a verdict that can never change."),
+    ),
+    scenario=Scenario(name="goal-evaluator", rules=[
+        Rule(id="met", match=_evaluator(ACHIEVED + '"'),
+             reply=text(_verdict(True, f"the answer is {ACHIEVED}"))),
+        Rule(id="not-met", match=_evaluator(WORKING),
+             reply=text(_verdict(False, f"{NOT_YET}: answer with {ACHIEVED}"))),
+        Rule(id="impossible-verdict",
+             match=_evaluator(IMPOSSIBLE_ANSWER),
+             reply=text(_verdict(False, IMPOSSIBLE_REASON, impossible=True))),
+        Rule(id="back-to-work", match=Match(last_user_text_contains=NOT_YET),
+             reply=text(ACHIEVED)),
+        Rule(id="impossible-first", match=Match(last_user_text_contains=IMPOSSIBLE_CONDITION),
+             reply=text(IMPOSSIBLE_ANSWER)),
+        Rule(id="first", match=Match(last_user_text_contains=CONDITION), reply=text(WORKING)),
+    ]),
+    invocations=(Invocation("achieved", f"/goal {CONDITION}"),
+                 Invocation("impossible", f"/goal {IMPOSSIBLE_CONDITION}")),
+    check=check_goal,
+    boundaries=("/goal in print mode with the prompt as the command; the evaluator's verdicts "
+                "are scripted JSON texts (the real service would answer under the request's "
+                "output_config json_schema).",),
+)
