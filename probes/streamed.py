@@ -25,7 +25,8 @@ _RESULT_EVENT: Mapping[str, Any] = {"type": "result"}
 
 
 def user_message(text: str) -> dict[str, Any]:
-    """A user message as the SDK writes it to the CLI's stdin."""
+    """A user message as the SDK writes it to the CLI's stdin (its ``uuid`` is given when
+    it is written, unless set here)."""
     return {"type": "user", "message": {"role": "user", "content": text},
             "parent_tool_use_id": None, "session_id": ""}
 
@@ -119,13 +120,17 @@ class StreamedInput:
     """What the caller writes while the run goes on. The invocation's prompt is the first
     user message; then ``steps`` in order. stdin is closed at the first event including
     ``close_on`` printed after the last step was written (the client then finishes and
-    exits). ``permissions``: None bypasses permissions as every other run does; otherwise the
-    client asks the caller (``--permission-prompt-tool stdio``) and the first answer whose
-    tool matches replies (no match: deny)."""
+    exits), or ``close_after`` seconds after it. ``permissions``: None bypasses
+    permissions as every other run does; otherwise the client asks the caller
+    (``--permission-prompt-tool stdio``) and the first answer whose tool matches replies
+    (no match: deny)."""
 
     steps: tuple[Step, ...] = ()
     permissions: tuple[PermissionAnswer, ...] | None = None
     close_on: Mapping[str, Any] = field(default_factory=lambda: dict(_RESULT_EVENT))
+    # a claim's horizon: stdin is closed this many seconds after the last step even if no
+    # event including ``close_on`` came (None: only the run's timeout ends the wait)
+    close_after: float | None = None
 
     def answer(self, tool: str) -> PermissionAnswer:
         for answer in self.permissions or ():
@@ -138,7 +143,7 @@ class StreamedInput:
                 "permissions": None if self.permissions is None else [
                     {"tool": a.tool, "behavior": a.behavior, "message": a.message,
                      "updated_input": a.updated_input} for a in self.permissions],
-                "close_on": dict(self.close_on)}
+                "close_on": dict(self.close_on), "close_after": self.close_after}
 
 
 class Conversation:
@@ -161,6 +166,8 @@ class Conversation:
         self._clock = clock
         self._next = 0
         self._control_ids = 0
+        self._user_lines = 0
+        self._last_written = 0.0
         self.closed = False
         self.transcript: list[dict[str, Any]] = []
         self.unanswered: list[dict[str, Any]] = []
@@ -178,7 +185,13 @@ class Conversation:
             self._control_ids += 1
             line = {"type": "control_request", "request_id": f"loopprobe-{self._control_ids}",
                     "request": line["request"]}
+        if line.get("type") == "user" and "uuid" not in line:
+            # commands with a uuid are reported by command_lifecycle events; fixed per run
+            self._user_lines += 1
+            line = {**line, "uuid": f"00000000-0000-4000-8000-{self._user_lines:012d}"}
         entry: dict[str, Any] = {"line": line, "why": why, "at": self._clock()}
+        if line.get("type") != "control_response":
+            self._last_written = entry["at"]
         try:
             self._write_line(_encode(line))
         except OSError as error:  # the client closed its stdin (exited)
@@ -205,6 +218,11 @@ class Conversation:
 
     def on_tick(self) -> None:
         self._step_due(lambda s: s.after_file is not None and self._exists(s.after_file))
+        horizon = self.script.close_after
+        if (horizon is not None and not self.closed and self._next >= len(self.script.steps)
+                and self._clock() - self._last_written >= horizon):
+            self.end(f"stdin closed: no event including {dict(self.script.close_on)} within "
+                     f"{horizon} s of the last step")
 
     def on_request(self, record: Mapping[str, Any]) -> None:
         self._step_due(lambda s: s.after_rule is not None and record.get("rule") == s.after_rule)

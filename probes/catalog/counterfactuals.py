@@ -559,7 +559,7 @@ _QUEUE = (Counterfactual(
     "message-after-the-turn",
     "The user message is written only after the turn's result, when no tool runs and no "
     "request is pending: it cannot join the running turn, so it starts a turn of its own.",
-    (streamed_input.QUEUE_CLAIM,),
+    (streamed_input.QUEUE_CLAIM, streamed_input.ABSORBED_CLAIM),
     lambda p: _rules(_streamed(p, "queue", Step(user_message(streamed_input.QUEUED),
                                                 after_event={"type": "result"})),
                      added=[Rule(id="late-message",
@@ -571,7 +571,7 @@ _INTERRUPT_TOOLS = (
         "no-interrupt",
         "Nothing is written after the prompt and the tool ends at once: there is nothing to "
         "cancel, so the turn goes on to the next request and completes.",
-        (streamed_input.TOOLS_CLAIM,),
+        (streamed_input.TOOLS_CLAIM, streamed_input.CANCELLED_CLAIM),
         lambda p: _rules(_runs(_streamed(p, "interrupted"), keep=("interrupted",)), [
             _answering(p, "run-tool", tool_use("Bash", {
                 "command": f"touch {streamed_input.INTERRUPT_STARTED} "
@@ -596,6 +596,13 @@ _INTERRUPT_STREAM = (Counterfactual(
                                                  id="toolu_interrupt_stream_probe"))],
         added=[Rule(id="after-tool", match=Match(tool_result_for="toolu_interrupt_stream_probe"),
                     reply=text("STREAM_NOT_INTERRUPTED"))])),)
+
+_LOOP = (Counterfactual(
+    "input-closed-after-the-turn",
+    "Input is closed at the scheduling turn's result: the session ends before any wake-up "
+    "is due, so no turn can start by itself.",
+    (streamed_input.WAKEUP_CLAIM, streamed_input.LIFECYCLE_CLAIM),
+    lambda p: _streamed(p, "loop", close_on={"type": "result"}, close_after=None)),)
 
 _PERMISSIONS = (Counterfactual(
     "permissions-bypassed",
@@ -671,5 +678,6 @@ COUNTERFACTUALS: dict[str, tuple[Counterfactual, ...]] = {
     streamed_input.PERMISSIONS_PROBE.name: _PERMISSIONS,
     streamed_input.SET_MODEL_PROBE.name: _SET_MODEL,
     streamed_input.SET_MODE_PROBE.name: _SET_MODE,
+    streamed_input.LOOP_PROBE.name: _LOOP,
     goal.PROBE.name: _GOAL,
 }

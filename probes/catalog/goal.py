@@ -18,8 +18,9 @@ from probes.evidence import Evidence
 from probes.model import Claim, Invocation, Probe
 from probes.provenance import from_analysis
 
-__all__ = ["ACHIEVED", "EVALUATOR_SYSTEM", "GOAL_CLAIM", "IMPOSSIBLE_CLAIM", "NOT_YET",
-           "PROBE", "WORKING", "check_goal"]
+__all__ = ["ACHIEVED", "CONDITION", "EVALUATOR_SYSTEM", "GOAL_CLAIM", "IMPOSSIBLE_ANSWER",
+           "IMPOSSIBLE_CLAIM", "IMPOSSIBLE_CONDITION", "IMPOSSIBLE_REASON", "NOT_YET", "PROBE",
+           "WORKING", "check_goal"]
 
 EVALUATOR_SYSTEM = "evaluating a stop-condition hook"
 CONDITION = "GOAL_CONDITION_MARKER appears in an answer"

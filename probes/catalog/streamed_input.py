@@ -19,19 +19,22 @@ from probes.model import Claim, Invocation, Probe
 from probes.provenance import from_analysis, project_expectation
 from probes.streamed import PermissionAnswer, Step, StreamedInput, control_request, user_message
 
-__all__ = ["ALLOWED_TOOL", "ASKED_CLAIM", "ASKED_FILE", "ASSISTANT", "BASH_DENIED_INPUT",
-           "DENIED_FILE", "DENIED_TOOL", "DENY_CLAIM", "DENY_MESSAGE", "INTERRUPT_FINISHED",
-           "INTERRUPT_PROMPT", "INTERRUPT_STARTED", "INTERRUPT_STREAMING_PROBE", "INTERRUPT_TOOL",
-           "INTERRUPT_TOOLS_PROBE", "MODEL_CLAIM", "MODEL_PROMPT", "MODEL_SECOND", "MODE_CLAIM",
-           "MODE_FIRST_TOOL", "MODE_PROMPT", "MODE_SECOND", "MODE_SECOND_TOOL", "NEW_MODEL",
-           "PERMISSIONS_PROBE", "PERMISSION_ANSWER", "PERMISSION_DOCS", "PERMISSION_PROMPT",
-           "PROBES", "QUEUED", "QUEUE_ANSWER", "QUEUE_CLAIM", "QUEUE_DONE", "QUEUE_PROBE",
-           "QUEUE_PROMPT", "QUEUE_STARTED", "QUEUE_TOOL", "READ_TOOL", "RESULT", "RESUME_ANSWER",
-           "RESUME_CLAIM", "RESUME_PROMPT", "SDK_DOCS", "SET_MODEL_PROBE", "SET_MODE_PROBE",
-           "STREAM_CLAIM", "STREAM_PROMPT", "TOOLS_CLAIM", "UPDATED_CLAIM", "UPDATED_CONTENT",
-           "UPDATED_FILE", "WRITE_INPUT", "WRITE_UPDATED", "check_interrupt_streaming",
-           "check_interrupt_tools", "check_permissions", "check_queue", "check_set_mode",
-           "check_set_model", "tool_result_content"]
+__all__ = ["ABSORBED_CLAIM", "ALLOWED_TOOL", "ASKED_CLAIM", "ASKED_FILE", "ASSISTANT",
+           "BASH_DENIED_INPUT", "CANCELLED_CLAIM", "DENIED_FILE", "DENIED_TOOL", "DENY_CLAIM",
+           "DENY_MESSAGE", "INTERRUPT_FINISHED", "INTERRUPT_PROMPT", "INTERRUPT_STARTED",
+           "INTERRUPT_STREAMING_PROBE", "INTERRUPT_TOOL", "INTERRUPT_TOOLS_PROBE",
+           "LIFECYCLE_CLAIM", "LOOP_DELAY", "LOOP_HORIZON", "LOOP_PROBE", "LOOP_PROMPT",
+           "LOOP_TOOL", "LOOP_WAITING", "LOOP_WOKE", "MODEL_CLAIM", "MODEL_PROMPT",
+           "MODEL_SECOND", "MODE_CLAIM", "MODE_FIRST_TOOL", "MODE_PROMPT", "MODE_SECOND",
+           "MODE_SECOND_TOOL", "NEW_MODEL", "PERMISSIONS_PROBE", "PERMISSION_ANSWER",
+           "PERMISSION_DOCS", "PERMISSION_PROMPT", "PROBES", "QUEUED", "QUEUE_ANSWER",
+           "QUEUE_CLAIM", "QUEUE_DONE", "QUEUE_PROBE", "QUEUE_PROMPT", "QUEUE_STARTED",
+           "QUEUE_TOOL", "READ_TOOL", "RESULT", "RESUME_ANSWER", "RESUME_CLAIM", "RESUME_PROMPT",
+           "SDK_DOCS", "SET_MODEL_PROBE", "SET_MODE_PROBE", "STREAM_CLAIM", "STREAM_PROMPT",
+           "TOOLS_CLAIM", "UPDATED_CLAIM", "UPDATED_CONTENT", "UPDATED_FILE", "WAKEUP_CLAIM",
+           "WRITE_INPUT", "WRITE_UPDATED", "check_cancelled", "check_interrupt_streaming",
+           "check_interrupt_tools", "check_loop", "check_permissions", "check_queue",
+           "check_set_mode", "check_set_model", "tool_result_content"]
 
 SDK_DOCS = "https://docs.claude.com/en/docs/agent-sdk/streaming-vs-single-mode"
 PERMISSION_DOCS = "https://docs.claude.com/en/docs/agent-sdk/permissions"
@@ -63,6 +66,46 @@ def _control_response(ev: Evidence, run: str, request_id: str) -> str | None:
     return None
 
 
+def _lifecycle(ev: Evidence, run: str) -> dict[str, list[str]]:
+    """command_lifecycle states by command uuid, in the order printed."""
+    states: dict[str, list[str]] = {}
+    for event in _events(ev, run, "command_lifecycle"):
+        states.setdefault(str(event.get("command_uuid")), []).append(str(event.get("state")))
+    return states
+
+
+def _written_uuid(ev: Evidence, run: str, needle: str) -> str | None:
+    """The uuid of the user line the harness wrote that holds ``needle``."""
+    for entry in _stdin(ev, run):
+        line = entry.get("line") or {}
+        if line.get("type") == "user" and needle in str(line.get("message")):
+            return str(line.get("uuid"))
+    return None
+
+
+def _timeline(ev: Evidence, run: str, uuid: str | None, tool_use_id: str) -> list[str]:
+    """The printed order of one command's states and of the tool's result."""
+    record = ev.run(run)
+    order = []
+    for event in record.output.events if record else []:
+        if event.get("type") == "command_lifecycle" and event.get("command_uuid") == uuid:
+            order.append(str(event.get("state")))
+        elif event.get("type") == "user" and any(
+                isinstance(b, dict) and b.get("tool_use_id") == tool_use_id
+                for b in (event.get("message") or {}).get("content") or []):
+            order.append("tool_result")
+    return order
+
+
+def check_cancelled(ev: Evidence, c: Checks, run: str, prompt: str, claim: str) -> None:
+    uuid = _written_uuid(ev, run, prompt)
+    c.equal(f"{run}.prompt-cancelled", claim,
+            "the interrupted turn's command (the prompt) ends cancelled",
+            expected=["queued", "started", "cancelled"],
+            observed=_lifecycle(ev, run).get(str(uuid), []),
+            evidence=f"run {run}: command_lifecycle events of the prompt's uuid {uuid}")
+
+
 def _tool_results_printed(ev: Evidence, run: str) -> list[dict[str, Any]]:
     record = ev.run(run)
     return record.output.tool_results() if record else []
@@ -77,6 +120,8 @@ QUEUE_STARTED = "queue-tool-started"
 QUEUE_DONE = "QUEUE_TOOL_DONE"
 QUEUE_ANSWER = "QUEUE_PROBE_ANSWER"
 QUEUE_CLAIM = "probe.mid-turn-input-absorbed"
+ABSORBED_CLAIM = "probe.command-lifecycle-absorbed"
+CANCELLED_CLAIM = "probe.command-lifecycle-cancelled"
 
 
 def check_queue(ev: Evidence, c: Checks) -> None:
@@ -120,6 +165,21 @@ def check_queue(ev: Evidence, c: Checks) -> None:
             observed={"requests": len(requests), "results": len(_events(ev, "queue", "result"))},
             evidence="journal: main requests; run queue: result events")
     check_ended(c, QUEUE_CLAIM, ev, "queue", final_text=QUEUE_ANSWER, prefix="result")
+    message = _written_uuid(ev, "queue", QUEUED)
+    c.equal("lifecycle-absorbed", ABSORBED_CLAIM,
+            "the mid-turn message is queued while the tool runs, started (absorbed) only "
+            "after the tool's result, and completed with the turn",
+            expected=["queued", "tool_result", "started", "completed"],
+            observed=_timeline(ev, "queue", message, QUEUE_TOOL),
+            evidence=f"run queue: printed order of the tool's result and the command_lifecycle "
+                     f"events of the message's uuid {message}")
+    prompt = _written_uuid(ev, "queue", QUEUE_PROMPT)
+    states = _lifecycle(ev, "queue")
+    c.equal("lifecycle-prompt", ABSORBED_CLAIM,
+            "the prompt's own command goes queued, started, completed",
+            expected=["queued", "started", "completed"],
+            observed=states.get(str(prompt), []),
+            evidence=f"run queue: command_lifecycle events of the prompt's uuid {prompt}")
 
 
 QUEUE_PROBE = Probe(
@@ -137,7 +197,15 @@ QUEUE_PROBE = Probe(
             "message queue,在工具批次后被转换成 attachment,再参与下一轮模型请求。", 144),
         beyond_source="The analysis says the batch's tools are not cancelled by a new "
                       "submission when one of them blocks (Bash does); the run's single "
-                      "result event is what 'the same turn' means from outside."),),
+                      "result event is what 'the same turn' means from outside."),
+        Claim(ABSORBED_CLAIM,
+              "Commands written with a uuid are reported by command_lifecycle events: a "
+              "message written while a tool runs is queued at once, started only when the "
+              "tool batch has ended and it is absorbed into the turn, and completed with "
+              "the turn; the prompt goes queued, started, completed.",
+              source=from_analysis(
+                  "command_lifecycle:队列命令的命运,不是回答完成度",
+                  "started |\n命令被吸收到某个 turn", 394)),),
     scenario=Scenario(name="mid-turn-input-absorbed", rules=[
         Rule(id="after-tool", match=Match(tool_result_for=QUEUE_TOOL), reply=text(QUEUE_ANSWER)),
         Rule(id="run-tool", match=Match(last_user_text_contains=QUEUE_PROMPT),
@@ -210,6 +278,7 @@ def check_interrupt_tools(ev: Evidence, c: Checks) -> None:
            observed=last_user_locations(resumed, RESUME_PROMPT) or body_text(resumed),
            evidence=f"request #{resumed.get('seq')} messages")
     check_ended(c, RESUME_CLAIM, ev, "resumed", final_text=RESUME_ANSWER, prefix="resumed")
+    check_cancelled(ev, c, "interrupted", INTERRUPT_PROMPT, CANCELLED_CLAIM)
 
 
 INTERRUPT_TOOLS_PROBE = Probe(
@@ -233,7 +302,14 @@ INTERRUPT_TOOLS_PROBE = Probe(
                   "an interrupted turn must leave a transcript the API accepts (every "
                   "tool_use answered); SDK users resume sessions after interrupting them",
                   f"{SDK_DOCS} (interrupt) and "
-                  "https://docs.claude.com/en/docs/agent-sdk/sessions"))),
+                  "https://docs.claude.com/en/docs/agent-sdk/sessions")),
+        Claim(CANCELLED_CLAIM,
+              "The command of a turn ended by an interrupt is reported cancelled "
+              "(command_lifecycle queued, started, cancelled).",
+              source=from_analysis(
+                  "command_lifecycle:队列命令的命运,不是回答完成度",
+                  "cancelled |\n用户取消、interrupt sweep,或吸收它的 turn 因 abort/hard "
+                  "failure 结束", 398))),
     scenario=Scenario(name="interrupt-during-tools", rules=[
         Rule(id="resumed", match=Match(last_user_text_contains=RESUME_PROMPT),
              reply=text(RESUME_ANSWER)),
@@ -280,6 +356,7 @@ def check_interrupt_streaming(ev: Evidence, c: Checks) -> None:
             expected=[], observed=[b.get("tool_use_id")
                                    for b in _tool_results_printed(ev, "streaming")],
             evidence="run streaming: stream-json user events")
+    check_cancelled(ev, c, "streaming", STREAM_PROMPT, STREAM_CLAIM)
 
 
 INTERRUPT_STREAMING_PROBE = Probe(
@@ -288,8 +365,8 @@ INTERRUPT_STREAMING_PROBE = Probe(
     claims=(Claim(
         STREAM_CLAIM,
         "An interrupt control request while the model's answer streams cancels the request "
-        "(the client leaves the stream), runs no tool, and the result says terminal reason "
-        "aborted_streaming and is_error.",
+        "(the client leaves the stream), runs no tool, the result says terminal reason "
+        "aborted_streaming and is_error, and the turn's command is reported cancelled.",
         source=from_analysis("终止状态字典", "aborted_streaming |\n模型流阶段被取消 | cancelled |",
                              358)),),
     scenario=Scenario(name="interrupt-during-streaming", rules=[
@@ -535,5 +612,114 @@ SET_MODE_PROBE = Probe(
 )
 
 
+# ---- /loop: a wake-up the session schedules for itself --------------------------------------
+
+LOOP_PROMPT = "/loop LOOP_WAKE_MARKER"
+LOOP_TOOL = "toolu_loop_schedule_wakeup"
+LOOP_WAITING, LOOP_WOKE = "LOOP_WAITING_FOR_WAKEUP", "LOOP_WOKE_UP_ANSWER"
+LOOP_DELAY = 60  # the least the client accepts (ScheduleWakeup clamps to [60, 3600])
+# the wake-up is due within its delay plus the client's rounding up to its next minute
+LOOP_HORIZON = LOOP_DELAY + 60 + 15
+WAKEUP_CLAIM = "probe.loop-wakeup-fires"
+LIFECYCLE_CLAIM = "probe.command-lifecycle-wakeup"
+
+
+def check_loop(ev: Evidence, c: Checks) -> None:
+    requests = ev.requests("loop")
+    c.equal("requests", WAKEUP_CLAIM,
+            "two requests for the scheduling turn, then one more: the woken turn",
+            expected=3, observed=len(requests), evidence="journal: main requests")
+    woken: Any = requests[2] if len(requests) > 2 else {}
+    c.that("woken-with-the-loop-prompt", WAKEUP_CLAIM,
+           "the woken turn's request has the scheduled /loop prompt as its last user turn",
+           passed=bool(last_user_locations(woken, "LOOP_WAKE_MARKER")),
+           expected="LOOP_WAKE_MARKER in the last user message of request 3",
+           observed=last_user_locations(woken, "LOOP_WAKE_MARKER") or body_text(woken),
+           evidence=f"request #{woken.get('seq')} messages")
+    waited = (round(woken["time"] - requests[1]["time"], 1)
+              if len(requests) > 2 else None)
+    c.that("not-before-the-delay", WAKEUP_CLAIM,
+           f"the woken turn starts no sooner than the {LOOP_DELAY} s asked for",
+           passed=waited is not None and waited >= LOOP_DELAY,
+           expected=f">= {LOOP_DELAY} s between request 2 and request 3",
+           observed=f"{waited} s" if waited is not None else "no request 3",
+           evidence="journal: request times")
+    results = [e.get("result") for e in _events(ev, "loop", "result")]
+    c.equal("two-results", WAKEUP_CLAIM, "each turn ends with its own result",
+            expected=[LOOP_WAITING, LOOP_WOKE], observed=results,
+            evidence="run loop: result events")
+    lifecycle = [{"state": e.get("state"), "command": e.get("command_uuid"),
+                  "source": e.get("wakeup_source")}
+                 for e in _events(ev, "loop", "command_lifecycle")]
+    c.equal("states", LIFECYCLE_CLAIM,
+            "the woken turn's command is reported started, then completed (an internal "
+            "command: no queued state before it)",
+            expected=["started", "completed"], observed=[e["state"] for e in lifecycle],
+            evidence="run loop: command_lifecycle events")
+    c.that("one-command", LIFECYCLE_CLAIM, "both states name the same command",
+           passed=len(lifecycle) == 2 and lifecycle[0]["command"] == lifecycle[1]["command"]
+           and lifecycle[0]["command"] is not None,
+           expected="one command_uuid for started and completed",
+           observed=[e["command"] for e in lifecycle] or "no command_lifecycle event",
+           evidence="run loop: command_lifecycle events")
+    run = ev.run("loop")
+    printed = [e.get("type") for e in (run.output.events if run else [])
+               if e.get("type") in ("command_lifecycle", "result")]
+    c.equal("around-the-woken-turn", LIFECYCLE_CLAIM,
+            "started comes before the woken turn's result and completed after it",
+            expected=["result", "command_lifecycle", "result", "command_lifecycle"],
+            observed=printed, evidence="run loop: order of printed events")
+
+
+LOOP_PROBE = Probe(
+    name="loop-wakeup",
+    title="/loop in a streamed session: a scheduled wake-up starts a turn by itself",
+    claims=(
+        Claim(WAKEUP_CLAIM,
+              "In a session whose input stays open, /loop's ScheduleWakeup (60 s, the least "
+              "it accepts) makes the client start a new turn by itself, no sooner than the "
+              "delay, with the scheduled /loop prompt as its user message.",
+              source=from_analysis(
+                  "Agent Loop 不等于 /loop 命令",
+                  "tengu_loop_dynamic_wakeup_* 主要描述 /loop 定时提示和动态唤醒功能", 87),
+              beyond_source="The analysis only names the dynamic wake-up and keeps it apart "
+                            "from the loop; the delay and the re-entered prompt are what the "
+                            "client's own ScheduleWakeup tool description promises."),
+        Claim(LIFECYCLE_CLAIM,
+              "The woken turn's command is reported to the stream-json consumer by "
+              "command_lifecycle events: started before the turn's result and completed "
+              "after it, for one command uuid; an internal command has no queued state.",
+              source=from_analysis(
+                  "command_lifecycle:队列命令的命运,不是回答完成度",
+                  "stream-json/SDK 消费者还会收到 queued -> started -> terminal 的 "
+                  "command_lifecycle", 389),
+              beyond_source="The analysis adds that internally generated commands can lack "
+                            "queued (line 395); that a wake-up is such a command is ours."),
+    ),
+    scenario=Scenario(name="loop-wakeup", rules=[
+        Rule(id="woken", match=Match(last_user_text_contains="LOOP_WAKE_MARKER", turn=3),
+             reply=text(LOOP_WOKE)),
+        Rule(id="after-schedule", match=Match(tool_result_for=LOOP_TOOL),
+             reply=text(LOOP_WAITING)),
+        Rule(id="schedule", match=Match(last_user_text_contains="LOOP_WAKE_MARKER"),
+             reply=tool_use("ScheduleWakeup", {"delaySeconds": LOOP_DELAY,
+                                               "prompt": LOOP_PROMPT,
+                                               "reason": "loopprobe: the least delay"},
+                            id=LOOP_TOOL)),
+    ]),
+    invocations=(Invocation(
+        "loop", LOOP_PROMPT, tools=("ScheduleWakeup",), timeout=200,
+        streamed=StreamedInput(close_on={"type": "result", "result": LOOP_WOKE},
+                               close_after=LOOP_HORIZON)),),
+    check=check_loop,
+    boundaries=("The one probe that waits on a clock: the wake-up's own delay (60 s, which "
+                "the client may round up to its next minute), the behaviour under test. "
+                f"Input stays open until the woken turn's result, or {LOOP_HORIZON} s after "
+                "the prompt (the delay, a minute of rounding and 15 s of slack).",
+                "The dynamic mode only (ScheduleWakeup); /loop with an interval schedules a "
+                "cron job (CronCreate) whose least period is a minute, not probed."),
+)
+
+
 PROBES = (QUEUE_PROBE, INTERRUPT_TOOLS_PROBE, INTERRUPT_STREAMING_PROBE, PERMISSIONS_PROBE,
-          SET_MODEL_PROBE, SET_MODE_PROBE)
+          SET_MODEL_PROBE, SET_MODE_PROBE, LOOP_PROBE)

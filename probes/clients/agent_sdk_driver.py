@@ -79,6 +79,11 @@ def _print(event: dict[str, Any]) -> None:
     print(json.dumps(event, default=str), flush=True)
 
 
+async def _lines(*lines: dict[str, Any]) -> Any:
+    for line in lines:
+        yield line
+
+
 class Relay:
     """A streamed run through ``ClaudeSDKClient``: the harness writes the CLI's stream-json
     input protocol to this driver's stdin, and each line becomes the SDK call that writes it
@@ -107,7 +112,7 @@ class Relay:
     async def act(self, line: dict[str, Any]) -> None:
         assert self.client is not None
         if line.get("type") == "user":
-            await self.client.query(line["message"]["content"])
+            await self.client.query(_lines(line))  # the line as written, uuid included
             return
         if line.get("type") == "control_response":
             response = line.get("response") or {}
