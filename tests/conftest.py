@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 DEFAULT_CLIENT_VERSION = "2.1.235"
+NEWEST_CLIENT_VERSION = "2.1.332"
 TIERS = {
     "fast": "in-process, real uvicorn mock, fake loop client",
     "sdk": "official anthropic SDK lines",
@@ -39,15 +40,24 @@ def missing_install(what: str, command: str) -> None:
     pytest.skip(message)
 
 
+def _claude_code(version: str) -> Any:
+    from probes.clients.claude_code import ClaudeCode
+    found = [b for b in ClaudeCode().installed() if b.version == version]
+    if not found:
+        missing_install(f"claude-code@{version}", f"loopprobe clients install claude-code@{version}")
+    return found[0]
+
+
 @pytest.fixture(scope="session")
 def claude_code_binary():  # type: ignore[no-untyped-def]
     """The real Claude Code client, installed into the cache by ./scripts/test."""
-    from probes.clients.claude_code import ClaudeCode
-    found = [b for b in ClaudeCode().installed() if b.version == DEFAULT_CLIENT_VERSION]
-    if not found:
-        missing_install(f"claude-code@{DEFAULT_CLIENT_VERSION}",
-                        f"loopprobe clients install claude-code@{DEFAULT_CLIENT_VERSION}")
-    return found[0]
+    return _claude_code(DEFAULT_CLIENT_VERSION)
+
+
+@pytest.fixture(scope="session")
+def newest_claude_code_binary():  # type: ignore[no-untyped-def]
+    """The newest Claude Code with committed reports, for what the default version lacks."""
+    return _claude_code(NEWEST_CLIENT_VERSION)
 
 
 def _tier(keywords: Any) -> str:
