@@ -65,6 +65,31 @@ def _reply_view(reply: dict[str, Any]) -> Any:
     return keep
 
 
+# the printed events quoted whole in the guide (assistant and user events are in the requests)
+_LITERAL_EVENTS = ("result", "system", "control_request", "control_response", "command_lifecycle")
+
+
+def _stdin_lines(runs: list[dict[str, Any]]) -> list[str]:
+    """What the caller wrote to a streamed run's stdin, in order, and why then."""
+    out: list[str] = []
+    for run in runs:
+        if "stdin" not in run:
+            continue
+        out += [f"**What the caller wrote to `{run['name']}`** (stream-json on stdin):", ""]
+        for entry in run["stdin"]:
+            if entry.get("close"):
+                out.append(f"- *{entry['why']}*")
+                continue
+            line = json.dumps(entry.get("line"), sort_keys=True, ensure_ascii=False)
+            out.append(f"- `{_short(line, 160)}` — {entry.get('why')}")
+        for step in run.get("stdin_never_written") or []:
+            out.append(f"- never written (its moment did not come): "
+                       f"`{_short(json.dumps(step.get('line'), sort_keys=True), 120)}` — "
+                       f"{step.get('when')}")
+        out.append("")
+    return out
+
+
 def _claim_section(report: Report, claim: ClaimEntry) -> list[str]:
     probe: dict[str, Any] = next(
         (p for p in report["probes"] if p["name"] == claim["probe"]), {})
@@ -87,6 +112,7 @@ def _claim_section(report: Report, claim: ClaimEntry) -> list[str]:
         out += ["```", ""]
     if probe.get("scenario"):
         out += ["**Scripted model responses:**", "", *_rule_lines(probe["scenario"]), ""]
+    out += _stdin_lines(runs)
     if runs:
         out += ["**What the client did:**", "", "| run | exit | result subtype | result text |",
                 "|---|---|---|---|"]
@@ -98,10 +124,11 @@ def _claim_section(report: Report, claim: ClaimEntry) -> list[str]:
         out.append("")
         for run in runs:
             literal = [json.dumps(e, sort_keys=True) for e in run.get("stdout", [])
-                       if e.get("type") in ("result", "system") and e.get("subtype") != "init"]
+                       if e.get("type") in _LITERAL_EVENTS and e.get("subtype") != "init"]
             if literal or run.get("stderr"):
                 out += [f"<details><summary>Literal output of <code>{run['name']}</code> "
-                        "(stream-json result and system events; stderr)</summary>", "",
+                        "(stream-json result, system, control and command_lifecycle events; "
+                        "stderr)</summary>", "",
                         "```", *literal, *([run["stderr"].strip()] if run.get("stderr") else []),
                         "```", "</details>", ""]
         requests = [r for r in probe.get("requests", []) if r.get("path") == "/v1/messages"]
