@@ -292,8 +292,12 @@ INTERRUPT_TOOLS_PROBE = Probe(
               source=from_analysis("有工具调用时的后半程",
                                    "abort?\n-> aborted_tools", 293),
               beyond_source="The analysis's terminal table maps aborted_tools to cancelled "
-                            "(an error for the caller); that the tool is stopped and answered "
-                            "with an error result is the pairing contract applied to it."),
+                            "(an error for the caller). It also says only tools whose "
+                            "interruptBehavior is 'cancel' get a synthesized result while "
+                            "'block' tools run to their end; which one Bash is cannot be read "
+                            "from outside, so that the Bash call is stopped and answered with "
+                            "an error result is our expectation (the Agent SDK documents "
+                            "interrupt as stopping the current execution)."),
         Claim(RESUME_CLAIM,
               "A session whose turn was interrupted during a tool resumes: the next request "
               "holds the interrupted tool_use with a paired tool_result and the new prompt, "
