@@ -29,7 +29,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -40,6 +40,7 @@ from mockapi.server import MockServer
 from probes import egress, hook_recorder, sandbox_init
 from probes.clients.base import ClientBinary, Command
 from probes.egress import EgressSink, proxy_environment
+from probes.mcp import SERVER_SCRIPT
 from probes.sandbox import Sandbox
 
 __all__ = ["CLIENT_DIR", "CONTAINED_ROOT", "DNS_PORT", "ETC_SHOWN", "MOCK_PORT", "PROXY_PORT",
@@ -60,7 +61,8 @@ SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
 ETC_SHOWN = ("alternatives", "ca-certificates", "group", "ld.so.cache", "ld.so.conf",
              "ld.so.conf.d", "localtime", "mime.types", "nsswitch.conf", "os-release", "passwd",
              "ssl")
-TOOLS = (Path(sandbox_init.__file__), Path(egress.__file__), Path(hook_recorder.__file__))
+TOOLS = (Path(sandbox_init.__file__), Path(egress.__file__), Path(hook_recorder.__file__),
+         SERVER_SCRIPT)
 
 
 class ContainmentUnavailable(RuntimeError):
@@ -98,8 +100,10 @@ class Containment(Protocol):
         """What the containment promises, for the report's ``trust.containment``."""
         ...
 
-    def enter(self, box: Sandbox, binary: ClientBinary,
-              egress_guard: bool) -> Any:  # a context manager yielding a Place
+    def enter(self, box: Sandbox, binary: ClientBinary, egress_guard: bool,
+              readonly: Sequence[Path] = ()) -> Any:  # a context manager yielding a Place
+        """``readonly``: more of the host the runs need (a runtime), shown read-only at
+        their own paths."""
         ...
 
 
@@ -149,8 +153,8 @@ class NoContainment:
             "nothing outlives a run: a process in a new session survives it"]}
 
     @contextmanager
-    def enter(self, box: Sandbox, binary: ClientBinary,
-              egress_guard: bool) -> Iterator[_HostPlace]:
+    def enter(self, box: Sandbox, binary: ClientBinary, egress_guard: bool,
+              readonly: Sequence[Path] = ()) -> Iterator[_HostPlace]:
         if not egress_guard:
             yield _HostPlace(None)
             return
@@ -178,6 +182,7 @@ class _SandboxPlace:
     bwrap: str
     egress_guard: bool
     runtimes: list[Path] = field(default_factory=list)
+    readonly: list[Path] = field(default_factory=list)
 
     @property
     def socket(self) -> Path:
@@ -219,7 +224,8 @@ class _SandboxPlace:
     def placeholders(self) -> dict[str, str]:
         return {self.translate(host): name for host, name in self.box.placeholders().items()} | {
             CLIENT_DIR: "$CLIENT_DIR", f"http://127.0.0.1:{PROXY_PORT}": "$EGRESS_PROXY",
-            **{str(r): "$RUNTIME" for r in self.runtimes}}
+            **{str(r): "$RUNTIME" for r in self.runtimes},
+            **{str(r): "$HARNESS_RUNTIME" for r in self.readonly}}
 
     def _mounts(self) -> list[str]:
         args: list[str] = []
@@ -232,7 +238,7 @@ class _SandboxPlace:
             args += ["--ro-bind-try", f"/etc/{name}", f"/etc/{name}"]
         for name in ("hosts", "resolv.conf", "hostname"):
             args += ["--ro-bind", str(self.run_dir / "etc" / name), f"/etc/{name}"]
-        for runtime in self.runtimes:
+        for runtime in [*self.runtimes, *self.readonly]:
             args += ["--ro-bind", str(runtime), str(runtime)]
         args += ["--ro-bind", str(self.binary.root), CLIENT_DIR]
         for tool in self._tools():
@@ -310,6 +316,9 @@ class Bubblewrap:
                                "/usr, /etc (a few files)": "the system, read-only",
                                "$RUNTIME": "the interpreter the client or a tool runs on, "
                                            "read-only at its own path",
+                               "$HARNESS_RUNTIME": "a runtime of the harness's own tools "
+                                                   "(the MCP server's venv), read-only at its "
+                                                   "own path, only for runs that use it",
                                "/tmp": "empty, private to the run"},
                 "network": {f"127.0.0.1:{MOCK_PORT}": "the mock (forwarded to its socket)",
                             f"127.0.0.1:{PROXY_PORT}": "the refusing proxy",
@@ -321,8 +330,8 @@ class Bubblewrap:
                     "nothing outlives a run: its PID namespace ends with it"]}
 
     @contextmanager
-    def enter(self, box: Sandbox, binary: ClientBinary,
-              egress_guard: bool) -> Iterator[_SandboxPlace]:
+    def enter(self, box: Sandbox, binary: ClientBinary, egress_guard: bool,
+              readonly: Sequence[Path] = ()) -> Iterator[_SandboxPlace]:
         # a short path: a Unix socket's path has room for about 100 bytes
         run_dir = Path(tempfile.mkdtemp(prefix="loopprobe-"))
         try:
@@ -335,7 +344,8 @@ class Bubblewrap:
             runtimes = sorted({p for e in executables
                                if (p := _runtime_prefix(e)) is not None
                                and not p.is_relative_to(binary.root)})
-            yield _SandboxPlace(box, binary, run_dir, self.path, egress_guard, runtimes)
+            yield _SandboxPlace(box, binary, run_dir, self.path, egress_guard, runtimes,
+                                list(readonly))
         finally:
             shutil.rmtree(run_dir, ignore_errors=True)
 

@@ -113,6 +113,8 @@ class Evidence:
     session_files: dict[str, str] = field(default_factory=dict)  # relative path -> text
     workspace_files: dict[str, str] = field(default_factory=dict)
     torn_journal: str | None = None
+    # what the harness's MCP server served, per run given one (probes.mcp_server's log)
+    mcp_calls: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     placeholders: dict[str, str] = field(default_factory=dict)  # real path -> $NAME
     mock_url: str = ""
     egress: list[dict[str, Any]] = field(default_factory=list)  # connections the guard refused

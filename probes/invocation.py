@@ -1,7 +1,8 @@
 """What the harness asks of a client: one run in a probe's sandbox, and the capabilities it needs.
 
 A leaf module: the probe model, the evidence and every client import it; of loopprobe it
-imports only the streamed-input declarations (``probes.streamed``, itself a leaf).
+imports only the streamed-input and MCP declarations (``probes.streamed``, ``probes.mcp``,
+leaves themselves).
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from probes.mcp import McpServer
 from probes.streamed import StreamedInput
 
 __all__ = ["CAPABILITIES", "Hooks", "Invocation"]
@@ -29,6 +31,7 @@ CAPABILITIES: Mapping[str, str] = {
     "threads": "continues a conversation as a message thread",
     "streamed_input": "reads user messages and control requests (interrupt, set_model, ...) "
                       "on stdin while a turn runs, and asks the caller for permissions",
+    "mcp": "attaches a given stdio MCP server and offers its tools to the model",
 }
 
 
@@ -66,6 +69,7 @@ class Invocation:
     model: str = "claude-sonnet-4-5"
     # None: the prompt is the whole input; else the caller keeps writing (probes.streamed)
     streamed: StreamedInput | None = None
+    mcp: McpServer | None = None  # the harness's MCP server, given to this run alone
 
     def capabilities(self) -> set[str]:
         """What a client must support to run this invocation."""
@@ -80,4 +84,6 @@ class Invocation:
             needed.add("fork")
         if self.streamed is not None:
             needed.add("streamed_input")
+        if self.mcp is not None:
+            needed.add("mcp")
         return needed

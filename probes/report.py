@@ -170,6 +170,8 @@ def _probe_section(outcome: ProbeOutcome,
                 "files_changed": {path: _change_kind(change)
                                   for path, change in run.files_changed.items()},
                 **_streamed(run, norm),
+                **({"mcp_server": norm(run.invocation.mcp.to_json())}
+                   if run.invocation.mcp is not None else {}),
             }))
             timing[name] = {"duration_s": run.duration, "files_changed": norm(run.files_changed),
                             "stdin_written_at_s": [e["at"] for e in run.stdin],
@@ -180,6 +182,11 @@ def _probe_section(outcome: ProbeOutcome,
                                for r in ev.all_requests()]
         section["hook_calls"] = _hook_calls(ev, norm)
         section["journal_torn_tail"] = ev.torn_journal
+        if ev.mcp_calls:
+            section["mcp_calls"] = {run: [norm({k: v for k, v in e.items()
+                                                if k not in ("time", "pid")}, volatile=True)
+                                          for e in events]
+                                    for run, events in ev.mcp_calls.items()}
         section["egress_attempts"] = [norm(a, volatile=True) for a in ev.egress]
     return section, _timing(ev, timing)
 

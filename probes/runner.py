@@ -25,6 +25,8 @@ from probes.clients.base import Client, ClientBinary, Command, HookCommand, RunC
 from probes.containment import Containment, Place, find_containment
 from probes.evidence import Evidence, RunRecord
 from probes.invocation import Invocation
+from probes.mcp import read_calls
+from probes.mcp_runtime import McpRuntime, install_mcp_runtime
 from probes.model import Probe
 from probes.outcome import ProbeOutcome
 from probes.process import Dialogue, ProcessResult, run_conversation, run_process
@@ -96,7 +98,9 @@ def run_probe(probe: Probe, client: Client, binary: ClientBinary, work_dir: Path
     scenario = probe.scenario
     started = time.time()
     try:
-        with containment.enter(box, binary, egress_guard) as place:
+        mcp = install_mcp_runtime() if any(i.mcp for i in probe.invocations) else None
+        with containment.enter(box, binary, egress_guard,
+                               readonly=[mcp.venv] if mcp else []) as place:
             client_paths = client.prepare(box, place.seen)
             context = {"workspace": place.seen(box.workspace), "home": place.seen(box.home)}
             scenario = probe.scenario.render(context)
@@ -105,7 +109,7 @@ def run_probe(probe: Probe, client: Client, binary: ClientBinary, work_dir: Path
                 for invocation in probe.invocations:
                     runs[invocation.name] = _run_one(probe, invocation, client, binary, box,
                                                      mock, session_ids, hooks, place,
-                                                     progress, context)
+                                                     progress, context, mcp)
             evidence = _gather(probe, client, binary, box, runs, journal_path, place,
                                client_paths, started)
             evidence.mock_url = mock.url
@@ -135,10 +139,12 @@ def _scripted(scenario: Any) -> dict[str, Any]:
 def _run_one(probe: Probe, invocation: Invocation, client: Client, binary: ClientBinary,
              box: Sandbox, mock: MockServer, session_ids: dict[str, str],
              hooks: HookCommand | None, place: Place,
-             progress: Callable[[str], None], placeholders: Mapping[str, str]) -> RunRecord:
+             progress: Callable[[str], None], placeholders: Mapping[str, str],
+             mcp: McpRuntime | None) -> RunRecord:
     if invocation.session == "new":
         session_ids[invocation.name] = session_id_for(probe.name, invocation.name)
-    context = RunContext(box, mock.url, dict(session_ids), place.proxy_environment(), hooks)
+    context = RunContext(box, mock.url, dict(session_ids), place.proxy_environment(), hooks,
+                         str(mcp.python) if mcp else None)
     command = place.wrap(client.command(binary, invocation, context))
     for path, content in command.files.items():
         Path(path).parent.mkdir(parents=True, exist_ok=True)
@@ -221,6 +227,8 @@ def _gather(probe: Probe, client: Client, binary: ClientBinary, box: Sandbox,
     hook_calls = []
     if hook_log.exists():
         hook_calls = [json.loads(line) for line in hook_log.read_text().splitlines() if line]
+    mcp_calls = {name: read_calls(box.artefacts / "mcp" / f"{name}.jsonl")[0]
+                 for name, run in runs.items() if run.invocation.mcp is not None}
     session_files = {_relative(box, str(path)): path.read_text(errors="replace")
                      for path in client.session_files(box)}
     workspace_files = {}
@@ -231,7 +239,7 @@ def _gather(probe: Probe, client: Client, binary: ClientBinary, box: Sandbox,
     return Evidence(
         probe=probe.name, client=binary.identity(), runs=runs, journal=journal.records,
         hook_calls=hook_calls, session_files=session_files, workspace_files=workspace_files,
-        torn_journal=journal.torn_tail,
+        torn_journal=journal.torn_tail, mcp_calls=mcp_calls,
         placeholders={**box.placeholders(), **place.placeholders(),
                       **client_paths,
                       **{seen: name for host, name in (

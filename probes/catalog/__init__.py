@@ -6,6 +6,7 @@ from dataclasses import replace
 
 from probes.catalog import (
     goal,
+    mcp_tools,
     recovery,
     runtime_controls,
     streamed_input,
@@ -89,6 +90,13 @@ REPORTS: tuple[ReportSpec, ...] = (
         probes=_attached(goal.PROBE),
         summary="A goal set with /goal is a Stop hook judged by the model: one evaluator "
                 "request after each turn, its verdict sends the model back or ends the run.",
+    ),
+    ReportSpec(
+        name="mcp",
+        title="MCP tools: output rewriting, tool list refresh, a server that dies or hangs",
+        probes=_attached(*mcp_tools.PROBES),
+        summary="The harness's own MCP server attached over stdio, with scripted tools; "
+                "PostToolUse rewriting on MCP and built-in tools.",
     ),
 )
 

@@ -14,6 +14,7 @@ from typing import Any, Literal
 
 # module imports, not `from probes.catalog import ...`: the package imports this module
 import probes.catalog.goal as goal
+import probes.catalog.mcp_tools as mcp_tools
 import probes.catalog.recovery as recovery
 import probes.catalog.runtime_controls as runtime_controls
 import probes.catalog.streamed_input as streamed_input
@@ -36,6 +37,7 @@ from mockapi import (
     tool_use,
 )
 from mockapi.replies import PROMPT_TOO_LONG, Reply, StreamStall, Usage
+from probes.mcp import McpReply, McpServer
 from probes.model import Counterfactual, Hooks, Probe
 from probes.streamed import Step, user_message
 
@@ -646,6 +648,58 @@ _GOAL = (
 )
 
 
+# ---- MCP ----------------------------------------------------------------------------------------
+
+def _server(probe: Probe, tool: str, *replies: McpReply) -> Probe:
+    """``probe`` whose MCP server answers ``tool`` with ``replies`` instead."""
+    server = mcp_tools.SERVER
+    if tool not in [t.name for t in server.tools]:
+        raise KeyError(f"the MCP server has no tool {tool!r}")
+    changed = McpServer(tuple(replace(t, replies=replies) if t.name == tool else t
+                              for t in server.tools), server.name)
+    return _runs(probe, changes={i.name: {"mcp": changed} for i in probe.invocations
+                                 if i.mcp is not None})
+
+
+_REWRITE = (
+    Counterfactual(
+        "hooks-record-only",
+        "The PostToolUse hook only records and answers nothing: no output can be replaced.",
+        (mcp_tools.UPDATED_CLAIM, mcp_tools.MCP_REWRITE_CLAIM),
+        _recording_hooks),
+    Counterfactual(
+        "valid-output",
+        "The hook's output for bad.txt is shaped as Read's output, so it fits the schema and "
+        "the original cannot be kept.",
+        (mcp_tools.INVALID_CLAIM,),
+        lambda p: replace(p, hooks=Hooks({"PostToolUse": [
+            {"action": "output", "tools": ["Read"], "input_contains": "bad.txt", "output": {
+                "hookSpecificOutput": {"hookEventName": "PostToolUse", "updatedToolOutput": {
+                    "type": "text", "file": {"filePath": "{workspace}/bad.txt",
+                                             "content": "NOT_A_READ_OUTPUT\n", "numLines": 1,
+                                             "startLine": 1, "totalLines": 1}}}}}]}))),
+)
+
+_REFRESH = (Counterfactual(
+    "list-unchanged",
+    "The server answers the call without changing its tool list: there is nothing to refresh.",
+    (mcp_tools.REFRESH_CLAIM,),
+    lambda p: _server(p, "lookup", McpReply(text="MCP_LOOKUP_RESULT"))),)
+
+_MCP_FAILURES = (
+    Counterfactual(
+        "crasher-answers",
+        "The server answers the call instead of exiting: there is no failure to report.",
+        (mcp_tools.CRASH_CLAIM,),
+        lambda p: _server(p, "crasher", McpReply(text="CRASHER_ANSWERED"))),
+    Counterfactual(
+        "hanger-answers",
+        "The server answers the call at once: nothing can time out.",
+        (mcp_tools.TIMEOUT_CLAIM,),
+        lambda p: _server(p, "hanger", McpReply(text="HANGER_ANSWERED"))),
+)
+
+
 COUNTERFACTUALS: dict[str, tuple[Counterfactual, ...]] = {
     tool_result_resume.PROBE.name: _TRR,
     runtime_controls.STOP_PROBE.name: _STOP,
@@ -680,4 +734,7 @@ COUNTERFACTUALS: dict[str, tuple[Counterfactual, ...]] = {
     streamed_input.SET_MODE_PROBE.name: _SET_MODE,
     streamed_input.LOOP_PROBE.name: _LOOP,
     goal.PROBE.name: _GOAL,
+    mcp_tools.REWRITE_PROBE.name: _REWRITE,
+    mcp_tools.REFRESH_PROBE.name: _REFRESH,
+    mcp_tools.FAILURE_PROBE.name: _MCP_FAILURES,
 }

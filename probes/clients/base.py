@@ -90,6 +90,7 @@ class RunContext:
     session_ids: Mapping[str, str]  # invocation name -> session id, for new and resumed ones
     extra_env: Mapping[str, str] = field(default_factory=dict)  # the egress guard's proxy
     hooks: HookCommand | None = None
+    mcp_python: str | None = None  # the harness's MCP runtime, for runs given an MCP server
 
     def resumed_session(self, invocation: Invocation) -> str | None:
         if invocation.session != "resume":

@@ -15,9 +15,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from probes.clients.base import Capabilities, ClientBinary, HookCommand
+from probes.clients.base import Capabilities, ClientBinary, HookCommand, RunContext
 from probes.evidence import Output
 from probes.invocation import CAPABILITIES, Invocation
+from probes.mcp import SERVER_SCRIPT, mcp_config
 from probes.sandbox import BASE_PATH, Sandbox, base_environment
 
 __all__ = ["CAPABILITY_FLAGS", "DUMMY_API_KEY", "NOT_CLAUDE_CODE", "ClaudeCliBase", "path_slug",
@@ -38,6 +39,7 @@ CAPABILITY_FLAGS: dict[str, tuple[str, ...]] = {
     "max_budget_usd": ("--max-budget-usd",),
     # --permission-prompt-tool is not in --help before 2.1.3xx but works with stream input
     "streamed_input": ("--input-format", "--replay-user-messages"),
+    "mcp": ("--mcp-config", "--strict-mcp-config"),
 }
 # capabilities of other client kinds that the CLI has no counterpart for
 NOT_CLAUDE_CODE = {"tool_runner": "Claude Code is not the SDK's tool runner",
@@ -160,6 +162,29 @@ class ClaudeCliBase:
         if invocation.streamed is not None and invocation.streamed.permissions is not None:
             return ["--permission-prompt-tool", "stdio", "--permission-mode", "default"]
         return ["--permission-mode", "bypassPermissions", "--dangerously-skip-permissions"]
+
+    def mcp_files(self, invocation: Invocation, context: RunContext) -> dict[str, str]:
+        """The MCP server's spec and the ``--mcp-config`` file of a run given one."""
+        if invocation.mcp is None:
+            return {}
+        if context.mcp_python is None:
+            raise ValueError(f"invocation {invocation.name!r} has an MCP server but the run "
+                             "was given no MCP runtime")
+        folder = context.box.artefacts / "mcp"
+        spec, log = folder / f"{invocation.name}.spec.json", folder / f"{invocation.name}.jsonl"
+        config = mcp_config(invocation.mcp, python=context.mcp_python,
+                            script=str(SERVER_SCRIPT), spec_path=str(spec), log_path=str(log))
+        return {str(spec): json.dumps(invocation.mcp.to_json(), indent=2),
+                str(self.mcp_config_path(context.box, invocation)): json.dumps(config, indent=2)}
+
+    def mcp_config_path(self, box: Sandbox, invocation: Invocation) -> Path:
+        return box.artefacts / "mcp" / f"{invocation.name}.config.json"
+
+    def mcp_args(self, invocation: Invocation, context: RunContext) -> list[str]:
+        if invocation.mcp is None:
+            return []
+        return ["--mcp-config", str(self.mcp_config_path(context.box, invocation)),
+                "--strict-mcp-config"]
 
     # ---- what it leaves behind ---------------------------------------------------
 

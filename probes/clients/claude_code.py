@@ -116,7 +116,9 @@ class ClaudeCode(ClaudeCliBase):
             argv += ["--resume", resumed]
             if invocation.fork:
                 argv.append("--fork-session")
+        argv += self.mcp_args(invocation, context)
         argv += list(invocation.extra_args)
         env = self.run_environment(box, context.base_url, invocation, dict(context.extra_env))
         return Command(argv, env, box.workspace,
-                       self.settings_files(box, invocation, context.hooks))
+                       {**self.settings_files(box, invocation, context.hooks),
+                        **self.mcp_files(invocation, context)})

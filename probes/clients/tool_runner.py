@@ -44,7 +44,8 @@ WHY_NOT = {"tools": "the runner offers the driver's own tools (add, fail, read_f
            "fork": "a tool runner keeps no sessions", "hooks": "a tool runner has no hooks",
            "fallback_model": "no fallback model option",
            "max_budget_usd": "no spending budget option",
-           "streamed_input": "a tool runner takes no input while it runs"}
+           "streamed_input": "a tool runner takes no input while it runs",
+           "mcp": "the probe's tool runner has the driver's tools only"}
 
 
 class AnthropicToolRunner:
