@@ -1,0 +1,165 @@
+"""The harness's MCP server, driven by the official MCP client (sdk tier) and its declarations.
+
+The client script runs on the MCP runtime (the same venv the sandbox gets), speaking to
+``probes/mcp_server.py`` over stdio exactly as Claude Code does; every wait has a timeout.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from probes.mcp import SERVER_SCRIPT, McpReply, McpServer, McpTool, mcp_config, read_calls
+from tests.conftest import missing_install
+
+CLIENT = textwrap.dedent('''
+    import json, sys
+    import anyio
+    from mcp import ClientSession, StdioServerParameters
+    from mcp.client.stdio import stdio_client
+
+    script, spec, log, plan = sys.argv[1:5]
+    out = []
+    async def main():
+        params = StdioServerParameters(command=sys.executable,
+                                       args=["-I", script, spec, log])
+        changed = []
+        async def on_message(message):
+            if "ToolListChanged" in type(getattr(message, "root", message)).__name__ or \\
+                    "list_changed" in repr(message):
+                changed.append(True)
+        async with stdio_client(params) as (r, w):
+            async with ClientSession(r, w, message_handler=on_message) as session:
+                await session.initialize()
+                out.append({"listed": [t.name for t in (await session.list_tools()).tools]})
+                for tool in json.loads(plan):
+                    try:
+                        with anyio.fail_after(3):
+                            result = await session.call_tool(tool, {"query": "q"})
+                        out.append({"tool": tool, "is_error": result.is_error,
+                                    "text": result.content[0].text})
+                    except TimeoutError:
+                        out.append({"tool": tool, "timeout": True})
+                    except Exception as error:
+                        out.append({"tool": tool, "failed": type(error).__name__})
+                        return
+                await anyio.sleep(0.2)
+                out.append({"changed": len(changed),
+                            "listed": [t.name for t in (await session.list_tools()).tools]})
+    try:
+        anyio.run(main)
+    except BaseException as error:
+        out.append({"ended": type(error).__name__})
+    print(json.dumps(out))
+''')
+
+
+@pytest.fixture(scope="module")
+def runtime() -> Any:
+    from probes.clients.npm import cache_root
+    from probes.mcp_runtime import MCP_VERSION, McpRuntime, install_mcp_runtime
+    found = McpRuntime(cache_root() / "tools" / "mcp-server" / MCP_VERSION)
+    if not found.python.is_file():
+        missing_install("the MCP runtime", "python -c 'from probes.mcp_runtime import "
+                                           "install_mcp_runtime; install_mcp_runtime()'")
+    return install_mcp_runtime()
+
+
+def _serve(runtime: Any, tmp_path: Path, server: McpServer, plan: list[str]) -> tuple[
+        list[dict[str, Any]], list[dict[str, Any]]]:
+    spec, log, client = tmp_path / "spec.json", tmp_path / "log.jsonl", tmp_path / "client.py"
+    spec.write_text(json.dumps(server.to_json()))
+    client.write_text(CLIENT)
+    done = subprocess.run([str(runtime.python), "-I", str(client), str(SERVER_SCRIPT),
+                           str(spec), str(log), json.dumps(plan)],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr[-2000:]
+    events, torn = read_calls(log)
+    assert torn is None
+    return json.loads(done.stdout.strip().splitlines()[-1]), events
+
+
+@pytest.mark.sdk
+def test_replies_in_order_the_last_repeating_errors_and_a_changed_list(
+        runtime: Any, tmp_path: Path) -> None:
+    server = McpServer((
+        McpTool("a", (McpReply(text="ONE"), McpReply(error="TWO", then_tools=(
+            McpTool("b", (McpReply(text="B"),)),)))),
+        McpTool("slow", (McpReply(text="LATE", delay=0.3),)),
+    ))
+    out, log = _serve(runtime, tmp_path, server, ["slow", "a", "a"])
+    assert out[0] == {"listed": ["a", "slow"]}
+    assert out[1:4] == [{"tool": "slow", "is_error": False, "text": "LATE"},
+                        {"tool": "a", "is_error": False, "text": "ONE"},
+                        {"tool": "a", "is_error": True, "text": "TWO"}]
+    assert out[4] == {"changed": 1, "listed": ["b"]}
+    calls = [(e["event"], e.get("tool"), e.get("reply")) for e in log]
+    assert calls == [("start", None, None), ("tools/list", None, None),
+                     ("tools/call", "slow", 0), ("answered", "slow", 0),
+                     ("tools/call", "a", 0), ("answered", "a", 0),
+                     ("tools/call", "a", 1), ("answered", "a", 1),
+                     ("notifications/tools/list_changed", None, None),
+                     ("tools/list", None, None), ("exit", None, None)]
+    answered = next(e for e in log if e["event"] == "answered" and e["tool"] == "slow")
+    called = next(e for e in log if e["event"] == "tools/call" and e["tool"] == "slow")
+    assert answered["time"] - called["time"] >= 0.3
+
+
+@pytest.mark.sdk
+def test_a_hang_is_never_answered_and_a_crash_ends_the_server(runtime: Any,
+                                                              tmp_path: Path) -> None:
+    server = McpServer((McpTool("h", (McpReply(hang=True),)),
+                        McpTool("c", (McpReply(crash=True),))))
+    out, log = _serve(runtime, tmp_path, server, ["h", "c"])
+    assert out[1] == {"tool": "h", "timeout": True}
+    assert out[2]["tool"] == "c" and ("failed" in out[2] or "ended" in out[-1])
+    events = [(e["event"], e.get("tool")) for e in log]
+    assert ("tools/call", "h") in events and ("answered", "h") not in events
+    assert events[-2:] == [("tools/call", "c"), ("crash", "c")]
+
+
+@pytest.mark.sdk
+def test_a_repeated_call_uses_the_last_reply(runtime: Any, tmp_path: Path) -> None:
+    server = McpServer((McpTool("r", (McpReply(text="FIRST"), McpReply(text="LAST"))),))
+    out, _ = _serve(runtime, tmp_path, server, ["r", "r", "r"])
+    assert [o.get("text") for o in out[1:4]] == ["FIRST", "LAST", "LAST"]
+
+
+@pytest.mark.parametrize(("make", "message"), [
+    (lambda: McpReply(), "an MCP reply is exactly one of text, error, crash or hang; got none"),
+    (lambda: McpReply(text="a", error="b"),
+     "an MCP reply is exactly one of text, error, crash or hang; got text, error"),
+    (lambda: McpReply(text="a", delay=-1), "an MCP reply's delay is seconds >= 0, got -1"),
+    (lambda: McpReply(hang=True, then_tools=()),
+     "then_tools needs an answered call (text or error), not a hang"),
+    (lambda: McpTool("a b", (McpReply(text="x"),)),
+     "an MCP tool name is letters, digits, _ and -; got 'a b'"),
+    (lambda: McpTool("a", ()), "MCP tool 'a' needs at least one reply"),
+    (lambda: McpServer((McpTool("a", (McpReply(text="x"),)),) * 2),
+     "MCP tool names repeat: ['a', 'a']"),
+])
+def test_bad_declarations_say_what_was_expected(make: Any, message: str) -> None:
+    with pytest.raises(ValueError) as raised:
+        make()
+    assert str(raised.value) == message
+
+
+def test_the_config_starts_the_server_isolated_with_its_spec_and_log() -> None:
+    server = McpServer((McpTool("a", (McpReply(text="x"),)),), name="srv")
+    assert server.tool_name("a") == "mcp__srv__a"
+    assert mcp_config(server, python="/py", script="/s.py", spec_path="/spec",
+                      log_path="/log") == {"mcpServers": {"srv": {
+                          "type": "stdio", "command": "/py",
+                          "args": ["-I", "/s.py", "/spec", "/log"]}}}
+
+
+def test_a_torn_log_line_is_reported_not_raised(tmp_path: Path) -> None:
+    log = tmp_path / "log.jsonl"
+    log.write_text('{"event": "start"}\n{"event": "tools/ca')
+    assert read_calls(log) == ([{"event": "start"}], '{"event": "tools/ca')
+    assert read_calls(tmp_path / "absent.jsonl") == ([], None)
