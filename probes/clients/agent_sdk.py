@@ -76,9 +76,12 @@ class ClaudeAgentSdk(ClaudeCliBase):
             "settings": str(self.settings_path(box)) if settings is not None else None,
             "extra_args": list(invocation.extra_args),
             # the harness writes the CLI's input protocol to the driver, which relays it
+            "mcp_config": str(self.mcp_config_path(box, invocation))
+            if invocation.mcp is not None else None,
             "streamed": None if invocation.streamed is None else {
                 "permissions": None if invocation.streamed.permissions is None else True},
         }
         env = self.run_environment(box, context.base_url, invocation, dict(context.extra_env))
         return Command([*binary.launcher, json.dumps(spec)], env, box.workspace,
-                       self.settings_files(box, invocation, context.hooks))
+                       {**self.settings_files(box, invocation, context.hooks),
+                        **self.mcp_files(invocation, context)})

@@ -170,7 +170,10 @@ async def run(spec: dict[str, Any]) -> int:
         model=spec["model"],
         max_turns=spec["max_turns"], resume=spec["resume"], fork_session=spec["fork"],
         session_id=spec["session_id"], settings=spec["settings"], cwd=os.getcwd(),
-        cli_path=str(bundled_cli()), extra_args=_extra_args(spec["extra_args"]),
+        cli_path=str(bundled_cli()),
+        mcp_servers=spec["mcp_config"] or {},
+        extra_args={**_extra_args(spec["extra_args"]),
+                    **({"strict-mcp-config": None} if spec["mcp_config"] else {})},
         stderr=lambda line: print(line, file=sys.stderr, flush=True),
     )
     if relay is not None:
