@@ -46,6 +46,7 @@ from probes.shard import (
 )
 
 __all__ = [
+    "COMMITTED_SESSION_VERSIONS",
     "HarnessInputError",
     "build_parser",
     "catalog_for",
@@ -59,6 +60,7 @@ __all__ = [
     "cmd_mechanisms",
     "cmd_merge",
     "cmd_run",
+    "cmd_sessions",
     "cmd_versions",
     "load_catalog",
     "main",
@@ -562,6 +564,40 @@ def cmd_guide(args: argparse.Namespace) -> int:
     return 0
 
 
+COMMITTED_SESSION_VERSIONS = ("2.0.77", "2.1.54", "2.1.84", "2.1.90", "2.1.91", "2.1.117",
+                              "2.1.235", "2.1.268", "2.1.269", "2.1.306", "2.1.307", "2.1.332")
+
+
+def cmd_sessions(args: argparse.Namespace) -> int:
+    """Sessions written by one Claude Code version, resumed and forked by another."""
+    from probes.clients.claude_code import ClaudeCode
+    from probes.containment import ContainmentUnavailable, find_containment
+    from probes.runner import run_probe
+    from probes.sessions import run_table
+    versions = [v.strip() for v in args.clients.split(",") if v.strip()]
+    try:
+        containment = find_containment(args.no_sandbox)
+    except ContainmentUnavailable as error:
+        raise HarnessInputError(f"cannot contain the client: {error}") from None
+    out = Path(args.out)
+    _check_out(out)
+    work = cache_root() / "runs" / f"sessions-{time.strftime('%Y%m%d-%H%M%S')}"
+    _say(f"loopprobe: sessions across {len(versions)} versions "
+         f"({len(versions) ** 2} pairs), sandboxes under {work}")
+    try:
+        entries = run_table(
+            ClaudeCode(), versions, out, jobs=_jobs(args.jobs), progress=_say,
+            run=lambda probe, binary: run_probe(probe, ClaudeCode(), binary, work,
+                                                containment=containment, keep=False))
+    except InstallError as error:
+        print(f"loopprobe: {error}", file=sys.stderr)
+        return EXIT_HARNESS
+    _say(f"  wrote {out / 'sessions.json'} and {out / 'SESSIONS.md'}")
+    if any(e["error"] for e in entries):
+        return EXIT_HARNESS
+    return 1 if any("fails" in (e["resume"], e["fork"]) for e in entries) else 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="loopprobe", description="What an agent-loop client really does, with evidence.")
@@ -668,6 +704,17 @@ def build_parser() -> argparse.ArgumentParser:
     bisect.add_argument("--no-sandbox", action="store_true", help=_NO_SANDBOX_HELP)
     bisect.add_argument("-j", "--jobs", type=int, help=_JOBS_HELP)
     bisect.set_defaults(func=cmd_bisect)
+
+    sessions = commands.add_parser(
+        "sessions", help="resume and fork sessions written by one Claude Code version with "
+                         "another: every ordered pair (exit 1 when a pair fails)")
+    sessions.add_argument("--clients", default=",".join(COMMITTED_SESSION_VERSIONS),
+                          help="comma-separated versions (default: the committed ones)")
+    sessions.add_argument("--out", default="reports/sessions",
+                          help="where sessions.json and SESSIONS.md go (default: %(default)s)")
+    sessions.add_argument("--no-sandbox", action="store_true", help=_NO_SANDBOX_HELP)
+    sessions.add_argument("-j", "--jobs", type=int, help=_JOBS_HELP)
+    sessions.set_defaults(func=cmd_sessions)
 
     guide = commands.add_parser("guide", help="regenerate EVIDENCE.md for a report directory")
     guide.add_argument("reports")

@@ -101,9 +101,10 @@ class Containment(Protocol):
         ...
 
     def enter(self, box: Sandbox, binary: ClientBinary, egress_guard: bool,
-              readonly: Sequence[Path] = ()) -> Any:  # a context manager yielding a Place
+              readonly: Sequence[Path] = (),
+              others: Sequence[ClientBinary] = ()) -> Any:  # a context manager: a Place
         """``readonly``: more of the host the runs need (a runtime), shown read-only at
-        their own paths."""
+        their own paths; ``others``: more versions of the client some runs use."""
         ...
 
 
@@ -154,7 +155,8 @@ class NoContainment:
 
     @contextmanager
     def enter(self, box: Sandbox, binary: ClientBinary, egress_guard: bool,
-              readonly: Sequence[Path] = ()) -> Iterator[_HostPlace]:
+              readonly: Sequence[Path] = (),
+              others: Sequence[ClientBinary] = ()) -> Iterator[_HostPlace]:
         if not egress_guard:
             yield _HostPlace(None)
             return
@@ -163,6 +165,11 @@ class NoContainment:
 
 
 # ---- bubblewrap ------------------------------------------------------------------------
+
+
+def _other_dir(binary: ClientBinary) -> str:
+    """Where another version of the client is shown, read-only, beside the probe's own."""
+    return f"{CLIENT_DIR}-{binary.version}"
 
 
 def _runtime_prefix(executable: str) -> Path | None:
@@ -183,6 +190,7 @@ class _SandboxPlace:
     egress_guard: bool
     runtimes: list[Path] = field(default_factory=list)
     readonly: list[Path] = field(default_factory=list)
+    others: list[ClientBinary] = field(default_factory=list)
 
     @property
     def socket(self) -> Path:
@@ -200,6 +208,7 @@ class _SandboxPlace:
     def translations(self) -> list[tuple[str, str]]:
         """Host path -> path in the view, longest first (so nested paths map correctly)."""
         pairs = {str(self.box.root): CONTAINED_ROOT, str(self.binary.root): CLIENT_DIR,
+                 **{str(b.root): _other_dir(b) for b in self.others},
                  # the harness's interpreter runs its tools: the base one, not a venv's
                  sys.executable: os.path.realpath(sys.executable)}
         pairs.update({str(tool): f"{TOOLS_DIR}/{tool.name}" for tool in self._tools()})
@@ -224,6 +233,7 @@ class _SandboxPlace:
     def placeholders(self) -> dict[str, str]:
         return {self.translate(host): name for host, name in self.box.placeholders().items()} | {
             CLIENT_DIR: "$CLIENT_DIR", f"http://127.0.0.1:{PROXY_PORT}": "$EGRESS_PROXY",
+            **{_other_dir(b): f"$CLIENT_DIR[{b.version}]" for b in self.others},
             **{str(r): "$RUNTIME" for r in self.runtimes},
             **{str(r): "$HARNESS_RUNTIME" for r in self.readonly}}
 
@@ -241,6 +251,8 @@ class _SandboxPlace:
         for runtime in [*self.runtimes, *self.readonly]:
             args += ["--ro-bind", str(runtime), str(runtime)]
         args += ["--ro-bind", str(self.binary.root), CLIENT_DIR]
+        for other in self.others:
+            args += ["--ro-bind", str(other.root), _other_dir(other)]
         for tool in self._tools():
             args += ["--ro-bind", str(tool), f"{TOOLS_DIR}/{tool.name}"]
         args += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp",
@@ -331,7 +343,8 @@ class Bubblewrap:
 
     @contextmanager
     def enter(self, box: Sandbox, binary: ClientBinary, egress_guard: bool,
-              readonly: Sequence[Path] = ()) -> Iterator[_SandboxPlace]:
+              readonly: Sequence[Path] = (),
+              others: Sequence[ClientBinary] = ()) -> Iterator[_SandboxPlace]:
         # a short path: a Unix socket's path has room for about 100 bytes
         run_dir = Path(tempfile.mkdtemp(prefix="loopprobe-"))
         try:
@@ -340,12 +353,13 @@ class Bubblewrap:
             (etc / "hosts").write_text("127.0.0.1 localhost loopprobe\n::1 localhost\n")
             (etc / "resolv.conf").write_text("nameserver 127.0.0.1\n")
             (etc / "hostname").write_text("loopprobe\n")
-            executables = [sys.executable, *binary.launcher[:1]]
+            executables = [sys.executable, *binary.launcher[:1],
+                           *(b.launcher[0] for b in others)]
             runtimes = sorted({p for e in executables
                                if (p := _runtime_prefix(e)) is not None
-                               and not p.is_relative_to(binary.root)})
+                               and not any(p.is_relative_to(b.root) for b in [binary, *others])})
             yield _SandboxPlace(box, binary, run_dir, self.path, egress_guard, runtimes,
-                                list(readonly))
+                                list(readonly), list(others))
         finally:
             shutil.rmtree(run_dir, ignore_errors=True)
 

@@ -92,6 +92,7 @@ class RunRecord:
     files_changed: dict[str, dict[str, str | None]] = field(default_factory=dict)
     # a streamed run: what the caller wrote to stdin (and why), and the steps never written
     stdin: list[dict[str, Any]] = field(default_factory=list)
+    client: dict[str, Any] | None = None  # the binary, when not the probe's own version
     stdin_pending: list[dict[str, Any]] = field(default_factory=list)
 
     @property

@@ -70,6 +70,9 @@ class Invocation:
     # None: the prompt is the whole input; else the caller keeps writing (probes.streamed)
     streamed: StreamedInput | None = None
     mcp: McpServer | None = None  # the harness's MCP server, given to this run alone
+    # another version of the probe's client kind runs this invocation (a session written by
+    # one version, resumed by another); None: the probe's own version
+    client_version: str | None = None
 
     def capabilities(self) -> set[str]:
         """What a client must support to run this invocation."""

@@ -170,6 +170,7 @@ def _probe_section(outcome: ProbeOutcome,
                 "files_changed": {path: _change_kind(change)
                                   for path, change in run.files_changed.items()},
                 **_streamed(run, norm),
+                **({"client": run.client} if run.client is not None else {}),
                 **({"mcp_server": norm(run.invocation.mcp.to_json())}
                    if run.invocation.mcp is not None else {}),
             }))

@@ -69,12 +69,22 @@ def _redact_env(env: dict[str, str]) -> dict[str, str]:
     return {k: ("[redacted]" if k in SECRET_ENV else v) for k, v in sorted(env.items())}
 
 
-def _not_applicable(probe: Probe, client: Client, binary: ClientBinary) -> str | None:
+def _not_applicable(probe: Probe, client: Client, binary: ClientBinary,
+                    binaries: Mapping[str, ClientBinary]) -> str | None:
     capabilities = client.capabilities(binary)
     needed = probe.capabilities()
     if capabilities.lacking(needed):
         return (f"{binary.name} {binary.version} lacks what this probe needs: "
                 f"{capabilities.explain(needed)}")
+    for invocation in probe.invocations:
+        other = binaries[invocation.name]
+        if other == binary:
+            continue
+        capabilities = client.capabilities(other)
+        needed = sorted(invocation.capabilities())
+        if capabilities.lacking(needed):
+            return (f"{other.name} {other.version} (run {invocation.name}) lacks what it "
+                    f"needs: {capabilities.explain(needed)}")
     return None
 
 
@@ -86,7 +96,11 @@ def run_probe(probe: Probe, client: Client, binary: ClientBinary, work_dir: Path
     default bubblewrap, which must be available). ``egress_guard=False`` runs without the
     refusing proxy (a proxy changes client behaviour: 2.1.235 then skips its HEAD /api/hello
     warm-up)."""
-    not_applicable = _not_applicable(probe, client, binary)
+    try:
+        binaries = _binaries(probe, client, binary)
+    except Exception as error:  # an install of another version failed
+        return ProbeOutcome(probe, None, [], None, error=f"{type(error).__name__}: {error}")
+    not_applicable = _not_applicable(probe, client, binary, binaries)
     if not_applicable:
         return ProbeOutcome(probe, None, [], None, not_applicable=not_applicable)
     containment = containment or find_containment(no_sandbox=False)
@@ -99,17 +113,20 @@ def run_probe(probe: Probe, client: Client, binary: ClientBinary, work_dir: Path
     started = time.time()
     try:
         mcp = install_mcp_runtime() if any(i.mcp for i in probe.invocations) else None
-        with containment.enter(box, binary, egress_guard,
-                               readonly=[mcp.venv] if mcp else []) as place:
+        others = sorted({b.version: b for b in binaries.values() if b != binary}.values(),
+                        key=lambda b: b.version)
+        with containment.enter(box, binary, egress_guard, readonly=[mcp.venv] if mcp else [],
+                               others=others) as place:
             client_paths = client.prepare(box, place.seen)
             context = {"workspace": place.seen(box.workspace), "home": place.seen(box.home)}
             scenario = probe.scenario.render(context)
             hooks = _hook_command(probe, box, context)
             with place.serve(probe.scenario, journal_path, context=context) as mock:
                 for invocation in probe.invocations:
-                    runs[invocation.name] = _run_one(probe, invocation, client, binary, box,
-                                                     mock, session_ids, hooks, place,
-                                                     progress, context, mcp)
+                    runs[invocation.name] = _run_one(probe, invocation, client,
+                                                     binaries[invocation.name], box, mock,
+                                                     session_ids, hooks, place, progress,
+                                                     context, mcp)
             evidence = _gather(probe, client, binary, box, runs, journal_path, place,
                                client_paths, started)
             evidence.mock_url = mock.url
@@ -128,6 +145,16 @@ def run_probe(probe: Probe, client: Client, binary: ClientBinary, work_dir: Path
         box.remove()
     return ProbeOutcome(probe, evidence, results, box.root if keep else None,
                         error=check_error, scenario=_scripted(scenario))
+
+
+def _binaries(probe: Probe, client: Client, binary: ClientBinary) -> dict[str, ClientBinary]:
+    """The binary of each invocation: the probe's, or the other version it names."""
+    found = {binary.version: binary}
+    for invocation in probe.invocations:
+        version = invocation.client_version
+        if version is not None and version not in found:
+            found[version] = client.install(version)
+    return {i.name: found[i.client_version or binary.version] for i in probe.invocations}
 
 
 def _scripted(scenario: Any) -> dict[str, Any]:
@@ -174,6 +201,7 @@ def _run_one(probe: Probe, invocation: Invocation, client: Client, binary: Clien
     (runs_dir / "argv.json").write_text(json.dumps(command.argv, indent=1))
     return RunRecord(
         name=invocation.name, invocation=invocation, argv=command.client_argv,
+        client=binary.identity() if invocation.client_version is not None else None,
         env=_redact_env(command.env), exit_code=result.exit_code, timed_out=result.timed_out,
         duration=result.duration, stdout=result.stdout, stderr=result.stderr, output=output,
         session_id=session_ids.get(invocation.name), seqs=(first_seq, last_seq), pid=result.pid,
