@@ -24,6 +24,7 @@ from probes.files import write_json, write_lines
 from probes.model import Claim, Counterfactual, Invocation, Probe
 from probes.outcome import ProbeOutcome
 from probes.provenance import project_expectation
+from probes.report import TRUST_CHECK
 
 __all__ = ["FORK_CLAIM", "RESUME_CLAIM", "compat_probe", "pair_entry", "render_table",
            "run_table"]
@@ -140,7 +141,10 @@ def _verdict(outcome: ProbeOutcome, claim: str) -> str:
         return "not applicable"
     if outcome.error or outcome.evidence is None:
         return "error"
-    checks = [c for c in outcome.checks if c.claim in (claim, None)]
+    # as in the reports: a harness failure undermines every claim, an egress attempt does not
+    # (it is listed with the pair's failed checks all the same)
+    checks = [c for c in outcome.checks
+              if c.claim == claim or (c.claim is None and not c.id.endswith(TRUST_CHECK))]
     return "ok" if checks and all(c.passed for c in checks) else "fails"
 
 

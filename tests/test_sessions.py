@@ -1,0 +1,123 @@
+"""Sessions across versions: the pair probe, the table, the sandbox showing two clients.
+
+The client tests run real pairs (2.1.235 and 2.1.332, each way) and compare each verdict
+with the committed table; the counterfactual shows the checks fail where the reader cannot
+see the writer's session.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from probes.clients.base import ClientBinary
+from probes.clients.claude_code import ClaudeCode
+from probes.containment import CLIENT_DIR, _SandboxPlace
+from probes.runner import run_probe
+from probes.sandbox import Sandbox
+from probes.sessions import FORK_CLAIM, RESUME_CLAIM, compat_probe, pair_entry, render_table
+
+COMMITTED = Path(__file__).resolve().parent.parent / "reports" / "sessions" / "sessions.json"
+
+
+def _entry(writer: str, reader: str, resume: str = "ok", fork: str = "ok",
+           **more: Any) -> dict[str, Any]:
+    return {"writer": {"version": writer, "binary_sha256": "a" * 64},
+            "reader": {"version": reader, "binary_sha256": "b" * 64}, "resume": resume,
+            "fork": fork, "not_applicable": None, "error": None, "runs": [],
+            "failed_checks": [], **more}
+
+
+def test_a_cross_pair_runs_the_reader_for_resume_and_fork_and_the_diagonal_one_version() -> None:
+    cross = compat_probe("2.1.235", "2.1.332")
+    assert [(i.name, i.client_version, i.session, i.fork) for i in cross.invocations] == [
+        ("write", None, "new", False), ("resume", "2.1.332", "resume", False),
+        ("fork", "2.1.332", "resume", True)]
+    assert all(i.client_version is None for i in compat_probe("2.1.235", "2.1.235").invocations)
+    assert {c.id for c in cross.claims} == {RESUME_CLAIM, FORK_CLAIM}
+    starts_anew = cross.counterfactuals[0].probe(cross)
+    assert [i.session for i in starts_anew.invocations] == ["new", "new", "new"]
+
+
+def test_the_table_orders_versions_numerically_and_lists_every_failure() -> None:
+    lines = render_table([
+        _entry("2.1.9", "2.1.10"), _entry("2.1.10", "2.1.9", resume="fails", failed_checks=[
+            {"id": "x.resume.writer-prompt", "claim": RESUME_CLAIM, "expected": "a",
+             "observed": "b"}]),
+        _entry("2.1.9", "2.1.9"),
+        _entry("2.1.10", "2.1.10", fork="not applicable",
+               not_applicable="claude-code 2.1.10 lacks fork"),
+    ])
+    table = "\n".join(lines)
+    assert "| writer ↓ reader → | 2.1.9 | 2.1.10 |" in table
+    assert "| **2.1.9** | ok / ok | ok / ok |" in table
+    assert "| **2.1.10** | **fails** / ok | ok / n/a |" in table
+    assert ("- **2.1.10 → 2.1.9** (resume fails, fork ok): `x.resume.writer-prompt` expected "
+            "'a', observed 'b'") in table
+    assert "- **2.1.10 → 2.1.10** (resume ok, fork not applicable): claude-code 2.1.10 lacks " \
+           "fork" in table
+
+
+def test_a_missing_pair_is_shown_as_such() -> None:
+    assert "| **2.1.1** | ok / ok | — |" in "\n".join(
+        render_table([_entry("2.1.1", "2.1.1"), _entry("2.1.2", "2.1.1")]))
+
+
+def test_the_sandbox_shows_other_versions_and_harness_runtimes_read_only(tmp_path: Path) -> None:
+    def binary(version: str) -> ClientBinary:
+        root = tmp_path / version
+        return ClientBinary("claude-code", version, "linux-x64", "p", root,
+                            root / "claude.exe", (str(root / "claude.exe"),), "0" * 64)
+
+    box = Sandbox.create(tmp_path / "work", "probe")
+    place = _SandboxPlace(box, binary("2.1.235"), tmp_path / "run", "bwrap", False,
+                          readonly=[tmp_path / "venv"], others=[binary("2.1.332")])
+    mounts = place._mounts()
+    pairs = list(zip(mounts, mounts[1:], mounts[2:], strict=False))
+    assert ("--ro-bind", str(tmp_path / "2.1.332"), f"{CLIENT_DIR}-2.1.332") in pairs
+    assert ("--ro-bind", str(tmp_path / "venv"), str(tmp_path / "venv")) in pairs
+    assert not any(m == "--bind" and n in (str(tmp_path / "venv"), str(tmp_path / "2.1.332"))
+                   for m, n in itertools.pairwise(mounts))
+    assert place.seen(tmp_path / "2.1.332" / "claude.exe") == f"{CLIENT_DIR}-2.1.332/claude.exe"
+    assert place.placeholders()[f"{CLIENT_DIR}-2.1.332"] == "$CLIENT_DIR[2.1.332]"
+
+
+def _committed(writer: str, reader: str) -> dict[str, Any]:
+    pairs = json.loads(COMMITTED.read_text())["pairs"]
+    return next(p for p in pairs
+                if (p["writer"]["version"], p["reader"]["version"]) == (writer, reader))
+
+
+@pytest.mark.client
+@pytest.mark.parametrize(("writer", "reader"), [("2.1.235", "2.1.332"), ("2.1.332", "2.1.235")])
+def test_a_real_pair_gives_the_committed_verdicts(writer: str, reader: str, tmp_path: Path,
+                                                  claude_code_binary: Any,
+                                                  newest_claude_code_binary: Any) -> None:
+    binaries = {b.version: b for b in (claude_code_binary, newest_claude_code_binary)}
+    outcome = run_probe(compat_probe(writer, reader), ClaudeCode(), binaries[writer], tmp_path)
+    assert outcome.error is None and outcome.not_applicable is None
+    assert outcome.evidence is not None
+    assert {r.name: (r.client or {}).get("version", writer)
+            for r in outcome.evidence.runs.values()} == {
+        "write": writer, "resume": reader, "fork": reader}
+    entry = pair_entry(binaries[writer], binaries[reader], outcome)
+    committed = _committed(writer, reader)
+    assert (entry["resume"], entry["fork"]) == (committed["resume"], committed["fork"]), \
+        entry["failed_checks"]
+
+
+@pytest.mark.client
+def test_the_reader_starting_anew_makes_both_claims_fail(tmp_path: Path,
+                                                         claude_code_binary: Any,
+                                                         newest_claude_code_binary: Any) -> None:
+    probe = compat_probe("2.1.235", "2.1.332")
+    variant = probe.counterfactuals[0].probe(probe)
+    outcome = run_probe(variant, ClaudeCode(), claude_code_binary, tmp_path)
+    assert outcome.error is None and outcome.evidence is not None
+    assert not [c for c in outcome.checks if c.claim is None and not c.passed]
+    for claim in (RESUME_CLAIM, FORK_CLAIM):
+        assert any(c.claim == claim and c.status == "failed" for c in outcome.checks), claim
