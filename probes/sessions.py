@@ -26,8 +26,10 @@ from probes.outcome import ProbeOutcome
 from probes.provenance import project_expectation
 from probes.report import TRUST_CHECK
 
-__all__ = ["FORK_CLAIM", "RESUME_CLAIM", "compat_probe", "pair_entry", "render_table",
-           "run_table"]
+__all__ = ["CLAIMS", "CLI_DOCS", "FILE_MARKER", "FORKED_ANSWER", "FORK_CLAIM", "FORK_PROMPT",
+           "RESUMED_ANSWER", "RESUME_CLAIM", "RESUME_PROMPT", "SCENARIO", "TOOL_ID",
+           "WRITER_ANSWER", "WRITE_PROMPT", "check", "compat_probe", "pair_entry",
+           "render_table", "run_table"]
 
 WRITE_PROMPT, WRITER_ANSWER = "SESSION_COMPAT_WRITE_MARKER", "SESSION_COMPAT_WRITER_ANSWER"
 RESUME_PROMPT, RESUMED_ANSWER = "SESSION_COMPAT_RESUME_MARKER", "SESSION_COMPAT_RESUMED"

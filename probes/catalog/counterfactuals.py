@@ -700,6 +700,14 @@ _MCP_FAILURES = (
 )
 
 
+_STRUCTURED = (Counterfactual(
+    "valid-second-time",
+    "The model's second StructuredOutput call fits the schema: nothing is exhausted.",
+    (termination.STRUCTURED,),
+    lambda p: _rules(p, [_answering(p, "invalid-again", tool_use(
+        "StructuredOutput", {"answer": "VALID"}))])),)
+
+
 COUNTERFACTUALS: dict[str, tuple[Counterfactual, ...]] = {
     tool_result_resume.PROBE.name: _TRR,
     runtime_controls.STOP_PROBE.name: _STOP,
@@ -726,6 +734,7 @@ COUNTERFACTUALS: dict[str, tuple[Counterfactual, ...]] = {
     termination.STOP_PREVENTED_PROBE.name: _STOP_PREVENTED,
     termination.DEFERRED_PROBE.name: _DEFERRED,
     termination.BLOCKING_PROBE.name: _BLOCKING,
+    termination.STRUCTURED_PROBE.name: _STRUCTURED,
     streamed_input.QUEUE_PROBE.name: _QUEUE,
     streamed_input.INTERRUPT_TOOLS_PROBE.name: _INTERRUPT_TOOLS,
     streamed_input.INTERRUPT_STREAMING_PROBE.name: _INTERRUPT_STREAM,

@@ -211,7 +211,7 @@ REFRESH_PROBE = Probe(
         "When an MCP server notifies tools/list_changed, the client lists the server's tools "
         "again and the next turn's model request offers the changed list.",
         source=from_analysis(
-            "2. 重新建立发送给模型的消息视图",
+            "循环拥有的状态",
             "工具、权限、session、MCP、队列、abort controller、Agent 身份等运行上下文 | "
             "工具产生 context layer、MCP/tool refresh 或 query tracking 更新后 |", 115),
         beyond_source="The analysis lists MCP/tool refresh among what updates the loop's "

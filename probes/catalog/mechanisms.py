@@ -136,8 +136,9 @@ MECHANISMS: tuple[Mechanism, ...] = (
               unprobed='not reachable: decided by the real service'),
     Mechanism('past the blocking line with no compaction → `blocking_limit`, no request sent',
               'probe.blocking-limit-terminal'),
-    Mechanism('`rapid_refill_breaker`, `image_error`, `structured_output_retry_exhausted`',
-              unprobed='not probed yet'),
+    Mechanism('`--json-schema`: invalid structured output retried until '
+              '`structured_output_retry_exhausted`', 'probe.structured-output-retry-exhausted'),
+    Mechanism('`rapid_refill_breaker`, `image_error`', unprobed='not probed yet'),
     Mechanism("concurrency-safe tools' context layers, queryChainId/depth, timing marks",
               unprobed='internal state and telemetry, not observable on the wire or in print output'),
 )

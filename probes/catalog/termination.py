@@ -9,14 +9,15 @@ from mockapi import Match, Message, Rule, Scenario, ToolUseBlock, api_error, tex
 from mockapi.replies import Usage
 from probes.catalog.common import check_ended, check_terminal, result_of
 from probes.checks import Checks
-from probes.evidence import Evidence
+from probes.evidence import Evidence, blocks_of_type
 from probes.model import Claim, Hooks, Invocation, Probe
 from probes.provenance import Source, from_analysis
 
 __all__ = ["BLOCKING", "BLOCKING_PROBE", "BUDGET", "BUDGET_PROBE", "CAP", "CAP_PROBE", "CAP_WARNING",
            "DEFERRED", "DEFERRED_PROBE", "HOOK_STOPPED", "HOOK_STOPPED_PROBE", "PROBES",
-           "STOP_PREVENTED", "STOP_PREVENTED_PROBE", "TURNS", "TURNS_PROBE", "TURN_RUNS",
-           "check_blocking", "check_budget", "check_cap", "check_turns"]
+           "STOP_PREVENTED", "STOP_PREVENTED_PROBE", "STRUCTURED", "STRUCTURED_PROBE",
+           "STRUCTURED_SCHEMA", "TURNS", "TURNS_PROBE", "TURN_RUNS", "check_blocking",
+           "check_budget", "check_cap", "check_structured", "check_turns"]
 
 CAP = "probe.stop-hook-block-cap"
 TURNS = "probe.max-turns-counts-model-turns"
@@ -295,5 +296,58 @@ BLOCKING_PROBE = Probe(
                 "100000 window; automatic compaction is switched off with DISABLE_AUTO_COMPACT.",),
 )
 
+STRUCTURED = "probe.structured-output-retry-exhausted"
+STRUCTURED_SCHEMA = '{"type":"object","properties":{"answer":{"type":"string"}},"required":["answer"]}'
+
+
+def check_structured(ev: Evidence, c: Checks) -> None:
+    requests = ev.requests("structured")
+    results = [[b.get("is_error") for _, b in blocks_of_type(r, "tool_result")][-1:]
+               for r in requests[1:]]
+    c.that("retried", STRUCTURED,
+           "each invalid StructuredOutput call is answered with an error result and the "
+           "model is asked again, more than once",
+           passed=len(requests) > 2 and all(r == [True] for r in results),
+           expected="3 or more requests, each after the first carrying an error tool_result",
+           observed={"requests": len(requests), "last_tool_result_is_error": results},
+           evidence="journal: main requests")
+    check_terminal(c, STRUCTURED, ev, "structured", "structured_output_retry_exhausted")
+    result = result_of(ev, "structured")
+    c.equal("is-error", STRUCTURED, "the run ends as an error", expected=True,
+            observed=result.get("is_error"), evidence="run structured: result")
+    run = ev.run("structured")
+    c.that("exit-nonzero", STRUCTURED, "the process exits with a failure status",
+           passed=run is not None and run.exit_code not in (0, None),
+           expected="a nonzero exit status", observed=run.exit_code if run else None,
+           evidence="run structured: exit status")
+
+
+STRUCTURED_PROBE = Probe(
+    name="structured-output-retry-exhausted",
+    title="--json-schema: a model that keeps giving invalid structured output ends the loop",
+    claims=(Claim(STRUCTURED, "With --json-schema, a model whose every StructuredOutput call "
+                              "fails the schema is told so and asked again until the client "
+                              "gives up: the loop ends with terminal reason "
+                              "structured_output_retry_exhausted, an error.",
+                  source=from_analysis("终止状态字典",
+                                       "structured_output_retry_exhausted |\n结构化输出修复耗尽 | "
+                                       "是 |", 379),
+                  beyond_source="The analysis names the reason and counts it as an error; "
+                                "that invalid calls are answered with error results and "
+                                "retried is what 'repair exhausted' implies. The number of "
+                                "attempts is not claimed."),),
+    scenario=Scenario(name="structured-output-retry-exhausted", rules=[
+        Rule(id="invalid-output", match=Match(last_user_text_contains="STRUCTURED_PROMPT"),
+             reply=tool_use("StructuredOutput", {"not_the_answer": 1}), repeat="always"),
+        Rule(id="invalid-again", match=Match(), reply=tool_use("StructuredOutput",
+                                                               {"not_the_answer": 1}),
+             repeat="always"),
+    ]),
+    invocations=(Invocation("structured", "STRUCTURED_PROMPT",
+                            extra_args=("--json-schema", STRUCTURED_SCHEMA)),),
+    check=check_structured,
+    boundaries=("The schema asks for one string field; every call gives another field.",),
+)
+
 PROBES = (CAP_PROBE, TURNS_PROBE, BUDGET_PROBE, HOOK_STOPPED_PROBE, STOP_PREVENTED_PROBE,
-          DEFERRED_PROBE, BLOCKING_PROBE)
+          DEFERRED_PROBE, BLOCKING_PROBE, STRUCTURED_PROBE)
