@@ -232,7 +232,9 @@ def run_suite(client_spec: str | tuple[Client, str], out: Path, *, probe: str | 
         _say(f"  wrote {written_report}")
         written.append((spec.name, built))
     if evidence and probe is None and report is None and not interrupted:
-        written_print = write_fingerprint(evidence, binary, out)
+        fingerprinted = {one.name for one in everything if one.fingerprinted}
+        written_print = write_fingerprint([e for e in evidence if e.probe in fingerprinted],
+                                          binary, out)
         if shard is not None:
             partial = json.loads(written_print.read_text())
             partial[SHARD_KEY] = {"index": shard[0], "count": shard[1],

@@ -48,6 +48,7 @@ SYMBOL = {"confirmed": "confirmed", "contradicted": "**contradicted**",
 def render_matrix(matrix: dict[str, Any]) -> str:
     versions = [v["client"] for v in matrix["versions"]]
     out = ["# Claims × client versions", "",
+           "— : the claim was not run on that version (its reports predate the probe).", "",
            "| claim | " + " | ".join(versions) + " |",
            "|---|" + "---|" * len(versions)]
     for claim in matrix["claims"]:

@@ -59,6 +59,10 @@ class Probe:
     # a client that lacks one is not applicable
     requires: tuple[str, ...] = ()
     counterfactuals: tuple[Counterfactual, ...] = ()
+    # whether its requests count in the version's fingerprint: probes that give the client
+    # tools or flags of their own (an MCP server, --json-schema, streamed input) do not, so
+    # fingerprints compare versions on the same plain runs whatever the suite grew to hold
+    fingerprinted: bool = True
 
     def __post_init__(self) -> None:
         unknown = sorted(set(self.requires) - set(CAPABILITIES))

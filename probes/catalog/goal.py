@@ -146,6 +146,7 @@ PROBE = Probe(
     invocations=(Invocation("achieved", f"/goal {CONDITION}"),
                  Invocation("impossible", f"/goal {IMPOSSIBLE_CONDITION}")),
     check=check_goal,
+    fingerprinted=False,
     boundaries=("/goal in print mode with the prompt as the command; the evaluator's verdicts "
                 "are scripted JSON texts (the real service would answer under the request's "
                 "output_config json_schema).",),

@@ -162,6 +162,7 @@ REWRITE_PROBE = Probe(
                  Invocation("bad", "REWRITE_BAD_PROMPT"),
                  Invocation("mcp", "REWRITE_MCP_PROMPT", mcp=SERVER)),
     check=check_rewrites,
+    fingerprinted=False,
     boundaries=("Read's output as the hook gives it is the shape Read itself reports "
                 "(tool_use_result in stream-json); a string is not that shape.",
                 "Whether the client adds a hook error attachment for the invalid output is "
@@ -232,6 +233,7 @@ REFRESH_PROBE = Probe(
         streamed=StreamedInput(steps=(Step(user_message("REFRESH_SECOND_TURN"),
                                            after_event={"type": "result"}),))),),
     check=check_refresh,
+    fingerprinted=False,
     boundaries=("Two turns of one streamed session; the server changes its list while "
                 "answering the first turn's call.",),
 )
@@ -318,6 +320,7 @@ FAILURE_PROBE = Probe(
                  Invocation("hang", "MCP_HANG_PROMPT", mcp=SERVER,
                             env={"MCP_TOOL_TIMEOUT": str(TIMEOUT_MS)})),
     check=check_failures,
+    fingerprinted=False,
     boundaries=(f"The hang is bounded by MCP_TOOL_TIMEOUT={TIMEOUT_MS} ms, the behaviour "
                 "under test; the client's default MCP timeout is not probed.",),
 )

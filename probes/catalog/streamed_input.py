@@ -218,6 +218,7 @@ QUEUE_PROBE = Probe(
         streamed=StreamedInput(steps=(
             Step(user_message(f"{QUEUED}: also mention this"), after_file=QUEUE_STARTED),))),),
     check=check_queue,
+    fingerprinted=False,
     boundaries=("The message is written once the tool has started (it creates a file "
                 "first); the tool then runs two more seconds, the window in which the "
                 "message must be read.",
@@ -333,6 +334,7 @@ INTERRUPT_TOOLS_PROBE = Probe(
                    resume_from="interrupted"),
     ),
     check=check_interrupt_tools,
+    fingerprinted=False,
     boundaries=("The interrupt is written once the tool has started (it creates a file "
                 "first); the tool would run 30 s more, so its end cannot come first.",),
 )
@@ -384,6 +386,7 @@ INTERRUPT_STREAMING_PROBE = Probe(
         streamed=StreamedInput(steps=(
             Step(control_request("interrupt"), after_rule="stalled-stream"),))),),
     check=check_interrupt_streaming,
+    fingerprinted=False,
     boundaries=("The stream pauses 60 s before its first content block; the interrupt is "
                 "written once the request reached the mock, so it lands while the client "
                 "waits on the stream.",),
@@ -506,6 +509,7 @@ PERMISSIONS_PROBE = Probe(
             PermissionAnswer("Bash", "deny", DENY_MESSAGE),
             PermissionAnswer("Write", "allow", updated_input=WRITE_UPDATED)))),),
     check=check_permissions,
+    fingerprinted=False,
     boundaries=("Permission mode default with no allow or deny rules configured: every "
                 "decision that reaches the caller is the client's own classification.",),
 )
@@ -557,6 +561,7 @@ SET_MODEL_PROBE = Probe(
             Step(control_request("set_model", model=NEW_MODEL), after_event=RESULT),
             Step(user_message(MODEL_SECOND)),))),),
     check=check_set_model,
+    fingerprinted=False,
 )
 
 
@@ -612,6 +617,7 @@ SET_MODE_PROBE = Probe(
                    Step(user_message(MODE_SECOND)),),
             permissions=(PermissionAnswer("Write", "allow"),))),),
     check=check_set_mode,
+    fingerprinted=False,
 )
 
 
@@ -717,6 +723,7 @@ LOOP_PROBE = Probe(
         streamed=StreamedInput(close_on={"type": "result", "result": LOOP_WOKE},
                                close_after=LOOP_HORIZON)),),
     check=check_loop,
+    fingerprinted=False,
     boundaries=("The one probe that waits on a clock: the wake-up's own delay (60 s, which "
                 "the client may round up to its next minute), the behaviour under test. "
                 f"Input stays open until the woken turn's result, or {LOOP_HORIZON} s after "

@@ -346,6 +346,7 @@ STRUCTURED_PROBE = Probe(
     invocations=(Invocation("structured", "STRUCTURED_PROMPT",
                             extra_args=("--json-schema", STRUCTURED_SCHEMA)),),
     check=check_structured,
+    fingerprinted=False,
     boundaries=("The schema asks for one string field; every call gives another field.",),
 )
 
