@@ -11,9 +11,12 @@ journals with these types.
 from __future__ import annotations
 
 import base64
-from typing import Any, Final, Literal, NotRequired, TypedDict
+from typing import Any, Final, Literal, NotRequired
 
 import orjson
+
+# typing_extensions: pydantic builds JSON Schemas from it on Python 3.11 (probes.schemas)
+from typing_extensions import TypedDict
 
 __all__ = [
     "END_CLIENT_DISCONNECTED",

@@ -60,7 +60,9 @@ __all__ = [
     "cmd_mechanisms",
     "cmd_merge",
     "cmd_run",
+    "cmd_schemas",
     "cmd_sessions",
+    "cmd_validate",
     "cmd_versions",
     "load_catalog",
     "main",
@@ -600,6 +602,26 @@ def cmd_sessions(args: argparse.Namespace) -> int:
     return 1 if any("fails" in (e["resume"], e["fork"]) for e in entries) else 0
 
 
+def cmd_validate(args: argparse.Namespace) -> int:
+    from probes.schemas import validate_path
+    checked, problems = 0, []
+    for target in args.paths:
+        count, found = validate_path(Path(target))
+        checked += count
+        problems += found
+    for problem in problems:
+        print(problem)
+    _say(f"loopprobe: {checked} file(s) checked, {len(problems)} problem(s)")
+    return EXIT_FAILED if problems else EXIT_PASSED
+
+
+def cmd_schemas(args: argparse.Namespace) -> int:
+    from probes.schemas import SCHEMA_DIR, write_schemas
+    for path in write_schemas(Path(args.out) if args.out else SCHEMA_DIR):
+        _say(f"wrote {path}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="loopprobe", description="What an agent-loop client really does, with evidence.")
@@ -717,6 +739,19 @@ def build_parser() -> argparse.ArgumentParser:
     sessions.add_argument("--no-sandbox", action="store_true", help=_NO_SANDBOX_HELP)
     sessions.add_argument("-j", "--jobs", type=int, help=_JOBS_HELP)
     sessions.set_defaults(func=cmd_sessions)
+
+    validate = commands.add_parser(
+        "validate", help="check reports, fingerprints, matrices, journals, timing, session "
+                         "tables, bisect results and scenarios against their JSON Schemas "
+                         "(exit 1 when a file breaks one; each problem names the file, the "
+                         "line for journals, and the JSON pointer)")
+    validate.add_argument("paths", nargs="+", help="files, or folders searched recursively")
+    validate.set_defaults(func=cmd_validate)
+
+    schemas = commands.add_parser("schemas", help="write the JSON Schemas (shipped in the "
+                                                  "package under probes/json_schemas/)")
+    schemas.add_argument("--out", help="folder (default: the package's schemas folder)")
+    schemas.set_defaults(func=cmd_schemas)
 
     guide = commands.add_parser("guide", help="regenerate EVIDENCE.md for a report directory")
     guide.add_argument("reports")

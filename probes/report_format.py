@@ -10,7 +10,9 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, NotRequired, TypedDict
+from typing import Any, Literal, NotRequired
+
+from typing_extensions import TypedDict
 
 __all__ = ["FINGERPRINT_FILE", "FINGERPRINT_FILE_VERSION", "READABLE_REPORT_VERSIONS",
            "REPORT_SCHEMA_VERSION", "TIMING_SUFFIX", "VERDICTS", "CheckEntry", "ClaimEntry",
