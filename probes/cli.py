@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import difflib
 import importlib
 import importlib.util
 import json
@@ -13,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from mockapi.cli import add_serve_arguments
+from probes import __version__
 from probes.almanac import load_bisects, render_timeline
 from probes.bisect import (
     SKIPPED_VERDICTS,
@@ -97,15 +99,22 @@ def _select(reports: tuple[ReportSpec, ...], probe: str | None,
             chosen.append(ReportSpec(spec.name, spec.title, probes, spec.summary))
     if not chosen:
         known = sorted({p.name for s in reports for p in s.probes})
-        raise HarnessInputError(f"no probe matches --probe {probe!r} --report {report!r}; "
-                                f"expected one of the probes: {', '.join(known)}; or reports: "
-                                f"{', '.join(s.name for s in reports)}")
+        names = [s.name for s in reports]
+        guess = _did_you_mean(probe, known) or _did_you_mean(report, names)
+        raise HarnessInputError(f"no probe matches --probe {probe!r} --report {report!r}"
+                                f"{guess}; expected one of the probes: {', '.join(known)}; or "
+                                f"reports: {', '.join(names)}")
     for spec in chosen:
         for one in spec.probes:
             for relative in one.fixtures:
                 if problem := fixture_problem(relative):
                     raise HarnessInputError(f"probe {one.name}: {problem}")
     return chosen
+
+
+def _did_you_mean(given: str | None, known: list[str]) -> str:
+    close = difflib.get_close_matches(given, known, n=1, cutoff=0.6) if given else []
+    return f" (did you mean {close[0]!r}?)" if close else ""
 
 
 def load_catalog(name: str | None) -> tuple[ReportSpec, ...]:
@@ -625,6 +634,7 @@ def cmd_schemas(args: argparse.Namespace) -> int:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="loopprobe", description="What an agent-loop client really does, with evidence.")
+    parser.add_argument("--version", action="version", version=f"loopprobe {__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
 
     run = commands.add_parser("run", help="run the probe suite on one client version")

@@ -1,0 +1,33 @@
+"""The CLI as a newcomer meets it: a version, and mistakes answered with one line and exit 2
+before anything is installed."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from probes import __version__, cli
+
+
+def test_version(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as done:
+        cli.main(["--version"])
+    assert done.value.code == 0
+    assert capsys.readouterr().out.strip() == f"loopprobe {__version__}"
+
+
+@pytest.mark.parametrize(("args", "guess"), [
+    (["--probe", "stop-hook-rentry"], "(did you mean 'stop-hook-reentry'?)"),
+    (["--report", "termnation"], "(did you mean 'termination'?)"),
+])
+def test_an_unknown_name_is_one_line_with_a_guess_before_any_install(
+        args: list[str], guess: str, tmp_path: Path,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    # a version that does not exist: an install attempt would say so instead
+    code = cli.main(["run", "--client", "0.0.0-none", "--out", str(tmp_path / "out"), *args])
+    err = capsys.readouterr().err.strip()
+    assert code == cli.EXIT_HARNESS
+    assert len(err.splitlines()) == 1 and guess in err, err
+    assert "0.0.0-none" not in err
+    assert not (tmp_path / "out").exists()
