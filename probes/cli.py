@@ -61,6 +61,7 @@ __all__ = [
     "cmd_matrix",
     "cmd_mechanisms",
     "cmd_merge",
+    "cmd_probes",
     "cmd_run",
     "cmd_schemas",
     "cmd_sessions",
@@ -624,6 +625,23 @@ def cmd_validate(args: argparse.Namespace) -> int:
     return EXIT_FAILED if problems else EXIT_PASSED
 
 
+def cmd_probes(args: argparse.Namespace) -> int:
+    """Every report, its probes and their claims: the names --report and --probe take."""
+    catalog = catalog_for(args.client, args.catalog)
+    if args.json:
+        print(json.dumps([{"report": spec.name, "title": spec.title, "probes": [
+            {"probe": p.name, "title": p.title, "claims": [c.id for c in p.claims],
+             "needs": p.capabilities()} for p in spec.probes]} for spec in catalog], indent=2))
+        return 0
+    for spec in catalog:
+        print(f"{spec.name}: {spec.title}")
+        for one in spec.probes:
+            print(f"  {one.name}: {one.title}")
+            for claim in one.claims:
+                print(f"    {claim.id}")
+    return 0
+
+
 def cmd_schemas(args: argparse.Namespace) -> int:
     from probes.schemas import SCHEMA_DIR, write_schemas
     for path in write_schemas(Path(args.out) if args.out else SCHEMA_DIR):
@@ -749,6 +767,17 @@ def build_parser() -> argparse.ArgumentParser:
     sessions.add_argument("--no-sandbox", action="store_true", help=_NO_SANDBOX_HELP)
     sessions.add_argument("-j", "--jobs", type=int, help=_JOBS_HELP)
     sessions.set_defaults(func=cmd_sessions)
+
+    probes_cmd = commands.add_parser(
+        "probes", help="list the reports, their probes and the claims each probe tests (the "
+                       "names --report and --probe take)")
+    probes_cmd.add_argument("--client", default="2.1.235",
+                            help="the client kind whose default catalog is listed (e.g. "
+                                 "anthropic-tool-runner@2.16.0; default: %(default)s)")
+    probes_cmd.add_argument("--catalog", help="a module whose REPORTS replace the built-in "
+                                              "probes")
+    probes_cmd.add_argument("--json", action="store_true", help="machine-readable output")
+    probes_cmd.set_defaults(func=cmd_probes)
 
     validate = commands.add_parser(
         "validate", help="check reports, fingerprints, matrices, journals, timing, session "

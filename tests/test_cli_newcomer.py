@@ -31,3 +31,20 @@ def test_an_unknown_name_is_one_line_with_a_guess_before_any_install(
     assert len(err.splitlines()) == 1 and guess in err, err
     assert "0.0.0-none" not in err
     assert not (tmp_path / "out").exists()
+
+
+def test_probes_lists_reports_probes_and_claims(capsys: pytest.CaptureFixture[str]) -> None:
+    import json
+
+    from probes.catalog import REPORTS
+    assert cli.main(["probes"]) == 0
+    shown = capsys.readouterr().out
+    for spec in REPORTS:
+        assert f"{spec.name}: {spec.title}" in shown
+        for probe in spec.probes:
+            assert f"  {probe.name}: {probe.title}" in shown
+            assert all(f"    {claim.id}" in shown for claim in probe.claims)
+    assert cli.main(["probes", "--json", "--client", "anthropic-tool-runner@2.16.0"]) == 0
+    listed = json.loads(capsys.readouterr().out)
+    assert {r["report"] for r in listed} == {s.name for s in cli.load_catalog(
+        "probes.catalog.tool_runner")}
