@@ -26,8 +26,10 @@ from mockapi.scenario import Scenario
 from probes.report import JOURNAL_VOLATILE
 from probes.report_format import FingerprintFile, Report
 
-__all__ = ["KINDS", "SCHEMA_DIR", "Problem", "kind_of", "schema", "validate_path",
-           "write_schemas"]
+__all__ = ["DESCRIPTIONS", "DIALECT", "KINDS", "REPORT_JOURNAL_VOLATILE", "SCHEMA_DIR",
+           "BisectFile", "JournalLine", "MatrixCell", "MatrixClaim", "MatrixFile",
+           "MatrixVersion", "Problem", "SessionPair", "SessionSide", "SessionsFile",
+           "TimingFile", "kind_of", "schema", "validate_path", "write_schemas"]
 
 SCHEMA_DIR = Path(__file__).with_name("json_schemas")
 DIALECT = "https://json-schema.org/draft/2020-12/schema"
