@@ -11,6 +11,7 @@ from typing import Any, Literal, NotRequired, Union, get_args, get_origin
 
 import httpx
 import pytest
+import typing_extensions
 
 from mockapi import Journal, Match, MockServer, Rule, Scenario, api_error, raw, text
 from mockapi import records as records_module
@@ -118,7 +119,7 @@ def _fits(value: Any, hint: Any) -> bool:
     if origin is dict:
         return isinstance(value, dict) and all(
             _fits(k, args[0]) and _fits(v, args[1]) for k, v in value.items())
-    if typing.is_typeddict(hint):
+    if typing_extensions.is_typeddict(hint):  # the records are typing_extensions TypedDicts
         return isinstance(value, dict) and not _misfits(value, hint)
     if hint is float:
         return isinstance(value, float)
