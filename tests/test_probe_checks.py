@@ -416,7 +416,23 @@ def _requests_scrambled(ev: Evidence) -> None:
 
 def _workspace_changed(ev: Evidence) -> None:
     ev.workspace_files = {**{k: "ALTERED" for k in ev.workspace_files},
-                          "hook-denied.txt": "x", "rule-denied.txt": "x"}
+                          "hook-denied.txt": "x", "rule-denied.txt": "x", "denied.txt": "x",
+                          "interrupt-tool-finished": "x"}
+
+
+def _served_twice(ev: Evidence) -> None:
+    """The MCP server's log and what the caller wrote, every entry twice."""
+    ev.mcp_calls = {run: [*events, *copy.deepcopy(events)] for run, events in ev.mcp_calls.items()}
+    for run in ev.runs.values():
+        run.stdin = [*run.stdin, *copy.deepcopy(run.stdin)]
+
+
+def _phantom_tool_results(ev: Evidence) -> None:
+    """Every run printed a tool_result for every tool_use the model was scripted to ask for."""
+    ids = {b.get("id") for r in ev.journal for b in _scripted_blocks(r)}
+    for run in ev.runs.values():
+        run.output.events.append({"type": "user", "message": {"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": i, "content": "PHANTOM"} for i in ids]}})
 
 
 def _timing_inverted(ev: Evidence) -> None:
@@ -459,7 +475,8 @@ def _errors_printed(ev: Evidence) -> None:
 
 
 GENERIC = (_errors_printed, _phantom_hooks, _results_broken, _no_hooks, _requests_doubled,
-           _requests_gone, _requests_scrambled, _workspace_changed, _timing_inverted, _events_gone)
+           _requests_gone, _requests_scrambled, _workspace_changed, _timing_inverted, _events_gone,
+           _served_twice, _phantom_tool_results)
 
 
 def test_alterations_reach_every_claim_check(real_outcomes: dict[str, ProbeOutcome]) -> None:
