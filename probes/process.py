@@ -58,6 +58,20 @@ def _kill_group(process: subprocess.Popen[bytes]) -> None:
         pass
 
 
+def _start(argv: list[str], env: dict[str, str], cwd: Path, *,
+           piped_stdin: bool) -> subprocess.Popen[bytes]:
+    """Start a client in a new session, known to ``stop_all`` (refused while it stops)."""
+    with _lock:
+        if _stopping.is_set():
+            raise KeyboardInterrupt("the run is being stopped")
+        process = subprocess.Popen(
+            argv, env=env, cwd=cwd, start_new_session=True,
+            stdin=subprocess.PIPE if piped_stdin else subprocess.DEVNULL,
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        _running.add(process)
+    return process
+
+
 def run_process(argv: list[str], *, env: dict[str, str], cwd: Path, timeout: float,
                 stdin: str | None = None) -> ProcessResult:
     """Run ``argv`` in a new session; at ``timeout`` the whole process group is killed.
@@ -66,15 +80,7 @@ def run_process(argv: list[str], *, env: dict[str, str], cwd: Path, timeout: flo
     in the background outlives its run.
     """
     started = time.monotonic()
-    with _lock:
-        if _stopping.is_set():
-            raise KeyboardInterrupt("the run is being stopped")
-        process = subprocess.Popen(
-            argv, env=env, cwd=cwd, start_new_session=True,
-            stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-        )
-        _running.add(process)
+    process = _start(argv, env, cwd, piped_stdin=stdin is not None)
     timed_out = False
     try:
         out, err = process.communicate(
@@ -136,13 +142,7 @@ def run_conversation(argv: list[str], *, env: dict[str, str], cwd: Path, timeout
     record ``new_requests`` returns (polled). The same guarantees as ``run_process``: a new
     process group, killed at ``timeout`` and after the exit."""
     started = time.monotonic()
-    with _lock:
-        if _stopping.is_set():
-            raise KeyboardInterrupt("the run is being stopped")
-        process = subprocess.Popen(argv, env=env, cwd=cwd, start_new_session=True,
-                                   stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                   stderr=subprocess.PIPE)
-        _running.add(process)
+    process = _start(argv, env, cwd, piped_stdin=True)
     assert process.stdin is not None and process.stdout is not None
     stdin = process.stdin
     lines: queue.Queue[bytes | None] = queue.Queue()
