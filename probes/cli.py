@@ -268,7 +268,7 @@ def execute_suite(client_spec: str | tuple[Client, str], out: Path, *, probe: st
     evidence = []
     everything = [one for spec in specs for one in spec.probes]
     if jobs > 1:
-        _say(f"  {len(everything)} probes, {jobs} at a time")
+        _say(f"  {len(everything)} probe(s), up to {jobs} at a time")
 
     started: set[str] = set()
 

@@ -108,6 +108,8 @@ def test_a_partial_run_alone_says_so_and_a_diff_calls_the_rest_not_run(
     assert part["partial"] == {"probes_run": [READ.name], "probes_not_run": [DENY.name]}
     diff = diff_directories(tmp_path / "full", tmp_path / "part")
     assert diff.regressions == []
+    assert {c["id"]: c["change"] for c in diff["claims"]}["fake.pretooluse-deny"] == "not run"
+    assert cli.main(["diff", str(tmp_path / "full"), str(tmp_path / "part")]) == cli.EXIT_PASSED
     assert validate_path(tmp_path / "part")[1] == []
     assert "**Partial:** only read-file ran; not run: pretooluse-deny." in (
         tmp_path / "part" / "EVIDENCE.md").read_text()
