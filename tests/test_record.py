@@ -1,0 +1,218 @@
+"""`loopprobe record`: a recording proxy in front of an upstream (here always a local mock),
+whose scenario, loaded into a fresh mock, answers the same client the same way."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import anthropic
+import httpx
+import pytest
+import yaml
+
+from mockapi import Match, Rule, Scenario, api_error, load_scenario, message, text, tool_use
+from mockapi.record import RecordingProxy, reply_from_exchange
+from mockapi.replies import TextBlock, ThinkingBlock, ToolUseBlock, Usage
+from mockapi.server import MockServer
+from probes.schemas import validate_path
+
+ROOT = Path(__file__).resolve().parent.parent
+API_KEY = "sk-ant-loopprobe-canary-0123456789"
+MODEL = "claude-sonnet-4-5"
+TOOLS = [{"name": name, "description": f"the {name} tool",
+          "input_schema": {"type": "object", "properties": {}}} for name in ("Bash", "Read")]
+
+UPSTREAM = Scenario(name="upstream", rules=[
+    Rule(id="look", match=Match(turn=1), reply=message(
+        ThinkingBlock(thinking="The user wants a listing."), TextBlock(text="Let me look."),
+        ToolUseBlock(name="Bash", input={"command": "ls -la"}, id="toolu_rec_bash"),
+        usage=Usage(input_tokens=321, output_tokens=45, cache_read_input_tokens=7))),
+    Rule(id="read", match=Match(tool_result_for="toolu_rec_bash"),
+         reply=tool_use("Read", {"file_path": "/etc/hostname"}, id="toolu_rec_read")),
+    Rule(id="busy", match=Match(tool_result_for="toolu_rec_read", attempt=1),
+         reply=api_error(529, "Overloaded", type="overloaded_error")),
+    # the recorded text holds what reads as placeholders: they must come back as they were
+    Rule(id="done", match=Match(tool_result_for="toolu_rec_read", attempt=2),
+         reply=text("DONE in {{workspace}} and {{{{literal}}}}")),
+])
+
+
+def _blocks(content: Any) -> list[dict[str, Any]]:
+    return [b.model_dump(exclude_none=True) for b in content]
+
+
+def _exchange(base_url: str, date: str, path: str) -> list[dict[str, Any]]:
+    """Three model turns as an agent loop sends them: streamed, then JSON, then streamed
+    through a 529 the SDK retries. What the model answered, whole."""
+    client = anthropic.Anthropic(base_url=base_url, api_key=API_KEY, max_retries=1,
+                                 timeout=30)
+    messages: list[dict[str, Any]] = [{"role": "user", "content": (
+        f"Today's date is {date}. The working directory is {path}. List the files.")}]
+    answers = []
+    with client.messages.stream(model=MODEL, max_tokens=1024, tools=TOOLS,  # type: ignore[arg-type]
+                                messages=messages) as stream:  # type: ignore[arg-type]
+        first = stream.get_final_message()
+    answers.append(first.model_dump())
+    messages += [{"role": "assistant", "content": _blocks(first.content)},
+                 {"role": "user", "content": [{"type": "tool_result", "tool_use_id":
+                                               first.content[-1].id, "content": f"{path}/a"}]}]
+    second = client.messages.create(model=MODEL, max_tokens=1024, tools=TOOLS,  # type: ignore[arg-type]
+                                    messages=messages)  # type: ignore[arg-type]
+    answers.append(second.model_dump())
+    messages += [{"role": "assistant", "content": _blocks(second.content)},
+                 {"role": "user", "content": [{"type": "tool_result", "tool_use_id":
+                                               second.content[-1].id, "content": "box"}]}]
+    with client.messages.stream(model=MODEL, max_tokens=1024, tools=TOOLS,  # type: ignore[arg-type]
+                                messages=messages) as stream:  # type: ignore[arg-type]
+        answers.append(stream.get_final_message().model_dump())
+    return answers
+
+
+def _all_text(folder: Path) -> str:
+    return "\n".join(p.read_bytes().decode("utf-8", "replace")
+                     for p in sorted(folder.rglob("*")) if p.is_file())
+
+
+def test_a_recorded_exchange_replays_the_same(tmp_path: Path) -> None:
+    out = tmp_path / "recording"
+    with MockServer(UPSTREAM, tmp_path / "upstream.jsonl") as upstream, \
+            RecordingProxy(upstream.url, out / "scenario.yaml", out / "journal.jsonl") as proxy:
+        recorded = _exchange(proxy.url, "2026-12-04", "/tmp/session-7f3a9c/work")
+        upstream_requests = upstream.requests()
+    assert [r["rule"] for r in upstream_requests] == ["look", "read", "busy", "done"]
+    assert recorded[0]["content"][0]["type"] == "thinking"
+    assert recorded[2]["content"][0]["text"] == "DONE in {workspace} and {{{literal}}}"
+
+    # the scenario: one rule per exchange, keyed on what the mock computes, replies as sent
+    scenario = load_scenario(out / "scenario.yaml")
+    assert scenario.validation == "lenient"
+    assert [(r.id, r.match.model_dump(exclude_defaults=True)) for r in scenario.rules] == [
+        ("main-turn1-attempt1", {"turn": 1, "attempt": 1}),
+        ("main-turn2-attempt1", {"turn": 2, "attempt": 1}),
+        ("main-turn3-attempt1", {"turn": 3, "attempt": 1}),
+        ("main-turn3-attempt2", {"turn": 3, "attempt": 2})]
+    busy = scenario.rules[2].reply_list()[0]
+    assert (busy.error.status, busy.error.type, busy.error.message) == (
+        529, "overloaded_error", "Overloaded")
+    matchers = json.dumps([r.match.model_dump() for r in scenario.rules])
+    for volatile in ("2026-12-04", "session-7f3a9c", "List the files"):
+        assert volatile not in matchers
+        assert volatile not in (out / "scenario.yaml").read_text()
+
+    # the journal: the mock's format, each request with the kind and turn the mock gives it
+    checked, problems = validate_path(out)
+    assert (checked, [str(p) for p in problems]) == (2, [])
+    lines = [json.loads(line) for line in (out / "journal.jsonl").read_text().splitlines()]
+    requests = [r for r in lines if r["type"] == "request"]
+    assert [(r["kind"], r["turn"], r["attempt"], r["status"]) for r in requests] == [
+        ("main", 1, 1, 200), ("main", 2, 1, 200), ("main", 3, 1, 529), ("main", 3, 2, 200)]
+    secret = {k: v for k, v in requests[0]["headers"].items() if k in ("x-api-key", "authorization")}
+    assert secret and set(secret.values()) == {"[redacted]"}
+    assert "2026-12-04" in requests[0]["body"]["messages"][0]["content"]
+    assert API_KEY not in _all_text(tmp_path)
+
+    # replay: a fresh mock on the recorded scenario, the same client, other volatile text
+    with MockServer(load_scenario(out / "scenario.yaml"), tmp_path / "replay.jsonl") as mock:
+        replayed = _exchange(mock.url, "2027-01-31", "/var/tmp/session-00000/elsewhere")
+        served = mock.requests()
+    assert replayed == recorded
+    assert [(r["rule"], r["status"]) for r in served] == [
+        ("main-turn1-attempt1", 200), ("main-turn2-attempt1", 200),
+        ("main-turn3-attempt1", 529), ("main-turn3-attempt2", 200)]
+
+
+def test_a_broken_stream_and_an_unknown_block_are_kept_as_bytes() -> None:
+    stream = (b'event: message_start\ndata: {"type":"message_start","message":{"id":"m",'
+              b'"type":"message","role":"assistant","model":"x","content":[],'
+              b'"usage":{"input_tokens":1,"output_tokens":1}}}\n\n')
+    headers = httpx.Headers({"content-type": "text/event-stream"})
+    cut = reply_from_exchange(200, headers, [stream], complete=False)
+    assert cut["raw"]["disconnect"] is True
+    assert cut["raw"]["chunks"][0]["data_base64"]
+    unknown = {"id": "m", "type": "message", "role": "assistant", "model": "x",
+               "content": [{"type": "server_tool_use", "id": "s", "name": "web_search",
+                            "input": {}}], "stop_reason": "end_turn", "usage": {}}
+    kept = reply_from_exchange(200, httpx.Headers({"content-type": "application/json"}),
+                               [json.dumps(unknown).encode()], complete=True)
+    assert kept["raw"]["status"] == 200 and "disconnect" not in kept["raw"]
+    error = reply_from_exchange(
+        429, httpx.Headers({"content-type": "application/json", "retry-after": "3"}),
+        [b'{"type":"error","error":{"type":"rate_limit_error","message":"slow {down}"}}'],
+        complete=True)
+    assert error == {"error": {"status": 429, "type": "rate_limit_error",
+                               "message": "slow {{down}}", "headers": {"retry-after": "3"}}}
+
+
+def _start_record(out: Path, upstream: str) -> tuple[subprocess.Popen[str], str]:
+    process = subprocess.Popen(
+        [sys.executable, "-m", "probes", "record", "--upstream", upstream, "--out", str(out)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT,
+        start_new_session=True)
+    assert process.stdout is not None
+    line = process.stdout.readline()  # bounded: the process prints it at once or exits
+    if "listening on " not in line:
+        process.kill()
+        raise AssertionError(line + process.communicate(timeout=10)[1])
+    return process, line.split("listening on ", 1)[1].split(",", 1)[0]
+
+
+def _one_request(url: str) -> httpx.Response:
+    return httpx.post(f"{url}/v1/messages", timeout=30, headers={
+        "x-api-key": API_KEY, "anthropic-version": "2023-06-01"}, json={
+        "model": MODEL, "max_tokens": 10, "tools": TOOLS,
+        "messages": [{"role": "user", "content": "hi"}]})
+
+
+@pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGTERM, signal.SIGKILL])
+def test_the_cli_writes_the_scenario_when_stopped_or_killed(tmp_path: Path, stop: int) -> None:
+    out = tmp_path / "rec"
+    scenario = Scenario(rules=[Rule(match=Match(turn=1), reply=text("hello"))])
+    with MockServer(scenario, tmp_path / "upstream.jsonl") as upstream:
+        process, url = _start_record(out, upstream.url)
+        try:
+            answer = _one_request(url)
+            assert answer.status_code == 200 and answer.json()["content"][0]["text"] == "hello"
+            os.killpg(process.pid, stop)
+            process.wait(timeout=30)
+        finally:
+            if process.poll() is None:
+                os.killpg(process.pid, signal.SIGKILL)
+                process.wait(timeout=10)
+    data = yaml.safe_load((out / "scenario.yaml").read_text())
+    assert [r["id"] for r in data["rules"]] == ["main-turn1-attempt1"]
+    assert data["rules"][0]["reply"]["content"] == [{"type": "text", "text": "hello"}]
+    assert validate_path(out)[1] == []
+    assert API_KEY not in _all_text(out)
+    if stop != signal.SIGKILL:
+        assert process.returncode == 0
+        assert "1 rule(s)" in (process.stdout.read() if process.stdout else "")
+
+
+def test_a_bad_upstream_is_one_line_and_exit_2(tmp_path: Path) -> None:
+    for bad in ("api.anthropic.com", "ftp://example.com", "http://"):
+        done = subprocess.run(
+            [sys.executable, "-m", "probes", "record", "--upstream", bad, "--out",
+             str(tmp_path / "r")], capture_output=True, text=True, timeout=60, cwd=ROOT)
+        assert done.returncode == 2, done.stderr
+        assert len(done.stderr.strip().splitlines()) == 1, done.stderr
+        assert done.stderr.startswith("loopprobe record: --upstream"), done.stderr
+        assert not (tmp_path / "r").exists()
+
+
+def test_an_unreachable_upstream_is_a_502_and_no_rule(tmp_path: Path) -> None:
+    with MockServer(Scenario(), tmp_path / "gone.jsonl") as gone:
+        dead = gone.url
+    started = time.monotonic()
+    with RecordingProxy(dead, tmp_path / "s.yaml", tmp_path / "j.jsonl") as proxy:
+        answer = _one_request(proxy.url)
+    assert time.monotonic() - started < 30
+    assert answer.status_code == 502 and answer.json()["error"]["type"] == "api_error"
+    assert load_scenario(tmp_path / "s.yaml").rules == []
+    assert validate_path(tmp_path / "j.jsonl")[1] == []
