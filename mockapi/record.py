@@ -582,6 +582,7 @@ class RecordingProxy:
         self._server = _StopQuietly(_uvicorn_config(self.recorder))
         self._thread: threading.Thread | None = None
         self._failure: BaseException | None = None
+        self._closed = False
 
     def serve_forever(self) -> None:
         """Serve in this thread until SIGINT or SIGTERM; then write the scenario."""
@@ -619,8 +620,9 @@ class RecordingProxy:
         self._close()
 
     def _close(self) -> None:
-        if self._socket.fileno() < 0:
+        if self._closed:
             return
+        self._closed = True
         self._socket.close()
         if self.uds is not None:
             self.uds.unlink(missing_ok=True)

@@ -106,6 +106,7 @@ def test_a_recorded_exchange_replays_the_same(tmp_path: Path) -> None:
         assert volatile not in matchers
         assert volatile not in (out / "scenario.yaml").read_text()
 
+    assert not (out / "journal.jsonl.pid").exists()  # the journal was closed
     # the journal: the mock's format, each request with the kind and turn the mock gives it
     checked, problems = validate_path(out)
     assert (checked, [str(p) for p in problems]) == (2, [])
@@ -216,3 +217,105 @@ def test_an_unreachable_upstream_is_a_502_and_no_rule(tmp_path: Path) -> None:
     assert answer.status_code == 502 and answer.json()["error"]["type"] == "api_error"
     assert load_scenario(tmp_path / "s.yaml").rules == []
     assert validate_path(tmp_path / "j.jsonl")[1] == []
+
+
+# ---- a real Claude Code in front ----------------------------------------------------------
+
+
+class _RecordedUpstream:
+    """For ``run_probe(serve=...)``: the probe's scenario on a mock of its own on the host
+    (the upstream), and the recording proxy in front of it where the runs reach their mock."""
+
+    def __init__(self, place: Any, scenario: Scenario, journal_path: Path,
+                 context: Any, out: Path):
+        self.upstream = MockServer(scenario, out / "upstream.jsonl", context=context)
+        self.proxy = RecordingProxy(self.upstream.url, out / "scenario.yaml", journal_path,
+                                    **place.listen())
+        self.url, self.journal = self.proxy.url, self.proxy.journal
+
+    def __enter__(self) -> _RecordedUpstream:
+        self.upstream.start()
+        self.proxy.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.proxy.stop()
+        self.upstream.stop()
+
+
+def _loop_of(evidence: Any) -> list[dict[str, Any]]:
+    """What the client sent, per Messages API request: its kind, the tool calls it answers
+    (name, input, id) and the tool results it pairs with them."""
+    seen = []
+    for request in evidence.requests(kind=None):
+        messages = request["body"]["messages"]
+        blocks = [b for m in messages if isinstance(m["content"], list) for b in m["content"]]
+        seen.append({
+            "kind": request["kind"],
+            "tool_uses": [(b["name"], b["input"], b["id"]) for b in blocks
+                          if b.get("type") == "tool_use"],
+            "tool_results": [b["tool_use_id"] for b in blocks if b.get("type") == "tool_result"],
+        })
+    return seen
+
+
+@pytest.mark.client
+def test_a_real_client_recorded_then_replayed(claude_code_binary, tmp_path: Path) -> None:
+    from dataclasses import replace
+
+    from probes.clients.claude_code import ClaudeCode
+    from probes.model import Invocation, Probe
+    from probes.runner import run_probe
+
+    upstream = Scenario(name="read-then-answer", rules=[
+        Rule(id="read", match=Match(kind="main", turn=1), reply=message(
+            TextBlock(text="Reading it."),
+            ToolUseBlock(name="Read", input={"file_path": "{workspace}/notes.txt"},
+                         id="toolu_record_read"))),
+        Rule(id="answer", match=Match(kind="main", tool_result_for="toolu_record_read"),
+             reply=text("The notes say: RECORDED-ANSWER")),
+    ])
+    probe = Probe(name="record", title="record", claims=(), check=lambda ev, c: None,
+                  scenario=upstream, fixtures={"notes.txt": "NOTES_CONTENT_42\n"},
+                  invocations=(Invocation("run", "Read notes.txt and tell me what it says.",
+                                          timeout=120),))
+    out = tmp_path / "recording"
+    recorded = run_probe(probe, ClaudeCode(), claude_code_binary, tmp_path / "a",
+                         serve=lambda place, scenario, journal, context: _RecordedUpstream(
+                             place, scenario, journal, context, out))
+    assert recorded.error is None, recorded.error
+    first = recorded.evidence
+    assert first is not None
+    run = first.runs["run"]
+    assert (run.exit_code, (run.result or {}).get("result")) == (
+        0, "The notes say: RECORDED-ANSWER"), run.stderr[-2000:]
+
+    scenario = load_scenario(out / "scenario.yaml")
+    journal = recorded.sandbox / "artefacts" / "journal.jsonl"  # type: ignore[operator]
+    assert [str(p) for p in validate_path(out)[1] + validate_path(journal)[1]] == []
+    assert API_KEY not in _all_text(out)
+    main_rules = [r for r in scenario.rules if r.match.kind == "main"]
+    assert [r.id for r in main_rules] == ["main-turn1-attempt1", "main-turn2-attempt1"]
+    for rule in scenario.rules:  # keyed on the mock's vocabulary, never on the request's text
+        assert set(rule.match.model_dump(exclude_defaults=True)) <= {"kind", "turn", "attempt"}
+
+    replayed = run_probe(replace(probe, name="replay", scenario=scenario), ClaudeCode(),
+                         claude_code_binary, tmp_path / "b")
+    assert replayed.error is None, replayed.error
+    second = replayed.evidence
+    assert second is not None
+    again = second.runs["run"]
+    assert (again.exit_code, (again.result or {}).get("result")) == (
+        0, (run.result or {}).get("result")), again.stderr[-2000:]
+    loop = _loop_of(first)
+    assert _loop_of(second) == loop
+    mains = [step for step in loop if step["kind"] == "main"]
+    assert mains[-1]["tool_uses"] == [
+        ("Read", {"file_path": "/sandbox/workspace/notes.txt"}, "toolu_record_read")]
+    assert mains[-1]["tool_results"] == ["toolu_record_read"]
+    served = [r["rule"] for r in second.requests()]
+    assert served == ["main-turn1-attempt1", "main-turn2-attempt1"]
+    results = [b for m in second.requests()[-1]["body"]["messages"]
+               if isinstance(m["content"], list) for b in m["content"]
+               if b.get("type") == "tool_result"]
+    assert "NOTES_CONTENT_42" in json.dumps(results)
