@@ -27,6 +27,7 @@ Message threads (``thread`` in the body) are relayed and journaled but get no ru
 from __future__ import annotations
 
 import base64
+import logging
 import os
 import re
 import sys
@@ -289,6 +290,19 @@ _PLACEHOLDER = re.compile(r"\{\{([A-Za-z_][A-Za-z0-9_]*)\}\}|\{([A-Za-z_][A-Za-z
 # ---- the recorder ------------------------------------------------------------------------
 
 
+class _BrokenOff(Exception):
+    """Raised inside a relayed body to drop the client's connection, as the upstream's was."""
+
+
+class _QuietBreaks(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        exc = record.exc_info[1] if record.exc_info else None
+        return not isinstance(exc, _BrokenOff)
+
+
+logging.getLogger("uvicorn.error").addFilter(_QuietBreaks())
+
+
 @dataclass
 class _Exchange:
     seq: int
@@ -498,9 +512,9 @@ class Recorder:
                     offsets.append(time.monotonic() - began)
                     await send({"type": "http.response.body", "body": chunk, "more_body": True})
                     size += len(chunk)
-            except httpx.HTTPError:
+            except httpx.HTTPError as error:
                 reason = END_DISCONNECTED_BY_SCRIPT  # the upstream broke the body off
-                raise
+                raise _BrokenOff(f"the upstream broke the body off: {error!r}") from None
             complete = True
             # on disk before the client sees the body end: a kill after it loses nothing
             self._keep(exchange, complete=True)

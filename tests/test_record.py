@@ -19,7 +19,7 @@ import yaml
 
 from mockapi import Match, Rule, Scenario, api_error, load_scenario, message, text, tool_use
 from mockapi.record import RecordingProxy, reply_from_exchange
-from mockapi.replies import TextBlock, ThinkingBlock, ToolUseBlock, Usage
+from mockapi.replies import EventCount, TextBlock, ThinkingBlock, ToolUseBlock, Usage
 from mockapi.server import MockServer
 from probes.schemas import validate_path
 
@@ -149,6 +149,39 @@ def test_a_broken_stream_and_an_unknown_block_are_kept_as_bytes() -> None:
         complete=True)
     assert error == {"error": {"status": 429, "type": "rate_limit_error",
                                "message": "slow {{down}}", "headers": {"retry-after": "3"}}}
+
+
+def _read_until_broken(url: str) -> tuple[bytes, str]:
+    """The bytes of a streamed answer and how it ended (``complete``, or the error)."""
+    got = b""
+    request = {"model": MODEL, "max_tokens": 100, "stream": True, "tools": TOOLS,
+               "messages": [{"role": "user", "content": "tell me"}]}
+    try:
+        with httpx.stream("POST", f"{url}/v1/messages", json=request, timeout=30, headers={
+                "x-api-key": API_KEY, "anthropic-version": "2023-06-01"}) as response:
+            for chunk in response.iter_bytes():
+                got += chunk
+    except httpx.HTTPError as error:
+        return got, type(error).__name__
+    return got, "complete"
+
+
+def test_a_stream_the_upstream_breaks_off_replays_broken_off(tmp_path: Path) -> None:
+    upstream = Scenario(rules=[Rule(match=Match(turn=1), reply=text(
+        "a long answer that never ends " * 4, disconnect=EventCount(after_events=5)))])
+    with MockServer(upstream, tmp_path / "upstream.jsonl") as mock, \
+            RecordingProxy(mock.url, tmp_path / "s.yaml", tmp_path / "j.jsonl") as proxy:
+        recorded, ended = _read_until_broken(proxy.url)
+    assert ended == "RemoteProtocolError" and b"message_start" in recorded
+    assert b"message_stop" not in recorded
+    scenario = load_scenario(tmp_path / "s.yaml")
+    (rule,) = scenario.rules
+    assert rule.reply_list()[0].raw.disconnect is True
+    ends = [json.loads(line) for line in (tmp_path / "j.jsonl").read_text().splitlines()]
+    assert [e["reason"] for e in ends if e["type"] == "response_end"] == [
+        "disconnected_by_script"]
+    with MockServer(scenario, tmp_path / "replay.jsonl") as replay:
+        assert _read_until_broken(replay.url) == (recorded, ended)
 
 
 def _start_record(out: Path, upstream: str) -> tuple[subprocess.Popen[str], str]:
