@@ -90,6 +90,15 @@ def test_a_recorded_exchange_replays_the_same(tmp_path: Path) -> None:
     assert recorded[0]["content"][0]["type"] == "thinking"
     assert recorded[2]["content"][0]["text"] == "DONE in {workspace} and {{{literal}}}"
 
+    # replay: a fresh mock on the recorded scenario, the same client, other volatile text
+    with MockServer(load_scenario(out / "scenario.yaml"), tmp_path / "replay.jsonl") as mock:
+        replayed = _exchange(mock.url, "2027-01-31", "/var/tmp/session-00000/elsewhere")
+        served = mock.requests()
+    assert replayed == recorded  # the client got the same answers, whole
+    assert [(r["rule"], r["status"]) for r in served] == [
+        ("main-turn1-attempt1", 200), ("main-turn2-attempt1", 200),
+        ("main-turn3-attempt1", 529), ("main-turn3-attempt2", 200)]
+
     # the scenario: one rule per exchange, keyed on what the mock computes, replies as sent
     scenario = load_scenario(out / "scenario.yaml")
     assert scenario.validation == "lenient"
@@ -98,7 +107,10 @@ def test_a_recorded_exchange_replays_the_same(tmp_path: Path) -> None:
         ("main-turn2-attempt1", {"turn": 2, "attempt": 1}),
         ("main-turn3-attempt1", {"turn": 3, "attempt": 1}),
         ("main-turn3-attempt2", {"turn": 3, "attempt": 2})]
-    busy = scenario.rules[2].reply_list()[0]
+    replies = [r.reply_list()[0] for r in scenario.rules]
+    assert [type(r).__name__ for r in replies] == ["Message", "Message", "ApiError", "Message"]
+    assert [b.type for b in replies[0].content] == ["thinking", "text", "tool_use"]
+    busy = replies[2]
     assert (busy.error.status, busy.error.type, busy.error.message) == (
         529, "overloaded_error", "Overloaded")
     matchers = json.dumps([r.match.model_dump() for r in scenario.rules])
@@ -119,14 +131,6 @@ def test_a_recorded_exchange_replays_the_same(tmp_path: Path) -> None:
     assert "2026-12-04" in requests[0]["body"]["messages"][0]["content"]
     assert API_KEY not in _all_text(tmp_path)
 
-    # replay: a fresh mock on the recorded scenario, the same client, other volatile text
-    with MockServer(load_scenario(out / "scenario.yaml"), tmp_path / "replay.jsonl") as mock:
-        replayed = _exchange(mock.url, "2027-01-31", "/var/tmp/session-00000/elsewhere")
-        served = mock.requests()
-    assert replayed == recorded
-    assert [(r["rule"], r["status"]) for r in served] == [
-        ("main-turn1-attempt1", 200), ("main-turn2-attempt1", 200),
-        ("main-turn3-attempt1", 529), ("main-turn3-attempt2", 200)]
 
 
 def test_a_broken_stream_and_an_unknown_block_are_kept_as_bytes() -> None:
