@@ -71,7 +71,14 @@ from mockapi.records import (
 from mockapi.requests import MAX_BODY_BYTES, BadRequest, is_json, parse_body, read_body
 from mockapi.scenario import Scenario, ScenarioError, parse_scenario
 from mockapi.script import Script
-from mockapi.server import START_TIMEOUT, STOP_TIMEOUT, bind_socket, bind_unix_socket, own_hosts
+from mockapi.server import (
+    START_TIMEOUT,
+    STOP_TIMEOUT,
+    NonLoopbackRefused,
+    bind_socket,
+    bind_unix_socket,
+    own_hosts,
+)
 from mockapi.server import uvicorn_config as _uvicorn_config
 from mockapi.sse import decode_events
 
@@ -348,7 +355,7 @@ class Recorder:
         self.journal = Journal(journal_path, fsync=fsync)
         self.name = name
         self.classifier = classifier
-        self.script = Script(Scenario(classifier=classifier))  # type: ignore[arg-type]
+        self.script = Script(Scenario.model_validate({"classifier": classifier}))
         self.allowed_hosts = None if allowed_hosts is None else {h.lower() for h in allowed_hosts}
         self.transport = transport
         self.run = self.journal.last_run + 1
@@ -665,6 +672,10 @@ def record(upstream: str, out: Path, *, host: str = "127.0.0.1", port: int = 0,
                                classifier=classifier, fsync=True)
     except UpstreamError as error:
         print(f"loopprobe record: {error}", file=sys.stderr)
+        return 2
+    except NonLoopbackRefused:
+        print(f"loopprobe record: refusing to bind {host!r}: the recorder listens on loopback "
+              "only (127.0.0.1, ::1)", file=sys.stderr)
         return 2
     except (OSError, ValueError) as error:
         print(f"loopprobe record: cannot listen on {host}:{port}: {error}", file=sys.stderr)
