@@ -356,3 +356,55 @@ def test_a_real_client_recorded_then_replayed(claude_code_binary, tmp_path: Path
                if isinstance(m["content"], list) for b in m["content"]
                if b.get("type") == "tool_result"]
     assert "NOTES_CONTENT_42" in json.dumps(results)
+
+
+def test_an_exchange_open_when_the_proxy_stops_is_kept_cut_off(tmp_path: Path) -> None:
+    import threading
+
+    from mockapi.replies import StreamStall
+    upstream = Scenario(rules=[Rule(match=Match(turn=1), reply=text(
+        "half of it, then a long pause", stall=StreamStall(after_events=3, seconds=60)))])
+    ended: list[tuple[bytes, str]] = []
+    with MockServer(upstream, tmp_path / "upstream.jsonl") as mock:
+        proxy = RecordingProxy(mock.url, tmp_path / "s.yaml", tmp_path / "j.jsonl").start()
+        reader = threading.Thread(target=lambda: ended.append(_read_until_broken(proxy.url)),
+                                  daemon=True)
+        reader.start()
+        deadline = time.monotonic() + 20
+        while not proxy.recorder.open and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert proxy.recorder.open, "the stream never started"
+        time.sleep(0.3)  # its first events are through
+        proxy.stop()
+        reader.join(30)
+    assert not reader.is_alive() and ended and ended[0][1] != "complete"
+    (rule,) = load_scenario(tmp_path / "s.yaml").rules
+    kept = rule.reply_list()[0]
+    assert kept.raw.disconnect is True
+    assert b"message_start" in b"".join(c.to_bytes() for c in kept.raw.chunks)
+
+
+def test_other_routes_are_relayed_and_journaled_without_rules(tmp_path: Path) -> None:
+    with MockServer(Scenario(), tmp_path / "upstream.jsonl") as mock, \
+            RecordingProxy(mock.url, tmp_path / "s.yaml", tmp_path / "j.jsonl") as proxy:
+        models = httpx.get(f"{proxy.url}/v1/models", timeout=30, headers={"x-api-key": API_KEY})
+        missing = httpx.get(f"{proxy.url}/v1/nothing", timeout=30)
+        counted = httpx.post(f"{proxy.url}/v1/messages/count_tokens?beta=true", timeout=30,
+                             headers={"x-api-key": API_KEY, "anthropic-version": "2023-06-01"},
+                             json={"model": MODEL, "messages": [{"role": "user", "content": "x"}]})
+        refused = httpx.get(f"{proxy.url}/v1/models", timeout=30,
+                            headers={"origin": "https://evil.example"})
+    assert models.status_code == 200 and models.json()["data"]
+    assert missing.status_code == 404 and missing.json()["error"]["type"] == "not_found_error"
+    assert counted.status_code == 200 and counted.json()["input_tokens"] > 0
+    assert refused.status_code == 403
+    lines = [json.loads(line) for line in (tmp_path / "j.jsonl").read_text().splitlines()]
+    assert [(r["path"], r["query"], r["outcome"], r["status"]) for r in lines] == [
+        ("/v1/models", "", "models", 200), ("/v1/nothing", "", "not_found", 404),
+        ("/v1/messages/count_tokens", "beta=true", "replied", 200),
+        ("/v1/models", "", "refused", 403)]
+    assert load_scenario(tmp_path / "s.yaml").rules == []
+    assert validate_path(tmp_path / "j.jsonl")[1] == []
+    # the refused request never reached the upstream
+    assert [r["path"] for r in mock.requests()] == [
+        "/v1/models", "/v1/nothing", "/v1/messages/count_tokens"]
