@@ -113,6 +113,9 @@ def check_upstream(url: str) -> str:
                             "host, e.g. https://api.anthropic.com")
     if parsed.query or parsed.fragment:
         raise UpstreamError(f"--upstream {url!r}: expected no query or fragment")
+    if parsed.userinfo:  # the URL is written into the scenario: credentials go in headers
+        raise UpstreamError("--upstream: expected no user or password in the URL (the "
+                            "client's own x-api-key or authorization header is passed on)")
     return url.rstrip("/")
 
 

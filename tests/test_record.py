@@ -234,7 +234,8 @@ def test_the_cli_writes_the_scenario_when_stopped_or_killed(tmp_path: Path, stop
 
 
 def test_a_bad_upstream_is_one_line_and_exit_2(tmp_path: Path) -> None:
-    for bad in ("api.anthropic.com", "ftp://example.com", "http://"):
+    for bad in ("api.anthropic.com", "ftp://example.com", "http://",
+                "https://user:sk-secret@example.com"):
         done = subprocess.run(
             [sys.executable, "-m", "probes", "record", "--upstream", bad, "--out",
              str(tmp_path / "r")], capture_output=True, text=True, timeout=60, cwd=ROOT)
@@ -242,6 +243,7 @@ def test_a_bad_upstream_is_one_line_and_exit_2(tmp_path: Path) -> None:
         assert len(done.stderr.strip().splitlines()) == 1, done.stderr
         assert done.stderr.startswith("loopprobe record: --upstream"), done.stderr
         assert not (tmp_path / "r").exists()
+        assert "sk-secret" not in done.stderr
 
 
 def test_an_unreachable_upstream_is_a_502_and_no_rule(tmp_path: Path) -> None:
