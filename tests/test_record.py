@@ -410,3 +410,23 @@ def test_other_routes_are_relayed_and_journaled_without_rules(tmp_path: Path) ->
     # the refused request never reached the upstream
     assert [r["path"] for r in mock.requests()] == [
         "/v1/models", "/v1/nothing", "/v1/messages/count_tokens"]
+
+
+def test_a_client_leaving_early_still_records_the_upstreams_whole_answer(tmp_path: Path) -> None:
+    from mockapi.replies import StreamStall
+    upstream = Scenario(rules=[Rule(match=Match(turn=1), reply=text(
+        "all of it, after a pause", stall=StreamStall(after_events=2, seconds=1)))])
+    with MockServer(upstream, tmp_path / "upstream.jsonl") as mock, \
+            RecordingProxy(mock.url, tmp_path / "s.yaml", tmp_path / "j.jsonl") as proxy:
+        request = {"model": MODEL, "max_tokens": 100, "stream": True, "tools": TOOLS,
+                   "messages": [{"role": "user", "content": "tell me"}]}
+        with httpx.stream("POST", f"{proxy.url}/v1/messages", json=request, timeout=30,
+                          headers={"x-api-key": API_KEY, "anthropic-version": "2023-06-01"}
+                          ) as response:
+            first = next(response.iter_bytes())
+        assert b"message_start" in first  # and the client is gone before the pause ends
+        deadline = time.monotonic() + 20
+        while not proxy.recorder.rules and time.monotonic() < deadline:
+            time.sleep(0.05)
+    (rule,) = load_scenario(tmp_path / "s.yaml").rules
+    assert rule.reply_list()[0].content[0].text == "all of it, after a pause"
