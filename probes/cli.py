@@ -75,6 +75,7 @@ __all__ = [
     "cmd_mechanisms",
     "cmd_merge",
     "cmd_probes",
+    "cmd_record",
     "cmd_run",
     "cmd_schemas",
     "cmd_sessions",
@@ -766,6 +767,18 @@ def cmd_validate(args: argparse.Namespace) -> int:
     return EXIT_FAILED if problems else EXIT_PASSED
 
 
+def cmd_record(args: argparse.Namespace) -> int:
+    # imported here: the proxy brings the server stack (uvicorn, httpx)
+    from mockapi.record import UpstreamError, check_upstream, record
+    try:
+        check_upstream(args.upstream)
+    except UpstreamError as error:
+        print(f"loopprobe record: {error}", file=sys.stderr)
+        return EXIT_HARNESS
+    return record(args.upstream, Path(args.out), host=args.host, port=args.port,
+                  classifier=args.classifier)
+
+
 def cmd_probes(args: argparse.Namespace) -> int:
     """Every report, its probes and their claims: the names --report and --probe take."""
     catalog = catalog_for(args.client, args.catalog)
@@ -976,6 +989,19 @@ def build_parser() -> argparse.ArgumentParser:
                                                   "package under probes/json_schemas/)")
     schemas.add_argument("--out", help="folder (default: the package's schemas folder)")
     schemas.set_defaults(func=cmd_schemas)
+
+    recorder = _command(
+        commands, "record", help="a recording proxy in front of a Messages API endpoint: relays every "
+                       "request, writes a scenario the mock replays and the journal")
+    recorder.add_argument("--upstream", required=True,
+                          help="the endpoint's base URL, e.g. https://api.anthropic.com")
+    recorder.add_argument("--out", default="recording",
+                          help="folder for scenario.yaml and journal.jsonl (default: %(default)s)")
+    recorder.add_argument("--host", default="127.0.0.1", help="default: %(default)s (loopback only)")
+    recorder.add_argument("--port", type=int, default=0, help="0 picks a free port (default)")
+    recorder.add_argument("--classifier", choices=("claude-code", "plain"), default="claude-code",
+                          help="how request kinds are told apart (default: %(default)s)")
+    recorder.set_defaults(func=cmd_record)
 
     guide = _command(commands, "guide", help="regenerate EVIDENCE.md for a report directory")
     guide.add_argument("reports")

@@ -75,6 +75,11 @@ class Place(Protocol):
     def serve(self, scenario: Scenario, journal_path: Path, *,
               context: Mapping[str, str]) -> MockServer: ...
 
+    def listen(self) -> dict[str, Any]:
+        """Where a server the runs reach must listen, as ``MockServer``'s keyword arguments
+        (a Unix socket and the URL the runs use; none: any free loopback port)."""
+        ...
+
     def seen(self, path: Path) -> str:
         """The path as the client sees it."""
         ...
@@ -117,7 +122,10 @@ class _HostPlace:
 
     def serve(self, scenario: Scenario, journal_path: Path, *,
               context: Mapping[str, str]) -> MockServer:
-        return MockServer(scenario, journal_path, context=context, fsync=True)
+        return MockServer(scenario, journal_path, context=context, fsync=True, **self.listen())
+
+    def listen(self) -> dict[str, Any]:
+        return {}
 
     def seen(self, path: Path) -> str:
         return str(path)
@@ -202,8 +210,10 @@ class _SandboxPlace:
 
     def serve(self, scenario: Scenario, journal_path: Path, *,
               context: Mapping[str, str]) -> MockServer:
-        return MockServer(scenario, journal_path, context=context, fsync=True,
-                          uds=self.socket, public_url=f"http://127.0.0.1:{MOCK_PORT}")
+        return MockServer(scenario, journal_path, context=context, fsync=True, **self.listen())
+
+    def listen(self) -> dict[str, Any]:
+        return {"uds": self.socket, "public_url": f"http://127.0.0.1:{MOCK_PORT}"}
 
     def translations(self) -> list[tuple[str, str]]:
         """Host path -> path in the view, longest first (so nested paths map correctly)."""

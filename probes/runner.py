@@ -16,10 +16,11 @@ import time
 import uuid
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from types import TracebackType
+from typing import Any, Protocol
 
-from mockapi.journal import read_journal
-from mockapi.server import MockServer
+from mockapi.journal import Journal, read_journal
+from mockapi.scenario import Scenario
 from probes import hook_recorder
 from probes.clients.base import Client, ClientBinary, Command, HookCommand, RunContext
 from probes.containment import Containment, Place, find_containment
@@ -34,10 +35,31 @@ from probes.sandbox import Sandbox
 from probes.streamed import Conversation
 from probes.verdicts import check_evidence
 
-__all__ = ["HOOK_EVENTS_RECORDED", "SECRET_ENV", "run_probe", "session_id_for"]
+__all__ = ["HOOK_EVENTS_RECORDED", "SECRET_ENV", "Serve", "Served", "run_probe", "session_id_for"]
 
 SECRET_ENV = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN")
 HOOK_EVENTS_RECORDED = ("PreToolUse", "PostToolUse", "Stop", "SubagentStop")
+
+
+class Served(Protocol):
+    """What answers a probe's runs: its mock, or a stand-in journaling the same way."""
+
+    url: str
+    journal: Journal
+
+    def __enter__(self) -> Served: ...
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None: ...
+
+
+# (place, the probe's scenario, the journal's path, the run's context) -> what answers
+Serve = Callable[[Place, Scenario, Path, Mapping[str, str]], Served]
+
+
+def _serve_mock(place: Place, scenario: Scenario, journal_path: Path,
+                context: Mapping[str, str]) -> Served:
+    return place.serve(scenario, journal_path, context=context)
 
 
 def session_id_for(probe: str, invocation: str) -> str:
@@ -91,11 +113,14 @@ def _not_applicable(probe: Probe, client: Client, binary: ClientBinary,
 def run_probe(probe: Probe, client: Client, binary: ClientBinary, work_dir: Path | None, *,
               keep: bool = True, egress_guard: bool = True,
               containment: Containment | None = None,
-              progress: Callable[[str], None] = lambda _: None) -> ProbeOutcome:
+              progress: Callable[[str], None] = lambda _: None,
+              serve: Serve = _serve_mock) -> ProbeOutcome:
     """Run one probe in a fresh sandbox, each client run contained (``containment``; by
     default bubblewrap, which must be available). ``egress_guard=False`` runs without the
     refusing proxy (a proxy changes client behaviour: 2.1.235 then skips its HEAD /api/hello
-    warm-up)."""
+    warm-up). ``serve``: what answers the runs, listening where ``place.listen()`` says and
+    journaling to the path given (default: the mock on the probe's scenario; e.g. a
+    ``mockapi.record.RecordingProxy`` in front of another endpoint)."""
     try:
         binaries = _binaries(probe, client, binary)
     except Exception as error:  # an install of another version failed
@@ -121,7 +146,7 @@ def run_probe(probe: Probe, client: Client, binary: ClientBinary, work_dir: Path
             context = {"workspace": place.seen(box.workspace), "home": place.seen(box.home)}
             scenario = probe.scenario.render(context)
             hooks = _hook_command(probe, box, context)
-            with place.serve(probe.scenario, journal_path, context=context) as mock:
+            with serve(place, probe.scenario, journal_path, context) as mock:
                 for invocation in probe.invocations:
                     runs[invocation.name] = _run_one(probe, invocation, client,
                                                      binaries[invocation.name], box, mock,
@@ -164,7 +189,7 @@ def _scripted(scenario: Any) -> dict[str, Any]:
 
 
 def _run_one(probe: Probe, invocation: Invocation, client: Client, binary: ClientBinary,
-             box: Sandbox, mock: MockServer, session_ids: dict[str, str],
+             box: Sandbox, mock: Served, session_ids: dict[str, str],
              hooks: HookCommand | None, place: Place,
              progress: Callable[[str], None], placeholders: Mapping[str, str],
              mcp: McpRuntime | None) -> RunRecord:
@@ -212,7 +237,7 @@ def _run_one(probe: Probe, invocation: Invocation, client: Client, binary: Clien
     )
 
 
-def _converse(invocation: Invocation, command: Command, box: Sandbox, mock: MockServer,
+def _converse(invocation: Invocation, command: Command, box: Sandbox, mock: Served,
               first_seq: int, started: float, context: Mapping[str, str],
               kept: list[Conversation]) -> ProcessResult:
     """A streamed run: the invocation's script is written as its moments come (each new
