@@ -410,7 +410,8 @@ def render_diff(a: Path, b: Path) -> str:
 
 def diff_page_path(a: Path, b: Path) -> Path:
     """Where a diff page goes by default: beside B, named as ``loopprobe matrix`` names diffs."""
-    return b.resolve().parent / f"diff-{a.resolve().name}-to-{b.resolve().name}.html"
+    beside = b.parent if b.name else b.resolve().parent
+    return beside / f"diff-{a.resolve().name}-to-{b.resolve().name}.html"
 
 
 # ---- writing ---------------------------------------------------------------------------------
