@@ -84,6 +84,22 @@ def test_every_claim_has_its_verdict_provenance_and_checks() -> None:
     assert {c["id"] for c in report["checks"]} <= shown
 
 
+def test_a_tool_id_has_one_colour_everywhere_and_ids_of_a_probe_differ() -> None:
+    page = _Elements(render_folder(REPORTS / "2.1.235"))
+    colours: dict[str, set[str]] = {}
+    for e in page.having("data-tool-use-id"):
+        colours.setdefault(e["data-tool-use-id"], set()).update(
+            c for c in e["class"].split() if c.startswith("tid-"))
+    assert len(colours) > 20
+    assert {i: c for i, c in colours.items() if len(c) != 1} == {}
+    # the two calls whose results come back in the other order are told apart
+    assert colours["toolu_pair_fast"] != colours["toolu_pair_slow"]
+    # every tool_use of the page is answered by a tool_result shown with its id
+    uses = {e["data-tool-use-id"] for e in page.having("data-tool-use")}
+    answered = {e["data-tool-result-id"] for e in page.having("data-tool-result-id")}
+    assert uses and uses <= answered
+
+
 def test_report_text_is_escaped(tmp_path: Path) -> None:
     folder = _copy(("tool-scheduling",), tmp_path)
     path = folder / "tool-scheduling.json"
