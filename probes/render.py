@@ -146,11 +146,22 @@ def _body(record: dict[str, Any], ids: _ToolIds) -> dict[str, Any] | None:
             "rest": _pretty(rest, 1000)}
 
 
-def _reply(record: dict[str, Any], ids: _ToolIds) -> list[dict[str, Any]]:
+def _reply(record: dict[str, Any], ids: _ToolIds) -> dict[str, Any] | None:
+    """The scripted reply as the scenario wrote it: its content blocks (a block with an id
+    and a name is a tool_use) and its other fields (text, stop_reason, errors, stalls…)."""
     reply = record.get("reply")
     if not isinstance(reply, dict):
-        return []
-    return _blocks(reply.get("content") or [], ids)
+        return None
+    blocks = []
+    for block in reply.get("content") or []:
+        if isinstance(block, dict) and "type" not in block:
+            guessed = "tool_use" if "id" in block and "name" in block else \
+                "thinking" if "thinking" in block else "text"
+            block = {"type": guessed, **block}
+        blocks.append(_block(block, ids))
+    rest = {k: v for k, v in reply.items() if k != "content"}
+    return {"blocks": blocks,
+            "rest": _cut(json.dumps(rest, sort_keys=True, ensure_ascii=False), 600) if rest else None}
 
 
 # ---- journals and timelines ------------------------------------------------------------------
@@ -309,7 +320,7 @@ def _probe_view(report: Report, probe: dict[str, Any], journal: _Requests,
         requests.append({"summary": summary, "line": line,
                          "anchor": f"{report['report']}--L{line}" if line else None,
                          "body": _body(record, ids) if record else None,
-                         "reply": _reply(record, ids) if record else []})
+                         "reply": _reply(record, ids) if record else None})
     runs = [{"name": r["name"], "argv": " ".join(r.get("argv") or []), "exit": r.get("exit_code"),
              "timed_out": r.get("timed_out"), "result": (r.get("result") or {}).get("subtype"),
              "events": [_event_line(e) for e in r.get("stdout") or []]}

@@ -3,6 +3,7 @@ shows it (headless chromium; the screenshot is kept under runs/test-artefacts/).
 
 from __future__ import annotations
 
+import gzip
 import json
 import re
 import shutil
@@ -94,10 +95,12 @@ def test_a_tool_id_has_one_colour_everywhere_and_ids_of_a_probe_differ() -> None
     assert {i: c for i, c in colours.items() if len(c) != 1} == {}
     # the two calls whose results come back in the other order are told apart
     assert colours["toolu_pair_fast"] != colours["toolu_pair_slow"]
-    # every tool_use of the page is answered by a tool_result shown with its id
+    # every tool_result shown answers a tool_use shown (a scripted reply's or a request's);
+    # a tool_use the loop never answered (max turns reached) is shown all the same
     uses = {e["data-tool-use-id"] for e in page.having("data-tool-use")}
     answered = {e["data-tool-result-id"] for e in page.having("data-tool-result-id")}
-    assert uses and uses <= answered
+    assert answered and answered <= uses
+    assert "toolu_max_turns_probe" in uses - answered
 
 
 def test_report_text_is_escaped(tmp_path: Path) -> None:
@@ -133,6 +136,23 @@ def test_a_long_body_is_cut_but_its_tool_ids_stay(tmp_path: Path) -> None:
     html = render_folder(folder)
     assert "x" * 1000 not in html and "(200000 characters in full)" in html
     assert f'data-tool-result-id="{result["tool_use_id"]}"' in html
+
+
+def test_a_gzipped_journal_shows_the_same_bodies(tmp_path: Path) -> None:
+    plain = _copy(("tool-scheduling",), tmp_path)
+    packed = tmp_path / "packed"
+    shutil.copytree(plain, packed)
+    journal = packed / "tool-scheduling.journal.jsonl"
+    (packed / "tool-scheduling.journal.jsonl.gz").write_bytes(
+        gzip.compress(journal.read_bytes(), mtime=0))
+    journal.unlink()
+    path = packed / "tool-scheduling.json"
+    path.write_text(path.read_text().replace('"tool-scheduling.journal.jsonl"',
+                                             '"tool-scheduling.journal.jsonl.gz"'))
+    shown = render_folder(plain).replace("folder <code>2.1.235</code>", "")
+    assert "tool_result" in shown
+    assert render_folder(packed).replace("folder <code>packed</code>", "").replace(
+        "tool-scheduling.journal.jsonl.gz", "tool-scheduling.journal.jsonl") == shown
 
 
 def test_the_matrix_page_is_the_claim_by_version_table(tmp_path: Path) -> None:
@@ -255,6 +275,9 @@ def test_the_page_works_in_a_real_browser(tmp_path: Path) -> None:
     colours = {c for e in marked for c in e["class"].split() if c.startswith("tid-")}
     assert len(colours) == 1
     assert all(int(e["data-results"]) >= 1 for e in uses)
+    never = [e for e in dom.elements if e.get("data-tool-use-id") == "toolu_max_turns_probe"
+             and "data-tool-use" in e]
+    assert never and all(e["data-results"] == "0" for e in never)
 
     # what it looks like, kept for people to see
     ARTEFACTS.mkdir(parents=True, exist_ok=True)
