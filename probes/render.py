@@ -409,10 +409,15 @@ def render_matrix_page(path: Path) -> str:
 
 # ---- a diff ----------------------------------------------------------------------------------
 
+# the changed claims in this order: what broke first, what was not run on one side last
+_CHANGE_ORDER = ("regressed", "changed", "fixed", "not run")
+
+
 def render_diff(a: Path, b: Path) -> str:
     """Two version folders compared: flipped claims first, then the rest."""
     result: DiffResult = diff_directories(a, b)
-    flipped = [c for c in result["claims"] if c["change"] != "same"]
+    flipped = sorted((c for c in result["claims"] if c["change"] != "same"),
+                     key=lambda c: _CHANGE_ORDER.index(c["change"]))
     same = [c for c in result["claims"] if c["change"] == "same"]
     return _page("diff.html", result=result, flipped=flipped, same=same,
                  ca=result["a"]["client"], cb=result["b"]["client"],

@@ -190,6 +190,12 @@ def test_the_diff_page_puts_flipped_claims_first(tmp_path: Path,
     assert {change for _, change in rows[1:]} == {"same"}
     assert len(rows) == len(_claim_statuses(broken))
     assert html.index('data-check-id="stop-hook-reentry.hook-calls"') < html.index('id="same"')
+    # with many changes: what broke first, then other changes, fixes, claims run on one side
+    order = ["regressed", "changed", "fixed", "not run", "same"]
+    changes = [e["data-change"] for e in
+               _Elements(render_diff(REPORTS / "2.1.235", REPORTS / "2.0.77")).having("data-change")]
+    assert changes == sorted(changes, key=order.index) and changes[0] == "regressed"
+    assert {"not run", "same"} <= set(changes)
     # the command: the page beside B, named as `loopprobe matrix` names its diffs
     assert cli.main(["render", "--diff", str(REPORTS / "2.1.235"), str(broken)]) == 0
     assert (tmp_path / "diff-2.1.235-to-2.1.235.html").read_text() == html

@@ -23,7 +23,7 @@
     order.forEach(function (verdict) {
       if (!counts[verdict]) { return; }
       var item = el("li", {"data-verdict": verdict, "class": "verdict-count"});
-      item.appendChild(el("span", {"class": "verdict verdict-" + verdict},
+      item.appendChild(el("span", {"class": "verdict verdict-" + verdict.replace(/ /g, "_")},
                           verdict.replace(/_/g, " ") + ": " + counts[verdict]));
       item.addEventListener("click", function () {
         filter = filter === verdict ? null : verdict;
