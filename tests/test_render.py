@@ -161,6 +161,18 @@ def test_a_gzipped_journal_shows_the_same_bodies(tmp_path: Path) -> None:
         "tool-scheduling.journal.jsonl.gz", "tool-scheduling.journal.jsonl") == shown
 
 
+def test_without_timing_or_journal_the_page_says_so(tmp_path: Path) -> None:
+    folder = _copy(("tool-scheduling",), tmp_path)
+    (folder / "tool-scheduling.timing.json").unlink()
+    (folder / "tool-scheduling.journal.jsonl").unlink()
+    page = render_folder(folder)
+    assert "No timing file beside this report: no timelines." in page
+    assert "No request bodies: tool-scheduling.journal.jsonl is not in this folder." in page
+    assert "<div class=\"timeline\"" not in page and "class=\"block block-tool_result\"" not in page
+    claims = {e["data-claim-id"]: e["data-verdict"] for e in _Elements(page).having("data-count-verdict")}
+    assert claims == _claim_statuses(folder)
+
+
 def test_the_matrix_page_is_the_claim_by_version_table(tmp_path: Path) -> None:
     shutil.copy(REPORTS / "matrix.json", tmp_path / "matrix.json")
     assert cli.main(["render", str(tmp_path)]) == 0
