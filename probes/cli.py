@@ -10,6 +10,7 @@ import json
 import sys
 import tempfile
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -25,16 +26,27 @@ from probes.bisect import (
 )
 from probes.catalog import REPORTS
 from probes.clients import Client, InstallError, all_clients, parse_client_spec, report_folder
-from probes.clients.base import ClientKey
+from probes.clients.base import ClientBinary, ClientKey
 from probes.clients.npm import cache_root
-from probes.clients.registry import client_for, mark_used, prune_installs, remove_install
+from probes.clients.registry import (
+    CLIENT_KINDS,
+    DEFAULT_KIND,
+    PLUGINS_ENV,
+    client_for,
+    mark_used,
+    prune_installs,
+    remove_install,
+)
 from probes.diff import diff_directories, render_markdown
 from probes.files import write_json, write_text
 from probes.guide import write_guide
+from probes.junit import write_junit
 from probes.matrix import build_matrix, render_matrix
 from probes.mechanism_table import render_mechanism_table, replace_section
 from probes.model import Probe, ReportSpec
 from probes.outcome import ProbeOutcome
+from probes.partial import mark_partial, merge_into_earlier
+from probes.progress import Reporter, choose_mode
 from probes.report_format import Report, ReportError, load_folder
 from probes.sandbox import fixture_problem
 from probes.schedule import default_jobs, run_scheduled
@@ -50,6 +62,7 @@ from probes.shard import (
 __all__ = [
     "COMMITTED_SESSION_VERSIONS",
     "HarnessInputError",
+    "SuiteResult",
     "build_parser",
     "catalog_for",
     "cmd_bisect",
@@ -68,6 +81,7 @@ __all__ = [
     "cmd_sessions",
     "cmd_validate",
     "cmd_versions",
+    "execute_suite",
     "load_catalog",
     "main",
     "run_suite",
@@ -86,8 +100,16 @@ class HarnessInputError(ValueError):
     """What the user asked for cannot be run; said in one line before any probe runs (exit 2)."""
 
 
+# where progress goes; main() chooses it from the terminal, --quiet and --json
+_OUT = Reporter()
+
+
 def _say(message: str) -> None:
-    print(message, flush=True)
+    _OUT.say(message)
+
+
+def _detail(message: str) -> None:
+    _OUT.detail(message)
 
 
 def _select(reports: tuple[ReportSpec, ...], probe: str | None,
@@ -133,8 +155,11 @@ def load_catalog(name: str | None) -> tuple[ReportSpec, ...]:
             spec.loader.exec_module(module)
         else:
             module = importlib.import_module(name)
-    except (ImportError, FileNotFoundError) as error:
-        raise HarnessInputError(f"cannot import the catalog {name!r}: {error}") from None
+    except Exception as error:  # the user's module: any failure of it is their input's
+        where = f" (line {error.lineno})" if isinstance(error, SyntaxError) else ""
+        raise HarnessInputError(f"--catalog {name!r}: expected a module defining REPORTS, "
+                                f"but importing it failed{where}: {type(error).__name__}: "
+                                f"{error}") from None
     reports = getattr(module, "REPORTS", None)
     if not isinstance(reports, tuple) or not all(isinstance(r, ReportSpec) for r in reports):
         raise HarnessInputError(f"{name!r}: expected a REPORTS tuple of ReportSpec, "
@@ -155,11 +180,44 @@ def _check_out(out: Path, flag: str = "--out") -> None:
                                 f"{error.strerror or error}") from None
 
 
-def run_suite(client_spec: str | tuple[Client, str], out: Path, *, probe: str | None = None,
-              report: str | None = None, work_dir: str | None = None,
-              catalog: tuple[ReportSpec, ...] = REPORTS, no_sandbox: bool = False,
-              jobs: int = 1, shard: tuple[int, int] | None = None,
-              compress_journals: bool = False) -> int:
+@dataclass
+class SuiteResult:
+    """What one suite run wrote, for the exit code and the ``--json`` summary."""
+
+    exit_code: int
+    client: str
+    out: Path
+    reports: list[Report] = field(default_factory=list)
+    error: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"command": "run", "exit_code": self.exit_code, "client": self.client,
+                "out": str(self.out), "error": self.error,
+                "binary": self.reports[0]["client"] if self.reports else None,
+                "reports": [_report_summary(r) for r in self.reports]}
+
+
+def _report_summary(report: Report) -> dict[str, Any]:
+    verdicts: dict[str, int] = {}
+    for claim in report["claims"]:
+        verdicts[claim["status"]] = verdicts.get(claim["status"], 0) + 1
+    return {"report": report["report"], "status": report["status"],
+            "complete": report["complete"], "claims": verdicts,
+            "contradicted": [c["id"] for c in report["claims"] if c["status"] == "contradicted"],
+            **({"partial": report["partial"]} if "partial" in report else {})}
+
+
+def run_suite(client_spec: str | tuple[Client, str], out: Path, **options: Any) -> int:
+    """``execute_suite``'s exit code: 0 every claim upheld, 1 one contradicted, 2 a harness
+    error, 130 interrupted."""
+    return execute_suite(client_spec, out, **options).exit_code
+
+
+def execute_suite(client_spec: str | tuple[Client, str], out: Path, *, probe: str | None = None,
+                  report: str | None = None, work_dir: str | None = None,
+                  catalog: tuple[ReportSpec, ...] = REPORTS, no_sandbox: bool = False,
+                  jobs: int = 1, shard: tuple[int, int] | None = None,
+                  compress_journals: bool = False) -> SuiteResult:
     """Run the selected probes on one client version and write its report directory.
 
     Every client run is contained (bubblewrap); ``no_sandbox`` runs them on the host, and the
@@ -187,14 +245,16 @@ def run_suite(client_spec: str | tuple[Client, str], out: Path, *, probe: str | 
     _check_out(out)
     if work_dir is not None:
         _check_out(Path(work_dir), "--work-dir")
+    label = client_spec if isinstance(client_spec, str) else \
+        f"{client_spec[0].name}@{client_spec[1]}"
     try:
         client, version = (parse_client_spec(client_spec) if isinstance(client_spec, str)
                            else client_spec)
         _say(f"loopprobe: client {client.name}@{version}")
-        binary = client.install(version)
+        binary = _install(client, version)
     except InstallError as error:
         print(f"loopprobe: {error}", file=sys.stderr)
-        return EXIT_HARNESS
+        return SuiteResult(EXIT_HARNESS, label, out, error=str(error))
     _say(f"  binary {binary.entry} sha256 {binary.sha256}")
     mark_used(binary)
     if no_sandbox:
@@ -209,25 +269,27 @@ def run_suite(client_spec: str | tuple[Client, str], out: Path, *, probe: str | 
     evidence = []
     everything = [one for spec in specs for one in spec.probes]
     if jobs > 1:
-        _say(f"  {len(everything)} probes, {jobs} at a time")
+        _say(f"  {len(everything)} probe(s), up to {jobs} at a time")
 
     started: set[str] = set()
 
     def run_one(one: Probe) -> ProbeOutcome:
         started.add(one.name)
-        _say(f"probe {one.name}")
+        _detail(f"probe {one.name}")
         return run_probe(one, client, binary, work, containment=containment,
-                         progress=(lambda line: _say(f"  [{one.name}] {line.strip()}"))
-                         if jobs > 1 else _say)
+                         progress=(lambda line: _detail(f"  [{one.name}] {line.strip()}"))
+                         if jobs > 1 else _detail)
 
-    def finished(outcome: ProbeOutcome) -> None:
-        _say(f"  -> {outcome.probe.name}: {_verdict(outcome)}")
-        for check in outcome.checks:
-            if check.status == "failed":
-                _say(f"     FAIL {check.id}: expected {check.expected!r}, observed "
-                     f"{str(check.observed)[:160]!r}")
+    with _OUT.task(f"{binary.name}@{binary.version}", len(everything)) as bar:
+        def finished(outcome: ProbeOutcome) -> None:
+            bar.advance()
+            _say(f"  -> {outcome.probe.name}: {_verdict(outcome)}")
+            for check in outcome.checks:
+                if check.status == "failed":
+                    _say(f"     FAIL {check.id}: expected {check.expected!r}, observed "
+                         f"{str(check.observed)[:160]!r}")
 
-    scheduled = run_scheduled(everything, run_one, jobs, finished)
+        scheduled = run_scheduled(everything, run_one, jobs, finished)
     interrupted = scheduled.interrupted
     if interrupted:
         _say("loopprobe: interrupted; writing what was gathered, marked incomplete")
@@ -240,6 +302,17 @@ def run_suite(client_spec: str | tuple[Client, str], out: Path, *, probe: str | 
         evidence += [o.evidence for o in outcomes if o.evidence is not None]
         built, journal, timing = build_report(spec, outcomes, binary,
                                               complete=len(outcomes) == len(gathered))
+        full = next((s for s in catalog if s.name == spec.name), spec)
+        if len(spec.probes) < len(full.probes) and not interrupted:
+            merged = merge_into_earlier(built, journal, timing, full, out)
+            if merged is not None:
+                built, journal, timing = merged
+                _say(f"  {spec.name}: {', '.join(built['merged']['probes_run_now'])} run "
+                     f"now, merged into the report of the same binary already in {out}")
+            else:
+                mark_partial(built, full)
+                _say(f"  {spec.name}: partial report ({len(spec.probes)} of "
+                     f"{len(full.probes)} probes), marked so")
         written_report = write_report(built, journal, out, timing,
                                       compress_journal=compress_journals)
         _say(f"  wrote {written_report}")
@@ -260,12 +333,30 @@ def run_suite(client_spec: str | tuple[Client, str], out: Path, *, probe: str | 
     for name, built in written:
         claims = built["claims"]
         _say(f"{name:<40} {built['status']:<15} {sum(c['passed'] for c in claims)}/{len(claims)}")
-    if interrupted:
-        return EXIT_INTERRUPTED
+    result = SuiteResult(EXIT_PASSED, label, out, [built for _, built in written])
     statuses = {built["status"] for _, built in written}
-    if "error" in statuses:
-        return EXIT_HARNESS
-    return EXIT_FAILED if "failed" in statuses else EXIT_PASSED
+    if interrupted:
+        result.exit_code = EXIT_INTERRUPTED
+    elif "error" in statuses:
+        result.exit_code = EXIT_HARNESS
+    elif "failed" in statuses:
+        result.exit_code = EXIT_FAILED
+    return result
+
+
+def _install(client: Client, version: str) -> ClientBinary:
+    """The install of ``version``, saying first when it has to be fetched (~330 MB for the
+    CLI) and which version a tag such as ``latest`` names."""
+    if not any(b.version == version for b in client.installed()):
+        _say(f"  installing {client.package} {version} (not in the cache "
+             f"{cache_root() / 'clients'}; this downloads it once)")
+        with _OUT.task(f"installing {client.name}@{version}", None):
+            binary = client.install(version)
+    else:
+        binary = client.install(version)
+    if binary.version != version:
+        _say(f"  {client.name}@{version} is {binary.version}")
+    return binary
 
 
 def _verdict(outcome: ProbeOutcome) -> str:
@@ -287,10 +378,18 @@ def catalog_for(client_spec: str, name: str | None) -> tuple[ReportSpec, ...]:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    return run_suite(args.client, Path(args.out), probe=args.probe, report=args.report,
-                     work_dir=args.work_dir, catalog=catalog_for(args.client, args.catalog),
-                     no_sandbox=args.no_sandbox, jobs=_jobs(args.jobs),
-                     compress_journals=args.compress_journals)
+    result = execute_suite(args.client, Path(args.out), probe=args.probe, report=args.report,
+                           work_dir=args.work_dir,
+                           catalog=catalog_for(args.client, args.catalog),
+                           no_sandbox=args.no_sandbox, jobs=_jobs(args.jobs),
+                           compress_journals=args.compress_journals)
+    summary = result.to_json()
+    if args.junit:
+        summary["junit"] = str(write_junit(Path(args.junit), result.reports))
+        _say(f"wrote {args.junit}")
+    if args.json:
+        print(json.dumps(summary, indent=2))
+    return result.exit_code
 
 
 def _jobs(value: int | None) -> int:
@@ -307,11 +406,27 @@ def _client_key(spec: str) -> ClientKey:
     return ClientKey(client.name, version)
 
 
+def _concrete(key: ClientKey) -> ClientKey:
+    """``latest`` (or another tag) as the version it names today: report folders are named
+    by versions, never by tags."""
+    if key.version[:1].isdigit():
+        return key
+    client = client_for(key.kind)
+    resolve = getattr(client, "resolve", None)
+    version = resolve(key.version) if resolve else (
+        order_versions(client.published())[-1] if key.version == "latest" else None)
+    if version is None:
+        raise InstallError(f"{key.kind}@{key.version}: expected a version number or latest")
+    _say(f"loopprobe: {key.label} is {key.kind}@{version}")
+    return ClientKey(key.kind, version)
+
+
 def cmd_matrix(args: argparse.Namespace) -> int:
     try:
-        keys = [_client_key(v.strip()) for v in args.clients.split(",") if v.strip()]
-        baseline = report_folder(_client_key(args.baseline)) if args.baseline else None
-    except InstallError as error:
+        keys = [_concrete(_client_key(v.strip())) for v in args.clients.split(",") if v.strip()]
+        baseline = report_folder(_concrete(_client_key(args.baseline))) if args.baseline \
+            else None
+    except (InstallError, BisectError) as error:
         print(f"loopprobe: {error}", file=sys.stderr)
         return EXIT_HARNESS
     out = Path(args.out)
@@ -320,20 +435,38 @@ def cmd_matrix(args: argparse.Namespace) -> int:
         raise HarnessInputError(f"--cache-budget: expected a count >= 1, found "
                                 f"{args.cache_budget}")
     codes = {}
-    for key in keys:
-        if not args.skip_run:
-            codes[key] = run_suite(key.label, out / report_folder(key),
-                                   no_sandbox=args.no_sandbox, jobs=_jobs(args.jobs),
-                                   shard=shard, catalog=catalog_for(key.label, args.catalog),
-                                   compress_journals=args.compress_journals)
-            if args.cache_budget is not None:  # most recently used first: this one stays
-                for removed in prune_installs(args.cache_budget):
-                    _say(f"  removed {removed.name}@{removed.version} (--cache-budget)")
+    with _OUT.task("versions", None if args.skip_run else len(keys)) as bar:
+        for key in keys:
+            if not args.skip_run:
+                codes[key] = run_suite(key.label, out / report_folder(key),
+                                       no_sandbox=args.no_sandbox, jobs=_jobs(args.jobs),
+                                       shard=shard, catalog=catalog_for(key.label, args.catalog),
+                                       compress_journals=args.compress_journals)
+                bar.advance()
+                if args.cache_budget is not None:  # most recently used first: this one stays
+                    for removed in prune_installs(args.cache_budget):
+                        _say(f"  removed {removed.name}@{removed.version} (--cache-budget)")
+    folders = [report_folder(key) for key in keys]
+    summary: dict[str, Any] = {"command": "matrix", "out": str(out), "folders": folders,
+                               "runs": {report_folder(k): c for k, c in codes.items()}}
     if shard is not None:  # a slice: `loopprobe merge` tabulates the whole
-        return _worst(list(codes.values()))
-    code = _tabulate(out, [report_folder(key) for key in keys], baseline,
-                     Path(args.bisects) if args.bisects else None)
-    return _worst([*codes.values(), code])
+        code = _worst(list(codes.values()))
+    else:
+        regressed = _tabulate(out, folders, baseline, Path(args.bisects) if args.bisects else None)
+        code = _worst([*codes.values(), regressed])
+        summary.update(matrix=str(out / "matrix.json"), diffs=sorted(
+            str(p) for p in out.glob(f"diff-{baseline}-to-*.md")) if baseline else [])
+    reports = [r for f in folders if (out / f).is_dir()
+               for r in load_folder(out / f, require_reports=False).reports.values()]
+    summary["reports"] = {f"{r['client']['name']}@{r['client']['version']}/{r['report']}":
+                          _report_summary(r) for r in reports}
+    if args.junit:
+        summary["junit"] = str(write_junit(Path(args.junit), reports))
+        _say(f"wrote {args.junit}")
+    summary["exit_code"] = code
+    if args.json:
+        print(json.dumps(summary, indent=2))
+    return code
 
 
 def _worst(codes: list[int]) -> int:
@@ -430,6 +563,10 @@ def cmd_clients_install(args: argparse.Namespace) -> int:
 
 def cmd_clients_list(args: argparse.Namespace) -> int:
     found = [binary for client in all_clients() for binary in client.installed()]
+    if args.json:
+        print(json.dumps([{**binary.identity(), "root": str(binary.root)} for binary in found],
+                         indent=2))
+        return 0
     if not found:
         _say(f"no clients installed under {cache_root() / 'clients'}")
     for binary in found:
@@ -451,7 +588,7 @@ def cmd_versions(args: argparse.Namespace) -> int:
     if args.latest:
         versions = versions[-args.latest:]
     if args.json:
-        _say(json.dumps({"client": client.name, "versions": versions}))
+        print(json.dumps({"client": client.name, "versions": versions}))
     else:
         for version in versions:
             _say(version)
@@ -544,7 +681,11 @@ def cmd_bisect(args: argparse.Namespace) -> int:
              f"{', '.join(result.skipped)})")
     write_json(out / f"bisect-{target}.json", summary)
     _say(f"wrote {out / f'bisect-{target}.json'}")
-    return EXIT_PASSED if result.first_changed else EXIT_FAILED
+    code = EXIT_PASSED if result.first_changed else EXIT_FAILED
+    if args.json:
+        print(json.dumps({"command": "bisect", "exit_code": code,
+                          "result": str(out / f"bisect-{target}.json"), **summary}, indent=2))
+    return code
 
 
 def cmd_clients_prune(args: argparse.Namespace) -> int:
@@ -668,15 +809,45 @@ def cmd_schemas(args: argparse.Namespace) -> int:
     return 0
 
 
+_CLIENT_HELP = ("the client, KIND@VERSION with KIND one of: " + ", ".join(CLIENT_KINDS)
+                + f" (plugins: ${PLUGINS_ENV}); a bare VERSION is {DEFAULT_KIND}; VERSION may "
+                "be latest (resolved to the version it names, which the reports carry)")
+_EXIT_CODES = ("exit codes: 0 every claim confirmed (or not observable / not applicable); "
+               "1 a claim contradicted (diff, matrix: or regressed); 2 bad input or a harness "
+               "error (said in one line on stderr); 130 interrupted (what was gathered is "
+               "written, marked incomplete)")
+
+_EXIT_DONE = "exit codes: 0 done; 2 bad input or a harness error (said in one line on stderr)"
+
+
+def _command(commands: Any, name: str, help: str, **options: Any) -> argparse.ArgumentParser:
+    """A subcommand whose --help says what it does and how it exits."""
+    parser: argparse.ArgumentParser = commands.add_parser(
+        name, help=help, description=help, epilog=options.pop("epilog", _EXIT_DONE), **options)
+    return parser
+
+
+def _output_options(parser: argparse.ArgumentParser, *, junit: bool = False) -> None:
+    parser.add_argument("--json", action="store_true", help="print one machine-readable "
+                        "summary on stdout (progress goes to stderr)")
+    parser.add_argument("-q", "--quiet", action="store_true", help="only what was written, "
+                        "failures and the result (no per-probe lines, no live progress)")
+    if junit:
+        parser.add_argument("--junit", metavar="FILE", help="also write a JUnit XML file: "
+                            "one test case per claim (contradicted: failure; error: error; "
+                            "not observable / not applicable: skipped)")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="loopprobe", description="What an agent-loop client really does, with evidence.")
+        prog="loopprobe", description="What an agent-loop client really does, with evidence. "
+        f"Client kinds: {', '.join(CLIENT_KINDS)}.", epilog=_EXIT_CODES)
     parser.add_argument("--version", action="version", version=f"loopprobe {__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
 
-    run = commands.add_parser("run", help="run the probe suite on one client version")
+    run = _command(commands, "run", help="run the probe suite on one client version", epilog=_EXIT_CODES)
     run.add_argument("--client", default="2.1.235",
-                     help="claude-code@VERSION, VERSION or latest (default: %(default)s)")
+                     help=_CLIENT_HELP + " (default: %(default)s)")
     run.add_argument("--out", required=True, help="directory for the reports")
     run.add_argument("--probe", help="run only this probe")
     run.add_argument("--report", help="run only the probes of this report")
@@ -685,29 +856,33 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--no-sandbox", action="store_true", help=_NO_SANDBOX_HELP)
     run.add_argument("-j", "--jobs", type=int, help=_JOBS_HELP)
     run.add_argument("--compress-journals", action="store_true", help=_COMPRESS_HELP)
+    _output_options(run, junit=True)
     run.set_defaults(func=cmd_run)
 
-    serve_cmd = commands.add_parser("serve", help="run the Messages API mock")
+    serve_cmd = _command(commands, "serve", help="run the Messages API mock")
     add_serve_arguments(serve_cmd)
     serve_cmd.set_defaults(func=_serve)
 
-    clients = commands.add_parser("clients", help="install and list client versions")
+    clients = _command(commands, "clients", help="install and list client versions")
     client_commands = clients.add_subparsers(dest="clients_command", required=True)
-    install = client_commands.add_parser("install", help="install exact client versions")
-    install.add_argument("specs", nargs="+", metavar="claude-code@VERSION")
+    install = _command(client_commands, "install", help="install exact client versions")
+    install.add_argument("specs", nargs="+", metavar="KIND@VERSION", help=_CLIENT_HELP)
     install.set_defaults(func=cmd_clients_install)
-    listing = client_commands.add_parser("list", help="list installed client versions")
+    listing = _command(client_commands, "list", help="list installed client versions")
+    listing.add_argument("--json", action="store_true", help="machine-readable output")
     listing.set_defaults(func=cmd_clients_list)
-    prune = client_commands.add_parser(
+    prune = _command(client_commands,
         "prune", help="remove all but the most recently used installs (~330 MB each)")
     prune.add_argument("--keep", type=int, default=3,
                        help="installs to keep per client kind (default: %(default)s)")
     prune.add_argument("--dry-run", action="store_true", help="only say what would go")
     prune.set_defaults(func=cmd_clients_prune)
 
-    matrix = commands.add_parser("matrix", help="run the suite on several versions, tabulate")
+    matrix = _command(commands, "matrix", help="run the suite on several versions, tabulate",
+                      epilog=_EXIT_CODES)
     matrix.add_argument("--clients", required=True,
-                        help="comma-separated versions, e.g. 2.0.77,2.1.235,latest")
+                        help="comma-separated clients, e.g. 2.0.77,2.1.235,latest; "
+                        + _CLIENT_HELP)
     matrix.add_argument("--out", required=True, help="directory; one folder per version")
     matrix.add_argument("--baseline", help="also write diff-<baseline>-to-<version>.md files")
     matrix.add_argument("--no-sandbox", action="store_true", help=_NO_SANDBOX_HELP)
@@ -724,44 +899,50 @@ def build_parser() -> argparse.ArgumentParser:
                         "suite (every N-th report); join the slices with `loopprobe merge`")
     matrix.add_argument("--skip-run", action="store_true",
                         help="only rebuild the tables and diffs from the existing folders")
+    _output_options(matrix, junit=True)
     matrix.set_defaults(func=cmd_matrix)
 
-    merge = commands.add_parser("merge", help="join `matrix --shard` slices and tabulate "
-                                "(exit 1 when a claim failed or regressed against --baseline)")
+    merge = _command(commands, "merge", help="join `matrix --shard` slices and tabulate "
+                                "(exit 1 when a claim failed or regressed against --baseline)",
+                     epilog=_EXIT_CODES)
     merge.add_argument("dirs", nargs="+", help="the --out folders of the slices")
     merge.add_argument("--out", required=True, help="the merged folder")
     merge.add_argument("--baseline", help="also write diff-<baseline>-to-<version>.md files")
     merge.set_defaults(func=cmd_merge)
 
-    diff = commands.add_parser("diff", help="what changed between two report directories "
-                                            "(exit 1 when a claim regressed)")
+    diff = _command(commands, "diff", help="what changed between two report directories "
+                                            "(exit 1 when a claim regressed)", epilog=_EXIT_CODES)
     diff.add_argument("a", help="reports of the version you trust")
     diff.add_argument("b", help="reports of the version to check")
     diff.add_argument("--json", action="store_true", help="machine-readable output")
     diff.add_argument("--out", help="write to this file instead of stdout")
     diff.set_defaults(func=cmd_diff)
 
-    mechanisms = commands.add_parser(
-        "mechanisms", help="the analysis' mechanisms with each claim's verdict (README table)")
+    mechanisms = _command(
+        commands, "mechanisms", help="the analysis' mechanisms with each claim's verdict (README table)")
     mechanisms.add_argument("reports", help="the report folder whose verdicts are shown")
     mechanisms.add_argument("--matrix", help="matrix.json: also name versions that differ")
     mechanisms.add_argument("--write", metavar="FILE",
                             help="replace the generated section of FILE (e.g. README.md)")
     mechanisms.set_defaults(func=cmd_mechanisms)
 
-    versions = commands.add_parser("versions", help="a client's published versions, oldest "
+    versions = _command(commands, "versions", help="a client's published versions, oldest "
                                    "first (npm for the CLI, PyPI for the Agent SDK)")
     versions.add_argument("client", nargs="?", default="claude-code",
-                          help="client kind (default: %(default)s)")
+                          help=f"client kind, one of {', '.join(CLIENT_KINDS)} (default: "
+                          "%(default)s)")
     versions.add_argument("--since", help="from this version on")
     versions.add_argument("--latest", type=int, help="only the newest N")
     versions.add_argument("--json", action="store_true", help="machine-readable output")
     versions.set_defaults(func=cmd_versions)
 
-    bisect = commands.add_parser(
-        "bisect", help="the first published version where a claim's verdict changes "
-                       "(exit 0 when found, 1 when skipped versions leave a range)")
-    bisect.add_argument("--client", default="claude-code", help="client kind")
+    bisect = _command(
+        commands, "bisect", help="the first published version where a claim's verdict changes",
+        epilog="exit codes: 0 the first changed version was found; 1 skipped versions leave a "
+               "range; 2 bad input or a harness error")
+    bisect.add_argument("--client", default="claude-code",
+                        help=f"client kind, one of {', '.join(CLIENT_KINDS)} (default: "
+                        "%(default)s)")
     bisect.add_argument("--good", required=True, help="the version you trust")
     bisect.add_argument("--bad", required=True, help="a version where the verdict differs")
     bisect.add_argument("--claim", help="the claim id to follow")
@@ -774,46 +955,50 @@ def build_parser() -> argparse.ArgumentParser:
                         "probing, ~330 MB each)")
     bisect.add_argument("--no-sandbox", action="store_true", help=_NO_SANDBOX_HELP)
     bisect.add_argument("-j", "--jobs", type=int, help=_JOBS_HELP)
+    _output_options(bisect)
     bisect.set_defaults(func=cmd_bisect)
 
-    sessions = commands.add_parser(
-        "sessions", help="resume and fork sessions written by one Claude Code version with "
-                         "another: every ordered pair (exit 1 when a pair fails)")
+    sessions = _command(
+        commands, "sessions", help="resume and fork sessions written by one Claude Code version with "
+                         "another: every ordered pair",
+        epilog="exit codes: 0 every pair resumes and forks; 1 a pair fails; 2 a harness error")
     sessions.add_argument("--clients", default=",".join(COMMITTED_SESSION_VERSIONS),
-                          help="comma-separated versions (default: the committed ones)")
+                          help="comma-separated claude-code versions (sessions are the "
+                               "CLI's own; default: the committed ones)")
     sessions.add_argument("--out", default="reports/sessions",
                           help="where sessions.json and SESSIONS.md go (default: %(default)s)")
     sessions.add_argument("--no-sandbox", action="store_true", help=_NO_SANDBOX_HELP)
     sessions.add_argument("-j", "--jobs", type=int, help=_JOBS_HELP)
     sessions.set_defaults(func=cmd_sessions)
 
-    probes_cmd = commands.add_parser(
-        "probes", help="list the reports, their probes and the claims each probe tests (the "
+    probes_cmd = _command(
+        commands, "probes", help="list the reports, their probes and the claims each probe tests (the "
                        "names --report and --probe take)")
     probes_cmd.add_argument("--client", default="2.1.235",
-                            help="the client kind whose default catalog is listed (e.g. "
-                                 "anthropic-tool-runner@2.16.0; default: %(default)s)")
+                            help="the client whose default catalog is listed: "
+                                 + _CLIENT_HELP + " (default: %(default)s)")
     probes_cmd.add_argument("--catalog", help="a module whose REPORTS replace the built-in "
                                               "probes")
     probes_cmd.add_argument("--json", action="store_true", help="machine-readable output")
     probes_cmd.set_defaults(func=cmd_probes)
 
-    validate = commands.add_parser(
-        "validate", help="check reports, fingerprints, matrices, journals, timing, session "
-                         "tables, bisect results and scenarios against their JSON Schemas "
-                         "(exit 1 when a file breaks one; each problem names the file, the "
-                         "line for journals, and the JSON pointer)")
+    validate = _command(
+        commands, "validate", help="check reports, fingerprints, matrices, journals, timing, session "
+                         "tables, bisect results and scenarios against their JSON Schemas; "
+                         "each problem names the file, the line for journals, and the JSON "
+                         "pointer",
+        epilog="exit codes: 0 every file valid; 1 a file breaks its schema; 2 bad input")
     validate.add_argument("paths", nargs="+", help="files, or folders searched recursively")
     validate.set_defaults(func=cmd_validate)
 
-    schemas = commands.add_parser("schemas", help="write the JSON Schemas (shipped in the "
+    schemas = _command(commands, "schemas", help="write the JSON Schemas (shipped in the "
                                                   "package under probes/json_schemas/)")
     schemas.add_argument("--out", help="folder (default: the package's schemas folder)")
     schemas.set_defaults(func=cmd_schemas)
 
-    render = commands.add_parser(
-        "render", help="one self-contained HTML page of a report folder (evidence.html in it), "
-                       "a matrix.json (matrix.html beside it) or, with --diff A B, a diff")
+    render = _command(
+        commands, "render", help="one self-contained HTML page of a report folder (evidence.html "
+        "in it), a matrix.json (matrix.html beside it) or, with --diff A B, a diff")
     render.add_argument("target", nargs="?", help="a report folder, a matrix.json or a folder "
                         "holding one")
     render.add_argument("--diff", nargs=2, metavar=("A", "B"), help="compare two report folders "
@@ -821,16 +1006,21 @@ def build_parser() -> argparse.ArgumentParser:
     render.add_argument("--out", metavar="FILE", help="write the page here instead")
     render.set_defaults(func=cmd_render)
 
-    guide = commands.add_parser("guide", help="regenerate EVIDENCE.md for a report directory")
+    guide = _command(commands, "guide", help="regenerate EVIDENCE.md for a report directory")
     guide.add_argument("reports")
     guide.set_defaults(func=cmd_guide)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
+    global _OUT
     args = build_parser().parse_args(argv)
+    stream = sys.stderr if getattr(args, "json", False) else sys.stdout
+    _OUT = Reporter(choose_mode(stream, quiet=getattr(args, "quiet", False)), stream)
     try:
         return int(args.func(args))
-    except HarnessInputError as error:
+    except (HarnessInputError, ReportError) as error:
         print(f"loopprobe: {error}", file=sys.stderr)
         return EXIT_HARNESS
+    finally:
+        _OUT = Reporter()

@@ -200,6 +200,13 @@ def render_guide(reports: list[Report]) -> str:
     out.append("")
     for report in reports:
         out += [f"## {report['title']}", "", report.get("summary", ""), ""]
+        if "partial" in report:
+            out += [f"**Partial:** only {', '.join(report['partial']['probes_run'])} ran; "
+                    f"not run: {', '.join(report['partial']['probes_not_run'])}.", ""]
+        if "merged" in report:
+            out += [f"**Merged:** {', '.join(report['merged']['probes_run_now'])} run later "
+                    "into this report of the same binary; from the earlier run: "
+                    f"{', '.join(report['merged']['probes_from_earlier_run']) or 'none'}.", ""]
         for claim in report["claims"]:
             out += _claim_section(report, claim)
     return "\n".join(out) + "\n"

@@ -94,6 +94,10 @@ class Report(TypedDict):
     trust: dict[str, Any]
     boundaries: list[str]
     journal: str
+    # a run of some of the report's probes: which ran, which did not (then not complete)
+    partial: NotRequired[dict[str, list[str]]]
+    # some probes run now into the report of the same binary written earlier: which is which
+    merged: NotRequired[dict[str, list[str]]]
 
 
 class FingerprintFile(TypedDict):

@@ -48,3 +48,27 @@ def test_probes_lists_reports_probes_and_claims(capsys: pytest.CaptureFixture[st
     listed = json.loads(capsys.readouterr().out)
     assert {r["report"] for r in listed} == {s.name for s in cli.load_catalog(
         "probes.catalog.tool_runner")}
+
+
+@pytest.mark.parametrize("catalog", ["broken.py", "missing.py", "no_such_module_here.sub"])
+def test_a_missing_or_broken_catalog_is_one_line_before_any_install(
+        catalog: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "broken.py").write_text("REPORTS = (\n")
+    target = str(tmp_path / catalog) if catalog.endswith(".py") else catalog
+    code = cli.main(["run", "--client", "0.0.0-none", "--catalog", target,
+                     "--out", str(tmp_path / "out")])
+    err = capsys.readouterr().err.strip()
+    assert code == cli.EXIT_HARNESS
+    assert len(err.splitlines()) == 1 and "--catalog" in err and "expected" in err, err
+    assert "Traceback" not in err and "0.0.0-none" not in err
+
+
+@pytest.mark.parametrize("command", [["guide"], ["mechanisms"], ["render"]])
+def test_commands_on_a_missing_folder_say_so_in_one_line(
+        command: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    if command[0] not in cli.build_parser()._subparsers._group_actions[0].choices:  # type: ignore[union-attr]
+        pytest.skip(f"no {command[0]} command")
+    code = cli.main([*command, str(tmp_path / "nowhere")])
+    err = capsys.readouterr().err.strip()
+    assert code == cli.EXIT_HARNESS
+    assert len(err.splitlines()) == 1 and "nowhere" in err, err
