@@ -373,6 +373,7 @@ def render_folder(directory: Path) -> str:
             "name": report["report"], "title": report["title"], "summary": report["summary"],
             "status": report["status"], "journal": report["journal"],
             "journal_missing": missing, "timing": timing is not None,
+            "partial": report.get("partial"), "merged": report.get("merged"),
             "probes": [_probe_view(report, p, journal, timing, ids) for p in report["probes"]]})
     claims = [(report, probe, claim) for report in reports for probe in report["probes"]
               for claim in probe["claims"]]

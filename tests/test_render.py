@@ -173,6 +173,19 @@ def test_without_timing_or_journal_the_page_says_so(tmp_path: Path) -> None:
     assert claims == _claim_statuses(folder)
 
 
+def test_a_partial_or_merged_report_says_so(tmp_path: Path) -> None:
+    folder = _copy(("tool-scheduling",), tmp_path)
+    path = folder / "tool-scheduling.json"
+    report = json.loads(path.read_text())
+    report["partial"] = {"probes_run": ["result-pairing"], "probes_not_run": ["<b>x</b>"]}
+    report["merged"] = {"probes_run_now": ["result-pairing"], "probes_from_earlier_run": []}
+    path.write_text(json.dumps(report))
+    page = render_folder(folder)
+    assert "only result-pairing ran; not run: &lt;b&gt;x&lt;/b&gt;." in page
+    assert "result-pairing run later into this report of the same binary; from the earlier " \
+           "run: none." in page
+
+
 def test_the_matrix_page_is_the_claim_by_version_table(tmp_path: Path) -> None:
     shutil.copy(REPORTS / "matrix.json", tmp_path / "matrix.json")
     assert cli.main(["render", str(tmp_path)]) == 0
