@@ -209,6 +209,7 @@ def _timeline(probe: dict[str, Any], timing: dict[str, Any] | None,
     runs_timing = timing.get("runs") or {}
     timelines = timing.get("timelines") or {}
     entries: list[dict[str, Any]] = []
+    rules = {r.get("seq"): r.get("rule") or r.get("outcome") for r in probe.get("requests", [])}
     offset = 0.0
     for run in probe.get("runs", []):
         name = run["name"]
@@ -230,7 +231,8 @@ def _timeline(probe: dict[str, Any], timing: dict[str, Any] | None,
                 end = ends.get(e.get("seq"), {}).get("t_ms")
                 entries.append({"lane": "request", "kind": "request", "start": at,
                                 "end": offset + float(end) if isinstance(end, (int, float)) else at,
-                                "label": f"#{e.get('seq')} {e.get('kind') or e.get('path')}",
+                                "label": f"#{e.get('seq')} {e.get('kind') or e.get('path')} → "
+                                         f"{rules.get(e.get('seq'))}",
                                 "detail": "" if end is not None else "no response end recorded",
                                 "run": name, "seq": e.get("seq")})
             elif what in ("hook_start", "hook_end"):
