@@ -76,6 +76,7 @@ __all__ = [
     "cmd_merge",
     "cmd_probes",
     "cmd_record",
+    "cmd_render",
     "cmd_run",
     "cmd_schemas",
     "cmd_sessions",
@@ -720,6 +721,24 @@ def cmd_guide(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_render(args: argparse.Namespace) -> int:
+    """One self-contained HTML page: a version folder, a matrix, or (``--diff A B``) a diff."""
+    from probes.render import diff_page_path, render_diff, write_page
+    if (args.target is None) == (args.diff is None):
+        raise HarnessInputError("render: expected a report folder or matrix.json, or --diff A B")
+    out = Path(args.out) if args.out else None
+    try:
+        if args.diff:
+            a, b = (Path(d) for d in args.diff)
+            path = write_text(out or diff_page_path(a, b), render_diff(a, b))
+        else:
+            path = write_page(Path(args.target), out)
+    except ReportError as error:
+        raise HarnessInputError(str(error)) from None
+    _say(f"wrote {path}")
+    return EXIT_PASSED
+
+
 COMMITTED_SESSION_VERSIONS = ("2.0.77", "2.1.54", "2.1.84", "2.1.90", "2.1.91", "2.1.117",
                               "2.1.235", "2.1.268", "2.1.269", "2.1.306", "2.1.307", "2.1.332")
 
@@ -991,8 +1010,9 @@ def build_parser() -> argparse.ArgumentParser:
     schemas.set_defaults(func=cmd_schemas)
 
     recorder = _command(
-        commands, "record", help="a recording proxy in front of a Messages API endpoint: relays every "
-                       "request, writes a scenario the mock replays and the journal")
+        commands, "record", help="a recording proxy in front of a Messages API endpoint: "
+                                 "relays every request, writes a scenario the mock replays "
+                                 "and the journal")
     recorder.add_argument("--upstream", required=True,
                           help="the endpoint's base URL, e.g. https://api.anthropic.com")
     recorder.add_argument("--out", default="recording",
@@ -1002,6 +1022,16 @@ def build_parser() -> argparse.ArgumentParser:
     recorder.add_argument("--classifier", choices=("claude-code", "plain"), default="claude-code",
                           help="how request kinds are told apart (default: %(default)s)")
     recorder.set_defaults(func=cmd_record)
+
+    render = _command(
+        commands, "render", help="one self-contained HTML page of a report folder (evidence.html "
+        "in it), a matrix.json (matrix.html beside it) or, with --diff A B, a diff")
+    render.add_argument("target", nargs="?", help="a report folder, a matrix.json or a folder "
+                        "holding one")
+    render.add_argument("--diff", nargs=2, metavar=("A", "B"), help="compare two report folders "
+                        "(default out: diff-A-to-B.html beside B)")
+    render.add_argument("--out", metavar="FILE", help="write the page here instead")
+    render.set_defaults(func=cmd_render)
 
     guide = _command(commands, "guide", help="regenerate EVIDENCE.md for a report directory")
     guide.add_argument("reports")

@@ -66,8 +66,6 @@ def test_a_missing_or_broken_catalog_is_one_line_before_any_install(
 @pytest.mark.parametrize("command", [["guide"], ["mechanisms"], ["render"]])
 def test_commands_on_a_missing_folder_say_so_in_one_line(
         command: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    if command[0] not in cli.build_parser()._subparsers._group_actions[0].choices:  # type: ignore[union-attr]
-        pytest.skip(f"no {command[0]} command")
     code = cli.main([*command, str(tmp_path / "nowhere")])
     err = capsys.readouterr().err.strip()
     assert code == cli.EXIT_HARNESS

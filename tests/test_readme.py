@@ -59,7 +59,7 @@ def test_readme_error_listing_is_what_the_loader_says() -> None:
 def test_readme_commands_exist() -> None:
     done = subprocess.run([sys.executable, "-m", "probes", "--help"], capture_output=True,
                           text=True, timeout=60)
-    for command in ("run", "serve", "clients", "guide"):
+    for command in ("run", "serve", "clients", "guide", "render"):
         assert command in done.stdout
 
 

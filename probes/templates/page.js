@@ -1,0 +1,83 @@
+(function () {
+  "use strict";
+  var doc = document;
+  function all(selector, root) { return Array.prototype.slice.call((root || doc).querySelectorAll(selector)); }
+  function el(tag, attrs, text) {
+    var node = doc.createElement(tag);
+    Object.keys(attrs || {}).forEach(function (k) { node.setAttribute(k, attrs[k]); });
+    if (text !== undefined) { node.textContent = text; }
+    return node;
+  }
+
+  // verdict summary: how many of each verdict the page shows; a click filters the claims
+  var summary = doc.getElementById("verdict-summary");
+  if (summary) {
+    var counted = all("[data-count-verdict]");
+    var order = JSON.parse(summary.getAttribute("data-verdicts"));
+    var counts = {};
+    counted.forEach(function (node) {
+      var v = node.getAttribute("data-count-verdict");
+      counts[v] = (counts[v] || 0) + 1;
+    });
+    var filter = null;
+    order.forEach(function (verdict) {
+      if (!counts[verdict]) { return; }
+      var item = el("li", {"data-verdict": verdict, "class": "verdict-count"});
+      item.appendChild(el("span", {"class": "verdict verdict-" + verdict.replace(/ /g, "_")},
+                          verdict.replace(/_/g, " ") + ": " + counts[verdict]));
+      item.addEventListener("click", function () {
+        filter = filter === verdict ? null : verdict;
+        all("#verdict-summary li").forEach(function (li) {
+          li.classList.toggle("on", li.getAttribute("data-verdict") === filter);
+        });
+        all("[data-filter-verdict]").forEach(function (row) {
+          var hide = filter !== null && row.getAttribute("data-filter-verdict") !== filter;
+          row.classList.toggle("hidden", hide);
+        });
+      });
+      summary.appendChild(item);
+    });
+    summary.setAttribute("data-total", String(counted.length));
+  }
+
+  // tool ids: each tool_use learns how many tool_result blocks of its probe answer it;
+  // pointing at an id marks every element of the probe with the same id
+  all("section.probe, section.page-scope").forEach(function (scope) {
+    var results = {};
+    all("[data-tool-result-id]", scope).forEach(function (node) {
+      var id = node.getAttribute("data-tool-result-id");
+      results[id] = (results[id] || 0) + 1;
+    });
+    all("[data-tool-use]", scope).forEach(function (node) {
+      var id = node.getAttribute("data-tool-use-id");
+      node.setAttribute("data-results", String(results[id] || 0));
+      node.title = (results[id] || 0) + " tool_result block(s) in this probe answer " + id;
+    });
+    scope.addEventListener("mouseover", function (event) {
+      var target = event.target.closest ? event.target.closest("[data-tool-use-id]") : null;
+      all(".active", scope).forEach(function (n) { n.classList.remove("active"); });
+      if (!target) { return; }
+      var id = target.getAttribute("data-tool-use-id");
+      all("[data-tool-use-id]", scope).forEach(function (n) {
+        if (n.getAttribute("data-tool-use-id") === id) { n.classList.add("active"); }
+      });
+    });
+  });
+
+  // timeline axes: ticks in ms along each probe's one time axis
+  all(".timeline[data-total-ms]").forEach(function (line) {
+    var total = parseFloat(line.getAttribute("data-total-ms"));
+    var axis = el("div", {"class": "tl-axis"});
+    var step = Math.pow(10, Math.floor(Math.log10(Math.max(total, 1) / 4)));
+    [1, 2, 5, 10].some(function (m) { if (total / (step * m) <= 8) { step = step * m; return true; } return false; });
+    for (var t = 0; t <= total; t += step) {
+      var tick = el("span", {"class": "tl-tick", "style": "left:" + (100 * t / total) + "%"},
+                    t >= 1000 ? (t / 1000) + " s" : t + " ms");
+      axis.appendChild(tick);
+    }
+    line.appendChild(axis);
+    line.setAttribute("data-axis", "built");
+  });
+
+  doc.body.setAttribute("data-js", "ready");
+}());
