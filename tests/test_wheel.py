@@ -169,6 +169,9 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Installed:
     _step("create a venv", [sys.executable, "-m", "venv", str(venv)], base, env)
     python = str(venv / "bin" / "python")
     assert Path(python).is_file(), "the new venv has no python"
+    home = next(line.split("=", 1)[1].strip() for line in (venv / "pyvenv.cfg").read_text()
+                .splitlines() if line.startswith("home"))
+    assert not Path(home).resolve().is_relative_to(ROOT), f"the new venv is based on {home}"
     _step("build the wheel", [python, "-m", "pip", "wheel", "--no-deps", "--quiet", "-w",
                               str(wheels), str(source)], cwd, env)
     (wheel,) = wheels.glob("loopprobe-*.whl")
@@ -186,6 +189,8 @@ def test_the_installed_cli_prints_the_package_version(installed: Installed) -> N
     done = installed.run(installed.bin("loopprobe"), "--version")
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == f"loopprobe {VERSION}"
+    module = installed.run(installed.bin("python"), "-m", "probes", "--version")
+    assert module.stdout.strip() == f"loopprobe {VERSION}", module.stderr
     shown = installed.run(installed.bin("python"), "-c",
                           "import importlib.metadata as m, mockapi, probes; "
                           "print(m.version('loopprobe'), mockapi.__version__, probes.__version__)")
