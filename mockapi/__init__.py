@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.metadata
 from typing import TYPE_CHECKING, Any
 
 from mockapi.journal import Journal, JournalContents, read_journal
@@ -43,6 +44,7 @@ __all__ = [
     "TextBlock",
     "ThinkingBlock",
     "ToolUseBlock",
+    "__version__",
     "api_error",
     "load_scenario",
     "message",
@@ -54,6 +56,11 @@ __all__ = [
     "thinking",
     "tool_use",
 ]
+
+try:  # the one version: the installed distribution's (pyproject.toml's [project] version)
+    __version__ = importlib.metadata.version("loopprobe")
+except importlib.metadata.PackageNotFoundError:  # imported from a checkout that was never installed
+    __version__ = "0+unknown"
 
 
 if not TYPE_CHECKING:  # hidden from type checkers, which would take any name as Any
