@@ -102,6 +102,7 @@ class _Admin:
             "journal": str(journal.path), "context": mock.context,
             "journal_problem": journal.problem(), "journal_failed_writes": journal.failed_writes,
             "journal_last_failure": journal.last_failure, "threads": mock.threads.state(),
+            "builtin_replies": mock.script.builtin_state(),
         }))
 
     async def scenario(self, request: Request) -> Response:

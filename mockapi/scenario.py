@@ -87,13 +87,17 @@ class Scenario(BaseModel):
     name: str = "unnamed"
     description: str = ""
     classifier: Literal["claude-code", "plain"] = Field(
-        default="claude-code",
-        description="how request kinds are told apart; 'plain' makes every request 'main'",
+        default="plain",
+        description="how request kinds are told apart. plain (default): every request is the "
+                    "caller's own, kind 'main'; claude-code: requests are told apart as Claude "
+                    "Code sends them (compaction, subagent, warmup, side requests such as "
+                    "titles and summaries), for scenarios that script Claude Code",
     )
     side_replies: Literal["auto", "none"] = Field(
         default="auto",
-        description="auto: warmup and side requests that no rule matches get a neutral answer "
-                    "and never reach the script",
+        description="with classifier claude-code, auto: warmup and side requests that no rule "
+                    "matches get a built-in neutral answer (journaled with builtin_reply) and "
+                    "never reach the script",
     )
     validation: Literal["strict", "lenient"] = Field(
         default="strict",

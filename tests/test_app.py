@@ -465,7 +465,7 @@ def test_no_rule_is_a_400_naming_kind_and_turn(make_mock: MakeMock) -> None:
 
 
 def test_side_requests_get_builtin_answers_over_http(make_mock: MakeMock) -> None:
-    mock = make_mock(Scenario(rules=[Rule(id="main", reply=text("M"))]))
+    mock = make_mock(Scenario(classifier="claude-code", rules=[Rule(id="main", reply=text("M"))]))
     warm = mock.post(body_for("Warmup"))
     title_body = body_for("hello", thinking={"type": "disabled"}, output_config={"format": {
         "type": "json_schema", "schema": {"type": "object",
@@ -688,6 +688,7 @@ def test_admin_state(make_mock: MakeMock) -> None:
         "scenario": "st", "run": 1, "open_streams": 0, "journal": str(mock.journal_path),
         "context": {"workspace": "/w"}, "journal_problem": None, "journal_failed_writes": 0,
         "journal_last_failure": None, "threads": [],
+        "builtin_replies": {"total": 0, "by_reply": {}, "requests": []},
         "rules": [
             {"id": "a", "replies": 1, "served": 1, "repeat": "once", "spent": True},
             {"id": "b", "replies": 2, "served": 0, "repeat": "always", "spent": False}]}
