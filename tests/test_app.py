@@ -14,6 +14,7 @@ import orjson
 import pytest
 from starlette.testclient import TestClient
 
+from mockapi.admin import SCENARIO_BODY
 from mockapi.app import MockApp
 from mockapi.events import PreparedMessage, prepare
 from mockapi.journal import Journal, read_journal
@@ -729,11 +730,13 @@ def test_admin_scenario_accepts_yaml(make_mock: MakeMock) -> None:
                      ["placeholder {workspace} has no value; the run provides: nothing"],
                      id="missing-placeholder"),
         pytest.param({"json": {"rules": []}},
-                     ['(top level): expected {"scenario": {...}, "context": {...}}'],
+                     [f"(top level): {SCENARIO_BODY}; found a bare scenario (keys: rules): "
+                      'wrap it as {"scenario": ...}, or send it as YAML'],
                      id="no-envelope"),
         pytest.param({"content": b"{not json", "headers": {"content-type": "application/json"}},
-                     ["not valid JSON: Expecting property name enclosed in double quotes: "
-                      "line 1 column 2 (char 1)"], id="not-json"),
+                     [f"(top level): {SCENARIO_BODY}; found a body that is not valid JSON: "
+                      "Expecting property name enclosed in double quotes: line 1 column 2 "
+                      "(char 1)"], id="not-json"),
         pytest.param({"json": {"scenario": [1]}},
                      ["(top level): expected a mapping with `rules`, found list"],
                      id="scenario-not-mapping"),
