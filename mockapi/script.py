@@ -224,6 +224,20 @@ class Script:
                 "by_reply": dict(self._builtin_counts),
                 "requests": list(self._builtin_requests)}
 
+    def reply_uses(self) -> list[tuple[str, int, int]]:
+        """Every scripted reply as (rule id, reply index, times served) this run; a
+        ``repeat: always`` rule's last reply counts each repetition."""
+        uses = []
+        for state in self.rules:
+            last = len(state.replies) - 1
+            for index in range(len(state.replies)):
+                if index == last and state.rule.repeat == "always":
+                    served = max(0, state.served - last)
+                else:
+                    served = 1 if state.served > index else 0
+                uses.append((state.id, index, served))
+        return uses
+
     def state(self) -> list[dict[str, Any]]:
         return [
             {"id": s.id, "replies": len(s.replies), "served": s.served,
