@@ -15,11 +15,11 @@ import sys
 import time
 import uuid
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from mockapi.journal import read_journal
-from mockapi.scenario import Scenario
 from mockapi.server import MockServer
 from probes import hook_recorder
 from probes.clients.base import Client, ClientBinary, Command, HookCommand, RunContext
@@ -28,20 +28,16 @@ from probes.evidence import Evidence, RunRecord
 from probes.invocation import Invocation
 from probes.mcp import read_calls
 from probes.mcp_runtime import McpRuntime, install_mcp_runtime
-from probes.model import Probe
+from probes.model import Probe, served_scenario, shown_scenario
 from probes.outcome import ProbeOutcome
 from probes.process import Dialogue, ProcessResult, run_conversation, run_process
 from probes.sandbox import Sandbox
 from probes.streamed import Conversation
 from probes.verdicts import check_evidence
 
-__all__ = ["HARNESS_CLASSIFIER", "HOOK_EVENTS_RECORDED", "SECRET_ENV", "run_probe",
-           "served_scenario", "session_id_for", "shown_scenario"]
+__all__ = ["HOOK_EVENTS_RECORDED", "SECRET_ENV", "run_probe", "session_id_for"]
 
 SECRET_ENV = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN")
-# probes script Claude Code: its side requests (titles, summaries…), warmups, compactions and
-# subagents are told apart, as they always were here; the mock's own default is "plain"
-HARNESS_CLASSIFIER = "claude-code"
 HOOK_EVENTS_RECORDED = ("PreToolUse", "PostToolUse", "Stop", "SubagentStop")
 
 
@@ -105,6 +101,8 @@ def run_probe(probe: Probe, client: Client, binary: ClientBinary, work_dir: Path
         binaries = _binaries(probe, client, binary)
     except Exception as error:  # an install of another version failed
         return ProbeOutcome(probe, None, [], None, error=f"{type(error).__name__}: {error}")
+    # its Claude Code requests told apart as ever (probes.model.HARNESS_CLASSIFIER)
+    probe = replace(probe, scenario=served_scenario(probe.scenario))
     not_applicable = _not_applicable(probe, client, binary, binaries)
     if not_applicable:
         return ProbeOutcome(probe, None, [], None, not_applicable=not_applicable)
@@ -114,7 +112,7 @@ def run_probe(probe: Probe, client: Client, binary: ClientBinary, work_dir: Path
     journal_path = box.artefacts / "journal.jsonl"
     session_ids: dict[str, str] = {}
     runs: dict[str, RunRecord] = {}
-    scenario = served_scenario(probe.scenario)
+    scenario = probe.scenario
     started = time.time()
     try:
         mcp = install_mcp_runtime() if any(i.mcp for i in probe.invocations) else None
@@ -124,10 +122,9 @@ def run_probe(probe: Probe, client: Client, binary: ClientBinary, work_dir: Path
                                others=others) as place:
             client_paths = client.prepare(box, place.seen)
             context = {"workspace": place.seen(box.workspace), "home": place.seen(box.home)}
-            served = served_scenario(probe.scenario)
-            scenario = served.render(context)
+            scenario = probe.scenario.render(context)
             hooks = _hook_command(probe, box, context)
-            with place.serve(served, journal_path, context=context) as mock:
+            with place.serve(probe.scenario, journal_path, context=context) as mock:
                 for invocation in probe.invocations:
                     runs[invocation.name] = _run_one(probe, invocation, client,
                                                      binaries[invocation.name], box, mock,
@@ -144,13 +141,13 @@ def run_probe(probe: Probe, client: Client, binary: ClientBinary, work_dir: Path
     except KeyboardInterrupt:
         raise
     except Exception as error:
-        return ProbeOutcome(probe, None, [], box.root, scenario=shown_scenario(scenario),
+        return ProbeOutcome(probe, None, [], box.root, scenario=_scripted(scenario),
                             error=f"{type(error).__name__}: {error}")
     results, check_error = check_evidence(probe, evidence)
     if not keep:
         box.remove()
     return ProbeOutcome(probe, evidence, results, box.root if keep else None,
-                        error=check_error, scenario=shown_scenario(scenario))
+                        error=check_error, scenario=_scripted(scenario))
 
 
 def _binaries(probe: Probe, client: Client, binary: ClientBinary) -> dict[str, ClientBinary]:
@@ -163,22 +160,9 @@ def _binaries(probe: Probe, client: Client, binary: ClientBinary) -> dict[str, C
     return {i.name: found[i.client_version or binary.version] for i in probe.invocations}
 
 
-def served_scenario(scenario: Scenario) -> Scenario:
-    """The probe's scenario as the harness serves it: with the harness's classifier
-    (``HARNESS_CLASSIFIER``) unless the probe names one (the tool runner's ``plain``)."""
-    if "classifier" in scenario.model_fields_set:
-        return scenario
-    return scenario.model_copy(update={"classifier": HARNESS_CLASSIFIER})
-
-
-def shown_scenario(scenario: Scenario) -> dict[str, Any]:
-    """The scenario as the report shows it: what was scripted, without the defaults — the
-    harness's own for the classifier, so reports keep the shape they always had."""
-    shown: dict[str, Any] = scenario.model_dump(mode="json", exclude_defaults=True)
-    shown.pop("classifier", None)
-    if scenario.classifier != HARNESS_CLASSIFIER:
-        shown["classifier"] = scenario.classifier
-    return shown
+def _scripted(scenario: Any) -> dict[str, Any]:
+    """The scenario as the report shows it: what was scripted, without the defaults."""
+    return shown_scenario(scenario)
 
 
 def _run_one(probe: Probe, invocation: Invocation, client: Client, binary: ClientBinary,

@@ -100,7 +100,7 @@ def test_the_harness_opts_its_claude_code_probes_in_and_reports_keep_their_shape
     own (the tool runner's plain) keeps it; the report shows the scenario as it always has."""
     from probes.catalog import REPORTS
     from probes.catalog.tool_runner import REPORTS as TOOL_RUNNER_REPORTS
-    from probes.runner import served_scenario, shown_scenario
+    from probes.model import served_scenario, shown_scenario
     folders = [(ROOT / "reports" / "2.1.235", REPORTS),
                (ROOT / "reports" / "anthropic-tool-runner-2.16.0", TOOL_RUNNER_REPORTS)]
     seen = 0
