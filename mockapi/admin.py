@@ -23,10 +23,13 @@ from mockapi.scenario import Scenario, ScenarioError, decode_scenario_text, pars
 from mockapi.script import Script
 from mockapi.threads import Threads
 
-__all__ = ["ADMIN_PREFIX", "ADMIN_TOKEN_HEADER", "MAX_ADMIN_BODY_BYTES", "AdministeredMock",
-           "admin_routes"]
+__all__ = ["ADMIN_PREFIX", "ADMIN_TOKEN_HEADER", "MAX_ADMIN_BODY_BYTES", "SCENARIO_BODY",
+           "AdministeredMock", "admin_routes"]
 
 ADMIN_PREFIX = "/_mock"
+SCENARIO_BODY = ('expected a JSON object {"scenario": {<scenario>}, "context": {<name>: '
+                 '<string>}} ("context" optional; Content-Type: application/json) or a '
+                 'scenario in YAML (Content-Type: application/yaml)')
 ADMIN_TOKEN_HEADER = "x-loopprobe-admin-token"
 MAX_ADMIN_BODY_BYTES = 8 * 1024 * 1024  # a scenario, with room to spare
 
@@ -102,6 +105,7 @@ class _Admin:
             "journal": str(journal.path), "context": mock.context,
             "journal_problem": journal.problem(), "journal_failed_writes": journal.failed_writes,
             "journal_last_failure": journal.last_failure, "threads": mock.threads.state(),
+            "builtin_replies": mock.script.builtin_state(),
         }))
 
     async def scenario(self, request: Request) -> Response:
@@ -117,12 +121,19 @@ class _Admin:
         content_type = request.headers.get("content-type", "")
         try:
             if "yaml" in content_type:
-                data, context = decode_scenario_text(raw, "request.yaml"), None
+                data, context = _decoded(raw, "request.yaml"), None
+                if not isinstance(data, dict):
+                    raise _unexpected(f"found {_a(data)}")
             else:
-                envelope = decode_scenario_text(raw, "request.json")
-                if not isinstance(envelope, dict) or "scenario" not in envelope:
-                    raise ScenarioError("request body", [
-                        "(top level): expected {\"scenario\": {...}, \"context\": {...}}"])
+                envelope = _decoded(raw, "request.json")
+                if not isinstance(envelope, dict):
+                    raise _unexpected(f"found {_a(envelope)}")
+                if "scenario" not in envelope:
+                    keys = ", ".join(map(str, envelope)) or "none"
+                    raise _unexpected(
+                        f"found a bare scenario (keys: {keys}): wrap it as {{\"scenario\": "
+                        "...}, or send it as YAML" if "rules" in envelope else
+                        f"found an object without \"scenario\" (keys: {keys})")
                 data, context = envelope["scenario"], envelope.get("context")
                 if context is not None and not (isinstance(context, dict) and all(
                         isinstance(v, str) for v in context.values())):
@@ -138,3 +149,21 @@ class _Admin:
         if denied := self._denied(request):
             return denied
         return _json(orjson.dumps({"run": self.mock.reset()}))
+
+
+def _unexpected(found: str) -> ScenarioError:
+    return ScenarioError("request body", [f"(top level): {SCENARIO_BODY}; {found}"])
+
+
+def _decoded(raw: bytes, source: str) -> Any:
+    """The body as JSON or YAML; a body that is neither says what was expected."""
+    try:
+        return decode_scenario_text(raw, source)
+    except ScenarioError as error:
+        raise _unexpected(f"found a body that is {error.problems[0]}") from None
+
+
+def _a(value: Any) -> str:
+    names = {list: "a list", str: "a string", int: "a number", float: "a number",
+             bool: "a boolean", type(None): "nothing (an empty body or null)"}
+    return names.get(type(value), type(value).__name__)

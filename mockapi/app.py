@@ -470,6 +470,8 @@ class MockApp:
             "reply_index": decision.reply_index, "replay_of": decision.replay_of}
         if turn is not None:
             routing["thread"] = turn.view
+        if decision.builtin is not None:
+            routing["builtin_reply"] = decision.builtin
         prepared = decision.prepared
         if prepared is None:
             if request.url.path.endswith("/count_tokens"):
@@ -503,6 +505,8 @@ class MockApp:
 
         self._record(request, seq, arrival, raw, True, OUTCOME_REPLIED, 200, routing=routing,
                      reply=prepared.description, decision=decision)
+        if decision.builtin is not None:
+            self.script.builtin_used(seq, decision.builtin)
         if await self._stall(request, prepared.reply.stall_before):
             playing.end(END_CLIENT_DISCONNECTED)
             return Response(status_code=499)
@@ -531,7 +535,9 @@ class MockApp:
                       routing: Routing, request_id: str, decision: Decision) -> Response:
         body = orjson.dumps({"input_tokens": max(1, len(raw or b"") // 4)})
         self._record(request, seq, arrival, raw, True, OUTCOME_REPLIED, 200,
-                     routing={**routing, "rule": "builtin:count_tokens"}, decision=decision)
+                     routing={**routing, "rule": "builtin:count_tokens",
+                              "builtin_reply": "count-tokens"}, decision=decision)
+        self.script.builtin_used(seq, "count-tokens")
         return _json(body, 200, {"request-id": request_id})
 
     async def _stall(self, request: Request, seconds: float) -> bool:

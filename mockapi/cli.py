@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import argparse
+import os
 import secrets
 import sys
+from datetime import UTC, datetime
+from pathlib import Path
 
 from mockapi.journal import Journal, JournalError
 from mockapi.scenario import Scenario, ScenarioError, load_scenario
 
-__all__ = ["add_serve_arguments", "main", "serve"]
+__all__ = ["add_serve_arguments", "default_journal_path", "main", "serve"]
 
 
 def _var(text: str) -> tuple[str, str]:
@@ -19,10 +22,22 @@ def _var(text: str) -> tuple[str, str]:
     return name, value
 
 
+def default_journal_path(port: int, now: datetime | None = None) -> Path:
+    """Where ``serve`` journals without ``--journal``: one file per server, out of the
+    working directory, under the user's state directory: ``$XDG_STATE_HOME`` (else
+    ``~/.local/state``) ``/loopprobe/journals/<UTC start time>-<port>.jsonl``."""
+    state = os.environ.get("XDG_STATE_HOME", "")
+    base = Path(state) if os.path.isabs(state) else Path.home() / ".local" / "state"
+    stamp = (now or datetime.now(UTC)).strftime("%Y%m%dT%H%M%SZ")
+    return base / "loopprobe" / "journals" / f"{stamp}-{port}.jsonl"
+
+
 def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--scenario", help="scenario file (.yaml/.yml/.json); default: no rules")
-    parser.add_argument("--journal", default="mockapi-journal.jsonl",
-                        help="JSONL file the requests are appended to (default: %(default)s)")
+    parser.add_argument("--journal",
+                        help="JSONL file the requests are appended to (default: a new file "
+                        "per server under $XDG_STATE_HOME, else ~/.local/state, "
+                        "/loopprobe/journals/<UTC time>-<port>.jsonl; printed at start)")
     parser.add_argument("--host", default="127.0.0.1", help="default: %(default)s")
     parser.add_argument("--port", type=int, default=0, help="0 picks a free port (default)")
     parser.add_argument("--allow-remote", action="store_true",
@@ -52,37 +67,49 @@ def serve(args: argparse.Namespace) -> int:
     token = None if args.admin_open else args.admin_token or secrets.token_urlsafe(24)
     try:
         scenario = load_scenario(args.scenario) if args.scenario else Scenario()
-        journal = Journal(args.journal, fsync=args.fsync)
-    except (ScenarioError, JournalError) as error:
+    except ScenarioError as error:
         print(f"mockapi: {error}", file=sys.stderr)
-        return 2
-    except OSError as error:
-        print(f"mockapi: cannot write the journal {args.journal}: "
-              f"{error.strerror or error}", file=sys.stderr)
         return 2
     try:
         sock = bind_socket(args.host, args.port, allow_remote=args.allow_remote)
-        address = sock.getsockname()
-        shown_host = f"[{address[0]}]" if ":" in address[0] else address[0]
-        app = MockApp(scenario, journal, context=dict(args.var),
-                      admin_token=token, lenient=args.lenient,
-                      allowed_hosts=own_hosts(f"http://{shown_host}:{address[1]}"))
     except NonLoopbackRefused as error:
-        journal.close()
         print(f"mockapi: {error}", file=sys.stderr)
         return 2
     except OSError as error:
-        journal.close()
         print(f"mockapi: cannot listen on {args.host}:{args.port}: {error.strerror}",
               file=sys.stderr)
         return 2
     host, port = sock.getsockname()[:2]
+    journal_path = Path(args.journal) if args.journal else default_journal_path(port)
+    try:
+        if not args.journal:
+            journal_path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        journal = Journal(journal_path, fsync=args.fsync)
+    except JournalError as error:
+        sock.close()
+        print(f"mockapi: {error}", file=sys.stderr)
+        return 2
+    except OSError as error:
+        sock.close()
+        print(f"mockapi: cannot write the journal {journal_path}: "
+              f"{error.strerror or error}", file=sys.stderr)
+        return 2
+    shown_host = f"[{host}]" if ":" in host else host
+    try:
+        app = MockApp(scenario, journal, context=dict(args.var), admin_token=token,
+                      lenient=args.lenient,
+                      allowed_hosts=own_hosts(f"http://{shown_host}:{port}"))
+    except ScenarioError as error:  # a placeholder without a --var
+        journal.close()
+        sock.close()
+        print(f"mockapi: {error}", file=sys.stderr)
+        return 2
     if args.allow_remote and args.host not in ("127.0.0.1", "::1", "localhost"):
         print(f"mockapi: WARNING: listening on {host}, reachable from other machines",
               file=sys.stderr)
     shown = f"[{host}]" if ":" in host else host
     print(f"mockapi listening on http://{shown}:{port} (scenario: {scenario.name}, "
-          f"journal: {args.journal})", flush=True)
+          f"journal: {journal_path.absolute()})", flush=True)
     if token is None:
         print("mockapi: WARNING: /_mock/ is open (--admin-open): any local process can "
               "install scenarios", file=sys.stderr, flush=True)

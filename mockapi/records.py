@@ -40,6 +40,7 @@ __all__ = [
     "OUTCOME_THREAD_NOT_FOUND",
     "OUTCOME_TIMEOUT",
     "OUTCOME_TOO_LARGE",
+    "BuiltinReply",
     "EndReason",
     "JournalNote",
     "JournalRecord",
@@ -56,7 +57,7 @@ __all__ = [
 
 # The line format these types describe. It is not written into the lines (their bytes
 # are fixed); a change to any record's fields changes this number.
-JOURNAL_FORMAT_VERSION: Final = 2
+JOURNAL_FORMAT_VERSION: Final = 3
 MAX_WRITE_OFFSETS: Final = 4096
 
 Outcome = Literal["refused", "replied", "no_rule", "invalid_request", "too_large", "client_disconnected",
@@ -78,6 +79,9 @@ OUTCOME_OVER_LIMIT: Final = "over_limit"
 # a thread continue from a reply no thread holds (never kept, expired): 404
 OUTCOME_THREAD_NOT_FOUND: Final = "thread_not_found"
 OUTCOME_TIMEOUT: Final = "timeout"  # the head or the body stalled past its timeout: 408
+
+# a reply the mock made up, no rule having scripted it (RequestRecord.builtin_reply)
+BuiltinReply = Literal["side-request", "warmup", "count-tokens"]
 
 EndReason = Literal["complete", "client_disconnected", "disconnected_by_script",
                     "truncated_by_script", "stream_error_by_script", "server_shutdown"]
@@ -108,6 +112,10 @@ class Routing(TypedDict):
     replay_of: int | None  # the seq whose reply a non-streaming fallback got again
     # a message-thread request: what it sent and what the thread supplied (mockapi.threads)
     thread: NotRequired[dict[str, Any]]
+    # a reply no rule scripted: "side-request" or "warmup" (the built-in side replies of a
+    # claude-code scenario), "count-tokens" (the built-in token count); absent otherwise and
+    # in journals of format 2 and older
+    builtin_reply: NotRequired[BuiltinReply]
 
 
 class RequestRecord(TypedDict):
@@ -136,6 +144,7 @@ class RequestRecord(TypedDict):
     reply_index: NotRequired[int | None]
     replay_of: NotRequired[int | None]
     thread: NotRequired[dict[str, Any]]
+    builtin_reply: NotRequired[BuiltinReply]
     reply: NotRequired[dict[str, Any]]  # the scripted reply, without its defaults
     body: NotRequired[Any]  # the body, when it is JSON; else body_text, else body_base64
     body_text: NotRequired[str]

@@ -18,9 +18,12 @@ context (``render``); ``{{name}}`` is a literal ``{name}``.
 
 from __future__ import annotations
 
+import difflib
 import json
 import re
 import reprlib
+import types
+import typing
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
@@ -87,13 +90,17 @@ class Scenario(BaseModel):
     name: str = "unnamed"
     description: str = ""
     classifier: Literal["claude-code", "plain"] = Field(
-        default="claude-code",
-        description="how request kinds are told apart; 'plain' makes every request 'main'",
+        default="plain",
+        description="how request kinds are told apart. plain (default): every request is the "
+                    "caller's own, kind 'main'; claude-code: requests are told apart as Claude "
+                    "Code sends them (compaction, subagent, warmup, side requests such as "
+                    "titles and summaries), for scenarios that script Claude Code",
     )
     side_replies: Literal["auto", "none"] = Field(
         default="auto",
-        description="auto: warmup and side requests that no rule matches get a neutral answer "
-                    "and never reach the script",
+        description="with classifier claude-code, auto: warmup and side requests that no rule "
+                    "matches get a built-in neutral answer (journaled with builtin_reply) and "
+                    "never reach the script",
     )
     validation: Literal["strict", "lenient"] = Field(
         default="strict",
@@ -212,12 +219,84 @@ def _show(found: Any) -> str:
     return shown if len(shown) <= 80 else shown[:77] + "..."
 
 
+def _members(annotation: Any) -> list[tuple[str | None, Any]]:
+    """The types a field's annotation may hold, each with its union tag (pydantic's ``Tag``)."""
+    found: list[tuple[str | None, Any]] = []
+    origin = typing.get_origin(annotation)
+    if origin is typing.Annotated:
+        base, *metadata = typing.get_args(annotation)
+        tags = [m.tag for m in metadata if hasattr(m, "tag")]
+        inner = _members(base)
+        if tags and len(inner) == 1:
+            return [(tags[0], inner[0][1])]
+        return inner
+    if origin in (typing.Union, types.UnionType):
+        for arg in typing.get_args(annotation):
+            found += _members(arg)
+        return found
+    return [] if annotation is type(None) else [(None, annotation)]
+
+
+def _step(annotation: Any, part: Any) -> Any:
+    """The annotation one part of a pydantic error location further in; None if unknown."""
+    if isinstance(part, str) and "[" in part:  # a validator's or union member's name
+        return annotation
+    members = _members(annotation)
+    for tag, member in members:
+        if tag is not None and tag == part:
+            return member
+    for _, member in members:
+        origin, args = typing.get_origin(member), typing.get_args(member)
+        if isinstance(part, int) and origin is list and args:
+            return args[0]
+        if isinstance(part, str) and origin is dict and len(args) == 2:
+            return args[1]
+        if isinstance(part, str) and isinstance(member, type) and issubclass(member, BaseModel) \
+                and part in member.model_fields:
+            return member.model_fields[part].annotation
+    return None
+
+
+def _keys_at(loc: tuple[Any, ...]) -> list[str]:
+    """The keys the model at ``loc`` (a location inside a scenario) accepts."""
+    annotation: Any = Scenario
+    for part in loc:
+        annotation = _step(annotation, part)
+        if annotation is None:
+            return []
+    for _, member in _members(annotation):
+        if isinstance(member, type) and issubclass(member, BaseModel):
+            return list(member.model_fields)
+    return []
+
+
+def _close(key: str, keys: list[str]) -> list[str]:
+    return difflib.get_close_matches(key, keys, n=2, cutoff=0.6)
+
+
+def _unknown_key(loc: tuple[Any, ...], where: str, value: Any) -> str:
+    """One line for a key the scenario does not know: where, what is expected, the close
+    match."""
+    key, parent = str(loc[-1]), loc[:-1]
+    keys = _keys_at(parent)
+    inside = _location(parent) if parent else "the scenario"
+    line = f"{where}: unknown key {json.dumps(key)} in {inside}"
+    if keys:
+        line += f"; expected one of {', '.join(keys)}"
+    if close := _close(key, keys):
+        line += f"; did you mean {' or '.join(json.dumps(c) for c in close)}?"
+    return f"{line} (found {_show({key: value})})"
+
+
 def _problems(error: ValidationError, *, skip_top_level: bool = False) -> list[str]:
     problems = []
     for e in error.errors(include_url=False):
         if skip_top_level and not e["loc"]:
             continue  # the model-level duplicate-id check; _duplicate_ids locates it
         where = _location(tuple(e["loc"]))
+        if e["type"] == "extra_forbidden" and e["loc"]:
+            problems.append(_unknown_key(tuple(e["loc"]), where, e.get("input")))
+            continue
         problems.append(f"{where}: {e['msg']} (found {_show(e.get('input'))})")
     return problems
 
@@ -281,7 +360,11 @@ def _form_problems(data: dict[str, Any]) -> list[str]:
     for i, rule in enumerate(rules if isinstance(rules, list) else []):
         if not isinstance(rule, dict):
             continue
-        _one_of(f"rules[{i}]", rule, "reply", "replies", problems)
+        misspelled = [k for k in rule if isinstance(k, str) and k not in Rule.model_fields
+                      and _close(k, ["reply", "replies"])]
+        if not misspelled or "reply" in rule or "replies" in rule:
+            # else the misspelled key's own problem says what is missing
+            _one_of(f"rules[{i}]", rule, "reply", "replies", problems)
         replies = [(f"rules[{i}].reply", rule.get("reply"))]
         if isinstance(rule.get("replies"), list):
             replies += [(f"rules[{i}].replies[{j}]", r) for j, r in enumerate(rule["replies"])]

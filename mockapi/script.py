@@ -4,7 +4,9 @@ Turns are counted per (path, kind): turn N is the Nth distinct conversation
 state (``messages``) of that kind, and sending the same messages again is
 another attempt of the same turn. Rules are tried in order; a rule serves its
 replies one per matching request. Two things never consume the script:
-side requests answered by the built-in side replies, and a non-streaming
+side requests answered by the built-in side replies (a ``classifier: claude-code`` scenario
+only; each is counted in ``builtin_state`` and journaled with ``builtin_reply``), and a
+non-streaming
 re-send of a turn whose streamed reply was a message (the client's fallback
 after a broken stream), which gets that same message again.
 """
@@ -18,13 +20,15 @@ import orjson
 
 from mockapi.events import PreparedMessage, PreparedReply, prepare
 from mockapi.matching import CLASSIFIERS, RequestFacts
-from mockapi.records import NearestRule
+from mockapi.records import BuiltinReply, NearestRule
 from mockapi.replies import Message, TextBlock, ToolUseBlock
 from mockapi.scenario import Rule, Scenario
 
-__all__ = ["SIDE_KINDS", "Decision", "Script"]
+__all__ = ["BUILTIN_REQUESTS_KEPT", "SIDE_KINDS", "Decision", "Script"]
 
 SIDE_KINDS = ("warmup", "side")
+_SIDE_BUILTINS: dict[str, BuiltinReply] = {"warmup": "warmup", "side": "side-request"}
+BUILTIN_REQUESTS_KEPT = 100  # the last built-in replies /_mock/state lists by seq
 
 
 @dataclass(slots=True)
@@ -61,6 +65,7 @@ class _Turn:
     last_reply: PreparedReply | None = None
     last_rule: str | None = None
     last_index: int | None = None
+    last_builtin: BuiltinReply | None = None
 
 
 @dataclass(slots=True)
@@ -72,6 +77,7 @@ class Decision:
     reply_index: int | None = None
     prepared: PreparedReply | None = None
     replay_of: int | None = None
+    builtin: BuiltinReply | None = None  # the reply is the mock's own, no rule scripted it
     nearest: list[NearestRule] = field(default_factory=list)
     undo: _Undo | None = field(default=None, repr=False)
 
@@ -94,7 +100,8 @@ class _Undo:
     streamed_before: str | None
     turn_key: tuple[str, str, int]
     turn_was_new: bool
-    turn_before: tuple[bool, int, PreparedReply | None, str | None, int | None]
+    turn_before: tuple[bool, int, PreparedReply | None, str | None, int | None,
+                       BuiltinReply | None]
     rule: _RuleState | None = None
 
 
@@ -118,6 +125,8 @@ class Script:
         self._turn_counts: dict[tuple[str, str], int] = {}
         self._turns: dict[tuple[str, str, int], _Turn] = {}
         self._streamed_kinds: dict[tuple[str, int], str] = {}
+        self._builtin_counts: dict[str, int] = {}
+        self._builtin_requests: list[dict[str, Any]] = []
 
     def decide(self, facts: RequestFacts, body: dict[str, Any], raw: bytes, seq: int) -> Decision:
         fingerprint = _fingerprint(body, raw)
@@ -138,7 +147,8 @@ class Script:
             self._turn_counts[key[:2]] = count
             turn = self._turns[key] = _Turn(count)
         undo = _Undo(*undo_streamed, key, new_turn, (
-            turn.last_stream, turn.last_seq, turn.last_reply, turn.last_rule, turn.last_index))
+            turn.last_stream, turn.last_seq, turn.last_reply, turn.last_rule, turn.last_index,
+            turn.last_builtin))
         turn.attempts += 1
         decision = Decision(kind, turn.number, turn.attempts, undo=undo)
 
@@ -147,12 +157,13 @@ class Script:
                 and turn.last_reply.reply.replay_to_fallback):
             decision.rule, decision.reply_index = turn.last_rule, turn.last_index
             decision.prepared, decision.replay_of = turn.last_reply, turn.last_seq
+            decision.builtin = turn.last_builtin
         else:
             self._choose(decision, facts, body)
 
         turn.last_stream, turn.last_seq = facts.stream, seq
         turn.last_reply, turn.last_rule = decision.prepared, decision.rule
-        turn.last_index = decision.reply_index
+        turn.last_index, turn.last_builtin = decision.reply_index, decision.builtin
         return decision
 
     def _choose(self, decision: Decision, facts: RequestFacts, body: dict[str, Any]) -> None:
@@ -174,6 +185,7 @@ class Script:
         if decision.kind in SIDE_KINDS and self.scenario.side_replies == "auto" \
                 and facts.path == "/v1/messages":
             decision.rule = f"builtin:{decision.kind}"
+            decision.builtin = _SIDE_BUILTINS[decision.kind]
             decision.reply_index = 0
             decision.prepared = prepare(_side_reply(body), decision.rule)
             return
@@ -198,7 +210,33 @@ class Script:
             return
         turn.attempts -= 1
         (turn.last_stream, turn.last_seq, turn.last_reply, turn.last_rule,
-         turn.last_index) = undo.turn_before
+         turn.last_index, turn.last_builtin) = undo.turn_before
+
+    def builtin_used(self, seq: int, builtin: BuiltinReply) -> None:
+        """Count a built-in reply that was journaled (request ``seq``)."""
+        self._builtin_counts[builtin] = self._builtin_counts.get(builtin, 0) + 1
+        self._builtin_requests.append({"seq": seq, "builtin_reply": builtin})
+        del self._builtin_requests[:-BUILTIN_REQUESTS_KEPT]
+
+    def builtin_state(self) -> dict[str, Any]:
+        """The replies no rule scripted, this run: how many of each, the last requests'."""
+        return {"total": sum(self._builtin_counts.values()),
+                "by_reply": dict(self._builtin_counts),
+                "requests": list(self._builtin_requests)}
+
+    def reply_uses(self) -> list[tuple[str, int, int]]:
+        """Every scripted reply as (rule id, reply index, times served) this run; a
+        ``repeat: always`` rule's last reply counts each repetition."""
+        uses = []
+        for state in self.rules:
+            last = len(state.replies) - 1
+            for index in range(len(state.replies)):
+                if index == last and state.rule.repeat == "always":
+                    served = max(0, state.served - last)
+                else:
+                    served = 1 if state.served > index else 0
+                uses.append((state.id, index, served))
+        return uses
 
     def state(self) -> list[dict[str, Any]]:
         return [

@@ -224,6 +224,20 @@ class MockServer:
     def reset(self) -> int:
         return self.mock.reset()
 
+    def assert_all_used(self) -> None:
+        """Fail (``AssertionError``) unless every scripted reply was served this run, naming
+        each unused one (rule id, reply index) and how often each reply was used."""
+        uses = self.mock.script.reply_uses()
+        unused = [(rule, index) for rule, index, served in uses if not served]
+        if not unused:
+            return
+        lines = [f"{len(unused)} of {len(uses)} scripted replies never used:"]
+        lines += [f"  - rule {rule!r} reply {index}" for rule, index in unused]
+        lines.append("used: " + ("; ".join(
+            f"rule {rule!r} reply {index}: {served} time{'s' if served > 1 else ''}"
+            for rule, index, served in uses if served) or "none"))
+        raise AssertionError("\n".join(lines))
+
     def admin(self, method: str, name: str, **kwargs: Any) -> httpx.Response:
         headers = dict(kwargs.pop("headers", None) or {})
         if self.admin_token:

@@ -7,7 +7,9 @@
         assert mock.requests()[0]["body"]["messages"][0]["content"] == "hello"
 
 Each call starts a server on 127.0.0.1 with its journal in the test's tmp_path;
-all are stopped when the test ends.
+all are stopped when the test ends. ``mock.assert_all_used()`` fails naming every scripted
+reply that was never served; ``mock_api(scenario, require_all_used=True)`` checks that when
+the test ends.
 """
 
 from __future__ import annotations
@@ -26,15 +28,23 @@ __all__ = ["mock_api"]
 
 @pytest.fixture
 def mock_api(tmp_path: Path) -> Iterator[Callable[..., MockServer]]:
-    """``mock_api(scenario=None, **MockServer options)`` -> a started MockServer."""
+    """``mock_api(scenario=None, *, require_all_used=False, **MockServer options)`` -> a
+    started MockServer; with ``require_all_used`` the test fails at its end unless every
+    scripted reply was served (``MockServer.assert_all_used``)."""
     started: list[MockServer] = []
+    checked: list[MockServer] = []
 
-    def start(scenario: Scenario | None = None, **options: Any) -> MockServer:
+    def start(scenario: Scenario | None = None, *, require_all_used: bool = False,
+              **options: Any) -> MockServer:
         journal = options.pop("journal_path", tmp_path / f"mockapi-journal-{len(started)}.jsonl")
         server = MockServer(scenario or Scenario(), journal, **options).start()
         started.append(server)
+        if require_all_used:
+            checked.append(server)
         return server
 
     yield start
     for server in started:
         server.stop()
+    for server in checked:
+        server.assert_all_used()

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 from mockapi.scenario import Scenario
 from probes.checks import Checks
@@ -16,7 +17,30 @@ from probes.evidence import Evidence
 from probes.invocation import CAPABILITIES, Hooks, Invocation
 from probes.provenance import Source, unstated
 
-__all__ = ["Claim", "Counterfactual", "Hooks", "Invocation", "Probe", "ReportSpec", "Source"]
+__all__ = ["HARNESS_CLASSIFIER", "Claim", "Counterfactual", "Hooks", "Invocation", "Probe",
+           "ReportSpec", "Source", "served_scenario", "shown_scenario"]
+
+# Probes script Claude Code: its side requests (titles, summaries…), warmups, compactions and
+# subagents are told apart, as they always were here (the mock's own default is "plain")
+HARNESS_CLASSIFIER = "claude-code"
+
+
+def served_scenario(scenario: Scenario) -> Scenario:
+    """A probe's scenario as the harness serves it: with ``HARNESS_CLASSIFIER`` unless the
+    probe names a classifier of its own (the tool runner's ``plain``)."""
+    if "classifier" in scenario.model_fields_set:
+        return scenario
+    return scenario.model_copy(update={"classifier": HARNESS_CLASSIFIER})
+
+
+def shown_scenario(scenario: Scenario) -> dict[str, Any]:
+    """A served scenario as a report shows it: what was scripted, without the defaults — the
+    harness's own for the classifier, so that reports keep the shape they always had."""
+    shown: dict[str, Any] = scenario.model_dump(mode="json", exclude_defaults=True)
+    shown.pop("classifier", None)
+    if scenario.classifier != HARNESS_CLASSIFIER:
+        shown["classifier"] = scenario.classifier
+    return shown
 
 
 @dataclass(frozen=True)

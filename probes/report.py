@@ -40,8 +40,9 @@ from probes.report_format import (
     Report,
 )
 
-__all__ = ["JOURNAL_VOLATILE", "RANDOM_IDS", "SHORT_AGENT_VALUE", "TEXT_DURATION", "TRUST_CHECK", "UPHELD",
-           "VOLATILE_KEYS", "build_report", "write_fingerprint", "write_report"]
+__all__ = ["JOURNAL_VOLATILE", "RANDOM_IDS", "REPORT_JOURNAL_OMITTED", "SHORT_AGENT_VALUE",
+           "TEXT_DURATION", "TRUST_CHECK", "UPHELD", "VOLATILE_KEYS", "build_report",
+           "write_fingerprint", "write_report"]
 
 TRUST_CHECK = "harness.no-egress"
 # claim verdicts that do not fail a report: nothing the source states was seen otherwise
@@ -60,6 +61,8 @@ SHORT_AGENT_VALUE = re.compile(r"a[0-9a-f]{6,15}")
 # a duration the client writes into text it sends (a task notification's usage)
 TEXT_DURATION = re.compile(r"(?<=<duration_ms>)\d+(?=</duration_ms>)")
 JOURNAL_VOLATILE = ("time", "elapsed", "write_offsets_ms")
+# what a report's copy of a journal line leaves out (probes.report._journal_line)
+REPORT_JOURNAL_OMITTED = ("builtin_reply",)
 VOLATILE_KEYS = frozenset({"timestamp", "time", "elapsed", "started", "finished"})
 
 
@@ -249,7 +252,9 @@ def _timing(ev: Evidence | None, runs: dict[str, Any]) -> dict[str, Any]:
 
 
 def _journal_line(probe: str, record: dict[str, Any], norm: _Normaliser) -> str:
-    shown = norm(record)
+    # the report's copy keeps the line format reports were written with: a built-in reply is
+    # already named by its rule ("builtin:side", "builtin:warmup", "builtin:count_tokens")
+    shown = norm({k: v for k, v in record.items() if k not in REPORT_JOURNAL_OMITTED})
     for key in JOURNAL_VOLATILE:
         if key in shown:
             shown[key] = "$VOLATILE"

@@ -15,6 +15,7 @@ import sys
 import time
 import uuid
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Protocol
@@ -28,7 +29,7 @@ from probes.evidence import Evidence, RunRecord
 from probes.invocation import Invocation
 from probes.mcp import read_calls
 from probes.mcp_runtime import McpRuntime, install_mcp_runtime
-from probes.model import Probe
+from probes.model import Probe, served_scenario, shown_scenario
 from probes.outcome import ProbeOutcome
 from probes.process import Dialogue, ProcessResult, run_conversation, run_process
 from probes.sandbox import Sandbox
@@ -125,6 +126,8 @@ def run_probe(probe: Probe, client: Client, binary: ClientBinary, work_dir: Path
         binaries = _binaries(probe, client, binary)
     except Exception as error:  # an install of another version failed
         return ProbeOutcome(probe, None, [], None, error=f"{type(error).__name__}: {error}")
+    # its Claude Code requests told apart as ever (probes.model.HARNESS_CLASSIFIER)
+    probe = replace(probe, scenario=served_scenario(probe.scenario))
     not_applicable = _not_applicable(probe, client, binary, binaries)
     if not_applicable:
         return ProbeOutcome(probe, None, [], None, not_applicable=not_applicable)
@@ -184,8 +187,7 @@ def _binaries(probe: Probe, client: Client, binary: ClientBinary) -> dict[str, C
 
 def _scripted(scenario: Any) -> dict[str, Any]:
     """The scenario as the report shows it: what was scripted, without the defaults."""
-    shown: dict[str, Any] = scenario.model_dump(mode="json", exclude_defaults=True)
-    return shown
+    return shown_scenario(scenario)
 
 
 def _run_one(probe: Probe, invocation: Invocation, client: Client, binary: ClientBinary,

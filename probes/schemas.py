@@ -23,7 +23,7 @@ from typing_extensions import TypedDict
 
 from mockapi.records import JournalNote, RequestRecord, ResponseEndRecord
 from mockapi.scenario import Scenario
-from probes.report import JOURNAL_VOLATILE
+from probes.report import JOURNAL_VOLATILE, REPORT_JOURNAL_OMITTED
 from probes.report_format import FingerprintFile, Report
 
 __all__ = ["DESCRIPTIONS", "DIALECT", "KINDS", "REPORT_JOURNAL_VOLATILE", "SCHEMA_DIR",
@@ -146,6 +146,8 @@ def schema(kind: str) -> dict[str, Any]:
             for key in REPORT_JOURNAL_VOLATILE:
                 if key in properties:
                     properties[key] = {"anyOf": [properties[key], {"const": "$VOLATILE"}]}
+            for key in REPORT_JOURNAL_OMITTED:
+                properties.pop(key, None)
             properties["probe"] = {"type": "string"}
             record["required"] = [*record.get("required", []), "probe"]
     return {"$schema": DIALECT, "$id": f"loopprobe:{kind}", "title": f"loopprobe {kind}",

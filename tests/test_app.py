@@ -14,6 +14,7 @@ import orjson
 import pytest
 from starlette.testclient import TestClient
 
+from mockapi.admin import SCENARIO_BODY
 from mockapi.app import MockApp
 from mockapi.events import PreparedMessage, prepare
 from mockapi.journal import Journal, read_journal
@@ -465,7 +466,7 @@ def test_no_rule_is_a_400_naming_kind_and_turn(make_mock: MakeMock) -> None:
 
 
 def test_side_requests_get_builtin_answers_over_http(make_mock: MakeMock) -> None:
-    mock = make_mock(Scenario(rules=[Rule(id="main", reply=text("M"))]))
+    mock = make_mock(Scenario(classifier="claude-code", rules=[Rule(id="main", reply=text("M"))]))
     warm = mock.post(body_for("Warmup"))
     title_body = body_for("hello", thinking={"type": "disabled"}, output_config={"format": {
         "type": "json_schema", "schema": {"type": "object",
@@ -688,6 +689,7 @@ def test_admin_state(make_mock: MakeMock) -> None:
         "scenario": "st", "run": 1, "open_streams": 0, "journal": str(mock.journal_path),
         "context": {"workspace": "/w"}, "journal_problem": None, "journal_failed_writes": 0,
         "journal_last_failure": None, "threads": [],
+        "builtin_replies": {"total": 0, "by_reply": {}, "requests": []},
         "rules": [
             {"id": "a", "replies": 1, "served": 1, "repeat": "once", "spent": True},
             {"id": "b", "replies": 2, "served": 0, "repeat": "always", "spent": False}]}
@@ -728,11 +730,13 @@ def test_admin_scenario_accepts_yaml(make_mock: MakeMock) -> None:
                      ["placeholder {workspace} has no value; the run provides: nothing"],
                      id="missing-placeholder"),
         pytest.param({"json": {"rules": []}},
-                     ['(top level): expected {"scenario": {...}, "context": {...}}'],
+                     [f"(top level): {SCENARIO_BODY}; found a bare scenario (keys: rules): "
+                      'wrap it as {"scenario": ...}, or send it as YAML'],
                      id="no-envelope"),
         pytest.param({"content": b"{not json", "headers": {"content-type": "application/json"}},
-                     ["not valid JSON: Expecting property name enclosed in double quotes: "
-                      "line 1 column 2 (char 1)"], id="not-json"),
+                     [f"(top level): {SCENARIO_BODY}; found a body that is not valid JSON: "
+                      "Expecting property name enclosed in double quotes: line 1 column 2 "
+                      "(char 1)"], id="not-json"),
         pytest.param({"json": {"scenario": [1]}},
                      ["(top level): expected a mapping with `rules`, found list"],
                      id="scenario-not-mapping"),

@@ -375,7 +375,8 @@ def request_head(port: int, *extra: str, length: int | None = None) -> bytes:
 def test_oversized_or_too_many_headers_are_refused_431_before_the_app(tmp_path: Path) -> None:
     """Before: a 64 MB header was parsed, journaled, and grew the process by 330 MB."""
     path = tmp_path / "j.jsonl"
-    with MockServer(Scenario(), path, limits=Limits(max_header_bytes=8192, max_headers=20)) as mock:
+    with MockServer(Scenario(classifier="claude-code"), path,
+                    limits=Limits(max_header_bytes=8192, max_headers=20)) as mock:
         big = raw_exchange(mock.port, request_head(mock.port, "x-big: " + "a" * 4_000_000))
         many = raw_exchange(mock.port, request_head(
             mock.port, *(f"x-h{i}: v" for i in range(30)), length=2), then=b"{}")
@@ -426,7 +427,7 @@ def connections_reach(mock: MockServer, count: int) -> None:
 
 def test_connections_beyond_the_limit_are_answered_503_and_journaled(tmp_path: Path) -> None:
     path = tmp_path / "j.jsonl"
-    with MockServer(Scenario(), path, limits=Limits(max_connections=4)) as mock:
+    with MockServer(Scenario(classifier="claude-code"), path, limits=Limits(max_connections=4)) as mock:
         held = [socket.create_connection(("127.0.0.1", mock.port), timeout=TIMEOUT)
                 for _ in range(4)]
         try:

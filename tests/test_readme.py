@@ -41,7 +41,7 @@ def test_readme_yaml_is_the_shipped_example() -> None:
     shipped = load_scenario(Path(__file__).resolve().parent.parent /
                             "examples/scenarios/tool-then-text.yaml")
     import yaml
-    (block,) = _blocks("yaml")
+    (block,) = [b for b in _blocks("yaml") if b.startswith("name: tool-then-text")]
     assert parse_scenario(yaml.safe_load(block)).rules == shipped.rules
 
 

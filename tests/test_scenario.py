@@ -147,7 +147,9 @@ MALFORMED_PROBLEMS = [
     "rules[3].reply.error.status: Input should be greater than or equal to 400 (found 200)",
     "rules[4]: Value error, give exactly one of `reply` or `replies` (found {})",
     "rules[5].reply.text: Input should be a valid string (found 5)",
-    "rules[5].reply.bogus: Extra inputs are not permitted (found 1)",
+    "rules[5].reply.bogus: unknown key \"bogus\" in rules[5].reply; expected one of text, "
+    "content, stop_reason, stop_sequence, usage, model, id, headers, ping, stall_before, stall, "
+    "stream_error, disconnect, truncate, replay_to_fallback, expire_thread (found {\"bogus\": 1})",
     "rules[5].repeat: Input should be 'once' or 'always' (found \"sometimes\")",
 ]
 
@@ -175,7 +177,10 @@ def test_a_malformed_file_lists_every_problem(tmp_path: Path) -> None:
                      id="rules-not-list"),
         pytest.param({"schema_version": 2, "rulez": []},
                      ["schema_version: Input should be 1 (found 2)",
-                      "rulez: Extra inputs are not permitted (found [])"],
+                      "rulez: unknown key \"rulez\" in the scenario; expected one of "
+                      "schema_version, name, description, classifier, side_replies, "
+                      "validation, thread_idle_seconds, models, rules; did you mean "
+                      "\"rules\"? (found {\"rulez\": []})"],
                      id="version-and-unknown-key"),
         pytest.param({"classifier": "x", "side_replies": "some"},
                      ["classifier: Input should be 'claude-code' or 'plain' (found \"x\")",
@@ -200,7 +205,10 @@ def test_a_malformed_file_lists_every_problem(tmp_path: Path) -> None:
                       "of main, compaction, subagent, warmup, side or 'any' "
                       "(found [\"main\", \"sidechain\"])"], id="unknown-kind-in-list"),
         pytest.param({"rules": [{"match": {"knd": "main"}, "reply": {"text": "a"}}]},
-                     ["rules[0].match.knd: Extra inputs are not permitted (found \"main\")"],
+                     ["rules[0].match.knd: unknown key \"knd\" in rules[0].match; expected "
+                      "one of kind, turn, attempt, last_user_text_contains, tool_result_for, "
+                      "declares_tool, system_contains, model, stream, path; did you mean "
+                      "\"kind\"? (found {\"knd\": \"main\"})"],
                      id="misspelt-match-field"),
     ],
 )

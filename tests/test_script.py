@@ -208,7 +208,7 @@ def test_only_messages_decide_the_turn() -> None:
 
 
 def test_turns_are_counted_per_kind_and_per_path() -> None:
-    player = Player(Scenario(side_replies="auto", rules=[
+    player = Player(Scenario(classifier="claude-code", side_replies="auto", rules=[
         Rule(match=Match(kind="any"), reply=text("x"), repeat="always"),
         Rule(match=Match(kind="any", path="/v1/messages/count_tokens"), reply=text("c"),
              repeat="always")]))
@@ -301,7 +301,8 @@ def test_replay_is_per_turn() -> None:
 
 
 def test_warmup_and_side_requests_never_consume_a_main_rule() -> None:
-    player = Player(Scenario(rules=[Rule(id="main-1", match=Match(turn=1), reply=text("M1"))]))
+    player = Player(Scenario(classifier="claude-code",
+                             rules=[Rule(id="main-1", match=Match(turn=1), reply=text("M1"))]))
     warmups = [player.send(warmup_body()) for _ in range(3)]
     side = player.send(body_for("summarise", thinking={"type": "disabled"}))
     for decision in warmups:
@@ -320,7 +321,7 @@ def test_warmup_and_side_requests_never_consume_a_main_rule() -> None:
 
 
 def test_title_request_gets_a_json_object_with_the_schema_properties() -> None:
-    player = Player(Scenario(rules=[Rule(reply=text("main"))]))
+    player = Player(Scenario(classifier="claude-code", rules=[Rule(reply=text("main"))]))
     decision = player.send(title_body())
     assert (decision.kind, decision.rule) == ("side", "builtin:side")
     answer = json.loads(reply_text(decision))
@@ -331,7 +332,7 @@ def test_title_request_gets_a_json_object_with_the_schema_properties() -> None:
 
 
 def test_a_side_rule_wins_over_the_builtin_reply() -> None:
-    player = Player(Scenario(rules=[Rule(id="side", match=Match(kind="side"),
+    player = Player(Scenario(classifier="claude-code", rules=[Rule(id="side", match=Match(kind="side"),
                                          reply=text("scripted side"))]))
     decision = player.send(body_for("x", temperature=0.5))
     assert (decision.rule, reply_text(decision)) == ("side", "scripted side")
@@ -347,7 +348,7 @@ def test_main_requests_get_no_builtin_reply() -> None:
 
 @pytest.mark.parametrize("kind", ["compaction", "subagent"])
 def test_compaction_and_subagent_get_no_builtin_reply(kind: str) -> None:
-    player = Player(Scenario(rules=[]))
+    player = Player(Scenario(classifier="claude-code", rules=[]))
     body = body_for("x", system="You are an agent for Claude Code") if kind == "subagent" else \
         body_for("Your task is to create a detailed summary of the conversation")
     decision = player.send(body)
@@ -355,7 +356,7 @@ def test_compaction_and_subagent_get_no_builtin_reply(kind: str) -> None:
 
 
 def test_side_replies_none_sends_side_requests_to_the_script() -> None:
-    player = Player(Scenario(side_replies="none",
+    player = Player(Scenario(classifier="claude-code", side_replies="none",
                              rules=[Rule(id="m", match=Match(kind="main"), reply=text("M"))]))
     decision = player.send(warmup_body())
     assert summary(decision) == ("warmup", 1, 1, None, None)
@@ -367,7 +368,7 @@ def test_side_replies_none_sends_side_requests_to_the_script() -> None:
 
 
 def test_builtin_side_replies_only_on_the_messages_path() -> None:
-    player = Player(Scenario(rules=[]))
+    player = Player(Scenario(classifier="claude-code", rules=[]))
     decision = player.send(warmup_body(), path="/v1/messages/count_tokens")
     assert (decision.kind, decision.prepared) == ("warmup", None)
 
@@ -451,7 +452,7 @@ def test_explicit_stop_reason_none_survives_into_the_script() -> None:
 def test_a_non_streaming_fallback_keeps_the_kind_of_the_streamed_turn() -> None:
     # 2.0.x's fallback re-sends the conversation with a temperature and a smaller max_tokens,
     # which alone would read as a side request
-    player = Player(Scenario(rules=[Rule(id="main", reply=text("answer"))]))
+    player = Player(Scenario(classifier="claude-code", rules=[Rule(id="main", reply=text("answer"))]))
     streamed = player.send(body_for("hi"))
     fallback = player.send(body_for("hi", stream=False, temperature=1, max_tokens=50))
     assert summary(streamed) == ("main", 1, 1, "main", 0)
