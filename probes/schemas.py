@@ -121,7 +121,7 @@ DESCRIPTIONS = {
     "timing": "a report's timing (<report>.timing.json)",
     "sessions": "the cross-version session table (sessions.json)",
     "bisect": "a bisect result (bisect-<claim>.json)",
-    "journal-line": "one line of a mock's journal (mockapi-journal.jsonl)",
+    "journal-line": "one line of a mock's journal (JSONL, one record per line)",
     "report-journal-line": "one line of a report's journal (<report>.journal.jsonl): the "
                            "mock's record with its probe, timing fields \"$VOLATILE\"",
     "scenario": "a mock scenario (YAML or JSON); point an editor at this with `$schema`",
