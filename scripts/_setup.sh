@@ -27,16 +27,5 @@ if ! command -v bwrap >/dev/null 2>&1; then
          "bubblewrap): probes refuse to run uncontained unless given --no-sandbox" >&2
   fi
 fi
-# tests/test_render.py opens the rendered evidence pages in a real browser (headless)
-if ! command -v chromium >/dev/null 2>&1; then
-  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
-    echo "setup: installing chromium (apt-get)" >&2
-    apt-get install -y -qq chromium >/dev/null 2>&1 \
-      || { apt-get update -qq >/dev/null 2>&1 && apt-get install -y -qq chromium >/dev/null; }
-  else
-    echo "setup: chromium is missing; install it (e.g. sudo apt-get install chromium):" \
-         "the rendered-page tests skip without it" >&2
-  fi
-fi
 export PATH="$VENV/bin:$PATH"
 cd "$ROOT"
