@@ -72,9 +72,8 @@ from mockapi.requests import MAX_BODY_BYTES, BadRequest, is_json, parse_body, re
 from mockapi.scenario import Scenario, ScenarioError, parse_scenario
 from mockapi.script import Script
 from mockapi.server import (
-    START_TIMEOUT,
-    STOP_TIMEOUT,
     NonLoopbackRefused,
+    ServerThread,
     bind_socket,
     bind_unix_socket,
     own_hosts,
@@ -604,8 +603,8 @@ class RecordingProxy:
                                  fsync=fsync, allowed_hosts=own_hosts(self.url))
         self.journal = self.recorder.journal
         self._server = _StopQuietly(_uvicorn_config(self.recorder))
-        self._thread: threading.Thread | None = None
-        self._failure: BaseException | None = None
+        self._runner = ServerThread(self._server, self._socket, f"record:{self.url}",
+                                    "the recorder")
         self._closed = False
 
     def serve_forever(self) -> None:
@@ -616,31 +615,11 @@ class RecordingProxy:
             self._close()
 
     def start(self) -> RecordingProxy:
-        def serve() -> None:
-            try:
-                self._server.run(sockets=[self._socket])
-            except BaseException as error:  # surfaced by start()
-                self._failure = error
-
-        self._thread = threading.Thread(target=serve, name=f"record:{self.url}", daemon=True)
-        self._thread.start()
-        deadline = time.monotonic() + START_TIMEOUT
-        while not self._server.started:
-            if self._failure or not self._thread.is_alive():
-                raise RuntimeError(f"the recorder failed to start: {self._failure!r}")
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"the recorder did not start within {START_TIMEOUT}s")
-            time.sleep(0.005)
+        self._runner.start()
         return self
 
     def stop(self) -> None:
-        if self._thread is not None:
-            self._server.should_exit = True
-            self._thread.join(STOP_TIMEOUT)
-            if self._thread.is_alive():
-                self._server.force_exit = True
-                self._thread.join(STOP_TIMEOUT)
-            self._thread = None
+        self._runner.stop()
         self._close()
 
     def _close(self) -> None:

@@ -28,6 +28,7 @@ __all__ = [
     "STOP_TIMEOUT",
     "MockServer",
     "NonLoopbackRefused",
+    "ServerThread",
     "bind_socket",
     "bind_unix_socket",
     "mock_server",
@@ -130,6 +131,44 @@ def mock_server(mock: MockApp, limits: Limits | None = None) -> uvicorn.Server:
                                        on_refused=mock.refused_by_transport), mock)
 
 
+class ServerThread:
+    """A uvicorn server on an already bound socket, served from a thread of this process."""
+
+    def __init__(self, server: uvicorn.Server, sock: socket.socket, name: str, what: str):
+        self._server, self._socket, self._name, self._what = server, sock, name, what
+        self._thread: threading.Thread | None = None
+        self._failure: BaseException | None = None
+
+    def start(self) -> None:
+        def serve() -> None:
+            try:
+                self._server.run(sockets=[self._socket])
+            except BaseException as error:  # surfaced by start()
+                self._failure = error
+
+        self._thread = threading.Thread(target=serve, name=self._name, daemon=True)
+        self._thread.start()
+        deadline = time.monotonic() + START_TIMEOUT
+        while not self._server.started:
+            if self._failure or not self._thread.is_alive():
+                raise RuntimeError(f"{self._what} failed to start: {self._failure!r}")
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"{self._what} did not start within {START_TIMEOUT}s")
+            time.sleep(0.005)
+
+    def stop(self) -> bool:
+        """Stop serving (forcing it after STOP_TIMEOUT); False when it was not running."""
+        if self._thread is None:
+            return False
+        self._server.should_exit = True
+        self._thread.join(STOP_TIMEOUT)
+        if self._thread.is_alive():
+            self._server.force_exit = True
+            self._thread.join(STOP_TIMEOUT)
+        self._thread = None
+        return True
+
+
 class MockServer:
     """The mock on a loopback port in a background thread; use as a context manager.
 
@@ -151,8 +190,6 @@ class MockServer:
         self.uds = uds
         self._socket = bind_unix_socket(uds) if uds is not None else bind_socket(
             host, port, allow_remote=allow_remote)
-        self._thread: threading.Thread | None = None
-        self._failure: BaseException | None = None
         if uds is not None:
             if public_url is None:
                 raise ValueError("a mock on a Unix socket needs the public_url clients use")
@@ -168,34 +205,16 @@ class MockServer:
                             admin_token=self.admin_token,
                             allowed_hosts=own_hosts(self.url), **app_options)
         self._server = mock_server(self.mock, limits)
+        self._runner = ServerThread(self._server, self._socket, f"mockapi:{self.url}",
+                                    "the mock server")
 
     def start(self) -> MockServer:
-        def serve() -> None:
-            try:
-                self._server.run(sockets=[self._socket])
-            except BaseException as error:  # surfaced by start()/stop()
-                self._failure = error
-
-        self._thread = threading.Thread(target=serve, name=f"mockapi:{self.url}", daemon=True)
-        self._thread.start()
-        deadline = time.monotonic() + START_TIMEOUT
-        while not self._server.started:
-            if self._failure or not self._thread.is_alive():
-                raise RuntimeError(f"the mock server failed to start: {self._failure!r}")
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"the mock server did not start within {START_TIMEOUT}s")
-            time.sleep(0.005)
+        self._runner.start()
         return self
 
     def stop(self) -> None:
-        if self._thread is None:
+        if not self._runner.stop():
             return
-        self._server.should_exit = True
-        self._thread.join(STOP_TIMEOUT)
-        if self._thread.is_alive():
-            self._server.force_exit = True
-            self._thread.join(STOP_TIMEOUT)
-        self._thread = None
         self._socket.close()
         if self.uds is not None:
             self.uds.unlink(missing_ok=True)
