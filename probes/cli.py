@@ -147,6 +147,9 @@ def load_catalog(name: str | None) -> tuple[ReportSpec, ...]:
     (``--catalog my.probes``) or a file (``--catalog probes/mine.py``)."""
     if name is None:
         return REPORTS
+    if name.endswith(".py") and not Path(name).is_file():
+        raise HarnessInputError(f"--catalog {name!r}: expected a Python file defining REPORTS, "
+                                "but there is no such file")
     try:
         if name.endswith(".py"):
             spec = importlib.util.spec_from_file_location(Path(name).stem, name)

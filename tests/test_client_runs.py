@@ -178,4 +178,5 @@ def test_an_own_probe_file_runs_from_the_cli(claude_code_binary, tmp_path: Path)
         [sys.executable, "-m", "probes", "run", "--catalog", "no/such/file.py", "--out", "x"],
         capture_output=True, text=True, timeout=120, cwd=tmp_path)
     assert missing.returncode != 0
-    assert "cannot import the catalog 'no/such/file.py'" in missing.stderr
+    assert "--catalog 'no/such/file.py': expected a Python file defining REPORTS, but there " \
+        "is no such file" in missing.stderr
