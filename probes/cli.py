@@ -265,15 +265,15 @@ def execute_suite(client_spec: str | tuple[Client, str], out: Path, *, probe: st
         _say("  WARNING: runs are NOT contained (--no-sandbox): the client runs on this host "
              "with bypassed permissions; the reports say so")
     else:
-        _say(f"  contained: {getattr(containment, 'version', containment.name)}")
+        _detail(f"  contained: {getattr(containment, 'version', containment.name)}")
     work = Path(work_dir) if work_dir else (
         cache_root() / "runs" / f"{binary.version}-{time.strftime('%Y%m%d-%H%M%S')}")
-    _say(f"  sandboxes under {work}")
+    _detail(f"  sandboxes under {work}")
     written: list[tuple[str, Report]] = []
     evidence = []
     everything = [one for spec in specs for one in spec.probes]
     if jobs > 1:
-        _say(f"  {len(everything)} probe(s), up to {jobs} at a time")
+        _detail(f"  {len(everything)} probe(s), up to {jobs} at a time")
 
     started: set[str] = set()
 
