@@ -84,9 +84,13 @@ def test_bisect_on_the_fake_loop_finds_the_planted_regression(
     out = tmp_path / "bisect"
     code = cli.main(["bisect", "--client", "fake-loop", "--good", "1", "--bad", "9",
                      "--claim", "fake.stop-block", "--catalog", "tests.fakeloop.catalog",
-                     "--out", str(out), "-j", "1"])
-    assert code == 0, capsys.readouterr()
+                     "--out", str(out), "-j", "1", "--json"])
+    captured = capsys.readouterr()
+    assert code == 0, captured
     result = json.loads((out / "bisect-fake.stop-block.json").read_text())
+    summary = json.loads(captured.out)  # --json: the one summary on stdout
+    assert summary["exit_code"] == 0 and summary["first_changed"] == result["first_changed"]
+    assert summary["result"] == str(out / "bisect-fake.stop-block.json")
     assert result["first_changed"] == str(DROPS_HOOKS_FROM)
     assert result["last_same"] == str(DROPS_HOOKS_FROM - 1)
     assert result["good_verdict"] == "confirmed" and result["changed_verdict"] == "contradicted"

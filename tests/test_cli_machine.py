@@ -197,3 +197,24 @@ def test_an_install_says_what_it_fetches_and_which_version_a_tag_names(
     assert "installing" in out and "latest" in out.split("installing", 1)[1].splitlines()[0]
     assert "fake-loop@latest is 9.9.9" in out
     assert result.reports[0]["client"]["version"] == "9.9.9"
+
+
+def test_matrix_json_and_junit_from_committed_folders(tmp_path: Path,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    import shutil
+    for folder in ("2.1.235", "2.1.332"):
+        shutil.copytree(Path("reports") / folder, tmp_path / folder)
+    junit = tmp_path / "matrix.xml"
+    code = cli.main(["matrix", "--clients", "2.1.235,2.1.332", "--out", str(tmp_path),
+                     "--baseline", "2.1.235", "--skip-run", "--json", "--junit", str(junit)])
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["exit_code"] == code and summary["folders"] == ["2.1.235", "2.1.332"]
+    assert summary["diffs"] == [str(tmp_path / "diff-2.1.235-to-2.1.332.md")]
+    contradicted = {key: r["contradicted"] for key, r in summary["reports"].items()
+                    if r["contradicted"]}
+    assert contradicted and all(k.startswith("claude-code@2.1.") for k in contradicted)
+    suites = ET.parse(junit).getroot().findall("testsuite")
+    assert {s.get("name").split("/")[0] for s in suites} == {  # type: ignore[union-attr]
+        "claude-code@2.1.235", "claude-code@2.1.332"}
+    failures = sum(int(s.get("failures") or 0) for s in suites)
+    assert failures == sum(len(v) for v in contradicted.values())
