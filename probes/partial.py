@@ -7,14 +7,19 @@ run (``merged``); otherwise the report says it is partial (``partial``) and is n
 
 from __future__ import annotations
 
-import gzip
 import json
 from pathlib import Path
 from typing import Any
 
 from probes.model import ReportSpec
-from probes.report import TRUST_CHECK, UPHELD
-from probes.report_format import Report, ReportError, load_report
+from probes.report import TRUST_CHECK, report_status
+from probes.report_format import (
+    TIMING_SUFFIX,
+    Report,
+    ReportError,
+    load_report,
+    read_journal_lines,
+)
 
 __all__ = ["mark_partial", "merge_into_earlier"]
 
@@ -39,9 +44,10 @@ def merge_into_earlier(new: Report, journal: list[str], timing: dict[str, Any],
     path = folder / f"{full.name}.json"
     try:
         old = load_report(path)
-        old_journal = _journal_lines(folder / old["journal"])
-        old_timing = json.loads((folder / f"{full.name}.timing.json").read_text()) \
-            if (folder / f"{full.name}.timing.json").is_file() else {"probes": {}}
+        old_journal = read_journal_lines(folder / old["journal"])
+        timing_path = folder / f"{full.name}{TIMING_SUFFIX}"
+        old_timing = json.loads(timing_path.read_text()) if timing_path.is_file() \
+            else {"probes": {}}
     except (ReportError, OSError, ValueError):
         return None
     if old["client"] != new["client"] or old["schema_version"] != new["schema_version"]:
@@ -88,22 +94,10 @@ def merge_into_earlier(new: Report, journal: list[str], timing: dict[str, Any],
         merged["partial"] = {"probes_run": present,
                              "probes_not_run": [p.name for p in full.probes
                                                 if p.name not in present]}
-    merged["status"] = _status(merged)
+    merged["status"] = report_status(
+        errors=any(s.get("error") for s in sections),
+        ran_any=not all(s.get("not_applicable") for s in sections),
+        claims=claims, egress_refused=egress)
     merged["passed"] = merged["status"] == "passed"
     return merged, merged_lines, {**timing, "probes": probe_timing}
 
-
-def _status(report: Report) -> str:
-    sections = report["probes"]
-    if any(s.get("error") for s in sections):
-        return "error"
-    if all(s.get("not_applicable") for s in sections):
-        return "not_applicable"
-    upheld = all(c["status"] in UPHELD for c in report["claims"])
-    return "passed" if upheld and not report["trust"]["egress_refused"] else "failed"
-
-
-def _journal_lines(path: Path) -> list[str]:
-    if path.name.endswith(".gz"):
-        return gzip.decompress(path.read_bytes()).decode().splitlines()
-    return path.read_text().splitlines()

@@ -11,7 +11,6 @@ ids and their tool_result blocks marked alike.
 
 from __future__ import annotations
 
-import gzip
 import json
 from pathlib import Path
 from typing import Any
@@ -30,6 +29,8 @@ from probes.report_format import (
     Report,
     ReportError,
     load_folder,
+    load_json_file,
+    read_journal_lines,
 )
 
 __all__ = ["FOLDER_PAGE", "MATRIX_FILE", "MATRIX_PAGE", "TEXT_LIMIT", "diff_page_path",
@@ -174,9 +175,8 @@ def _journal(directory: Path, report: Report) -> tuple[_Requests, str]:
     path = directory / report["journal"]
     if not path.exists():
         return {}, f"{report['journal']} is not in this folder"
-    raw = gzip.decompress(path.read_bytes()) if path.name.endswith(".gz") else path.read_bytes()
     found: _Requests = {}
-    for number, line in enumerate(raw.decode("utf-8").splitlines(), start=1):
+    for number, line in enumerate(read_journal_lines(path), start=1):
         try:
             record = json.loads(line)
         except ValueError:
@@ -389,17 +389,9 @@ def render_folder(directory: Path) -> str:
 # ---- a matrix --------------------------------------------------------------------------------
 
 def _load_matrix(path: Path) -> dict[str, Any]:
-    try:
-        data = json.loads(path.read_text())
-    except FileNotFoundError:
-        raise ReportError(f"{path}: no such matrix") from None
-    except ValueError as error:
-        raise ReportError(f"{path}: not JSON: {error}") from None
-    if not isinstance(data, dict) or data.get("kind") != "matrix" or "claims" not in data:
+    data = load_json_file(path, "matrix", (MATRIX_SCHEMA_VERSION,))
+    if data.get("kind") != "matrix" or "claims" not in data:
         raise ReportError(f"{path}: not a loopprobe matrix (expected kind 'matrix')")
-    if data.get("schema_version") != MATRIX_SCHEMA_VERSION:
-        raise ReportError(f"{path}: expected a matrix with schema_version {MATRIX_SCHEMA_VERSION}, "
-                          f"found {data.get('schema_version')!r}")
     return data
 
 

@@ -42,7 +42,7 @@ from probes.report_format import (
 
 __all__ = ["JOURNAL_VOLATILE", "RANDOM_IDS", "REPORT_JOURNAL_OMITTED", "SHORT_AGENT_VALUE",
            "TEXT_DURATION", "TRUST_CHECK", "UPHELD", "VOLATILE_KEYS", "build_report",
-           "write_fingerprint", "write_report"]
+           "report_status", "write_fingerprint", "write_report"]
 
 TRUST_CHECK = "harness.no-egress"
 # claim verdicts that do not fail a report: nothing the source states was seen otherwise
@@ -312,6 +312,18 @@ def _claim_entries(outcome: ProbeOutcome, probe_checks: list[dict[str, Any]],
     return claims
 
 
+def report_status(*, errors: bool, ran_any: bool, claims: list[ClaimEntry],
+                  egress_refused: list[str]) -> str:
+    """A complete report's status: a harness error, nothing applicable, or whether every
+    claim was upheld with no egress attempted."""
+    if errors:
+        return "error"
+    if not ran_any:
+        return "not_applicable"
+    upheld = all(c["status"] in UPHELD for c in claims)
+    return "passed" if upheld and not egress_refused else "failed"
+
+
 def build_report(spec: ReportSpec, outcomes: list[ProbeOutcome], binary: ClientBinary, *,
                  complete: bool = True) -> tuple[Report, list[str], dict[str, Any]]:
     """The report, the recorded requests as normalised journal lines for beside it, and
@@ -336,24 +348,19 @@ def build_report(spec: ReportSpec, outcomes: list[ProbeOutcome], binary: ClientB
             journal_lines.append(_journal_line(outcome.probe.name, dict(record), norm))
         checks += probe_checks
         claims += _claim_entries(outcome, probe_checks, norm)
-    trust = {"egress_refused": sorted({host for c in checks if c["id"].endswith(TRUST_CHECK)
-                                       and not c["passed"] for host in c["observed"]}),
+    egress_refused = sorted({host for c in checks if c["id"].endswith(TRUST_CHECK)
+                             and not c["passed"] for host in c["observed"]})
+    trust = {"egress_refused": egress_refused,
              "note": "connections the client tried to make to hosts other than the mock; "
                      "all were refused by the egress guard",
              # how the client runs were contained (the same for every probe of a run)
              "containment": next((o.evidence.containment for o in outcomes
                                   if o.evidence is not None and o.evidence.containment),
                                  {"mode": "unknown"})}
-    ran = [o for o in outcomes if not o.not_applicable]
-    if not complete:
-        status = "incomplete"
-    elif any(o.error for o in outcomes):
-        status = "error"
-    elif not ran:
-        status = "not_applicable"
-    else:
-        status = "passed" if all(c["status"] in UPHELD for c in claims) \
-            and not trust["egress_refused"] else "failed"
+    status = "incomplete" if not complete else report_status(
+        errors=any(o.error for o in outcomes),
+        ran_any=any(not o.not_applicable for o in outcomes),
+        claims=claims, egress_refused=egress_refused)
     terminal = [
         {"probe": o.probe.name, "run": name, "terminal_reason": (run.result or {}).get(
             "terminal_reason"), "subtype": (run.result or {}).get("subtype"),

@@ -7,6 +7,7 @@ of the runner, the mock server or any client.
 
 from __future__ import annotations
 
+import gzip
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,7 +18,8 @@ from typing_extensions import TypedDict
 __all__ = ["FINGERPRINT_FILE", "FINGERPRINT_FILE_VERSION", "READABLE_REPORT_VERSIONS",
            "REPORT_SCHEMA_VERSION", "TIMING_SUFFIX", "VERDICTS", "CheckEntry", "ClaimEntry",
            "ClientIdentity", "FingerprintFile", "Report", "ReportError", "ReportFolder", "Status",
-           "load_fingerprint", "load_folder", "load_report", "verdict"]
+           "load_fingerprint", "load_folder", "load_json_file", "load_report",
+           "read_journal_lines", "verdict"]
 
 # 2: run-specific values (timings, the generation time) moved out to <report>.timing.json
 # 3: claim verdicts confirmed / contradicted / not_observable / not_applicable / error;
@@ -107,7 +109,8 @@ class FingerprintFile(TypedDict):
     fingerprint: dict[str, Any]
 
 
-def _load_json(path: Path, what: str, versions: tuple[int, ...]) -> dict[str, Any]:
+def load_json_file(path: Path, what: str, versions: tuple[int, ...]) -> dict[str, Any]:
+    """A loopprobe JSON file of one of ``versions``, or a ReportError saying what is wrong."""
     try:
         data = json.loads(path.read_text())
     except FileNotFoundError:
@@ -121,13 +124,19 @@ def _load_json(path: Path, what: str, versions: tuple[int, ...]) -> dict[str, An
     return data
 
 
+def read_journal_lines(path: Path) -> list[str]:
+    """A report's journal, plain (``.jsonl``) or gzipped (``.jsonl.gz``), as its lines."""
+    raw = path.read_bytes()
+    return (gzip.decompress(raw) if path.name.endswith(".gz") else raw).decode().splitlines()
+
+
 def verdict(status: str) -> str:
     """A claim verdict in today's vocabulary (reports before schema 3 said passed/failed)."""
     return _OLD_VERDICTS.get(status, status)
 
 
 def load_report(path: Path) -> Report:
-    data = _load_json(path, "report", READABLE_REPORT_VERSIONS)
+    data = load_json_file(path, "report", READABLE_REPORT_VERSIONS)
     missing = [k for k in ("report", "client", "claims", "checks", "probes") if k not in data]
     if missing:
         raise ReportError(f"{path}: not a loopprobe report (no {', '.join(missing)})")
@@ -148,7 +157,7 @@ def load_report(path: Path) -> Report:
 
 
 def load_fingerprint(path: Path) -> FingerprintFile:
-    data = _load_json(path, "fingerprint", (FINGERPRINT_FILE_VERSION,))
+    data = load_json_file(path, "fingerprint", (FINGERPRINT_FILE_VERSION,))
     if data.get("kind") != "fingerprint" or "fingerprint" not in data:
         raise ReportError(f"{path}: not a loopprobe fingerprint (expected kind 'fingerprint')")
     return data  # type: ignore[return-value]
