@@ -9,9 +9,12 @@ Contained (``Bubblewrap``), every client process runs in its own namespaces:
 - filesystem: a view built from nothing. The system's programs and libraries (read-only),
   the client's install at ``/opt/loopprobe/client`` (read-only), the runtimes the client and
   the harness's tools run on at their own paths (read-only), the tools at
-  ``/opt/loopprobe/tools``, and the probe's sandbox at ``/sandbox`` (home, workspace, tmp,
-  artefacts). Nothing of the caller exists above the workspace or in the home, and the client
-  sees the same paths on every machine.
+  ``/opt/loopprobe/tools``, the run's inputs at ``/opt/loopprobe/inputs`` (read-only), the
+  sockets of the mock and the collector at ``/run/loopprobe`` (read-only), and the client's
+  part of the probe's sandbox at ``/sandbox`` (home, workspace, tmp), the only place it can
+  write beside its private ``/tmp``. The evidence (journal, outputs, hook, MCP and egress
+  records) is kept in a folder that is never shown. Nothing of the caller exists above the
+  workspace or in the home, and the client sees the same paths on every machine.
 
 Uncontained (``NoContainment``, only with an explicit ``--no-sandbox``): the client runs on
 the host with an allow-listed environment, a fresh home and the refusing proxy on the host's
@@ -43,15 +46,17 @@ from probes.egress import EgressSink, proxy_environment
 from probes.mcp import SERVER_SCRIPT
 from probes.sandbox import Sandbox
 
-__all__ = ["CLIENT_DIR", "CONTAINED_ROOT", "DNS_PORT", "ETC_SHOWN", "MOCK_PORT", "PROXY_PORT",
-           "RUN_DIR", "SYSTEM_DIRS", "TOOLS",
+__all__ = ["CLIENT_DIR", "CONTAINED_ROOT", "DNS_PORT", "ETC_SHOWN", "INPUTS_DIR", "MOCK_PORT",
+           "PROXY_PORT", "RECORD_SOCKET", "RUN_DIR", "SYSTEM_DIRS", "TOOLS",
            "TOOLS_DIR", "Bubblewrap", "Containment", "ContainmentUnavailable", "NoContainment",
            "Place", "find_containment"]
 
 CONTAINED_ROOT = "/sandbox"
 CLIENT_DIR = "/opt/loopprobe/client"
 TOOLS_DIR = "/opt/loopprobe/tools"
+INPUTS_DIR = "/opt/loopprobe/inputs"
 RUN_DIR = "/run/loopprobe"
+RECORD_SOCKET = "record.sock"
 MOCK_PORT = 8080
 PROXY_PORT = 3128
 DNS_PORT = 53
@@ -82,6 +87,10 @@ class Place(Protocol):
 
     def seen(self, path: Path) -> str:
         """The path as the client sees it."""
+        ...
+
+    def record_socket(self) -> Path:
+        """Where the harness's collector listens (on the host), reachable by the runs."""
         ...
 
     def proxy_environment(self) -> dict[str, str]: ...
@@ -119,6 +128,7 @@ class Containment(Protocol):
 @dataclass
 class _HostPlace:
     sink: EgressSink | None
+    run_dir: Path
 
     def serve(self, scenario: Scenario, journal_path: Path, *,
               context: Mapping[str, str]) -> MockServer:
@@ -129,6 +139,9 @@ class _HostPlace:
 
     def seen(self, path: Path) -> str:
         return str(path)
+
+    def record_socket(self) -> Path:
+        return self.run_dir / RECORD_SOCKET
 
     def proxy_environment(self) -> dict[str, str]:
         return self.sink.environment() if self.sink else {}
@@ -165,11 +178,15 @@ class NoContainment:
     def enter(self, box: Sandbox, binary: ClientBinary, egress_guard: bool,
               readonly: Sequence[Path] = (),
               others: Sequence[ClientBinary] = ()) -> Iterator[_HostPlace]:
-        if not egress_guard:
-            yield _HostPlace(None)
-            return
-        with EgressSink() as sink:
-            yield _HostPlace(sink)
+        run_dir = Path(tempfile.mkdtemp(prefix="loopprobe-"))
+        try:
+            if not egress_guard:
+                yield _HostPlace(None, run_dir)
+                return
+            with EgressSink() as sink:
+                yield _HostPlace(sink, run_dir)
+        finally:
+            shutil.rmtree(run_dir, ignore_errors=True)
 
 
 # ---- bubblewrap ------------------------------------------------------------------------
@@ -204,10 +221,6 @@ class _SandboxPlace:
     def socket(self) -> Path:
         return self.run_dir / "mock.sock"
 
-    @property
-    def egress_log(self) -> Path:
-        return self.run_dir / "egress.jsonl"
-
     def serve(self, scenario: Scenario, journal_path: Path, *,
               context: Mapping[str, str]) -> MockServer:
         return MockServer(scenario, journal_path, context=context, fsync=True, **self.listen())
@@ -217,7 +230,8 @@ class _SandboxPlace:
 
     def translations(self) -> list[tuple[str, str]]:
         """Host path -> path in the view, longest first (so nested paths map correctly)."""
-        pairs = {str(self.box.root): CONTAINED_ROOT, str(self.binary.root): CLIENT_DIR,
+        pairs = {str(self.box.client_root): CONTAINED_ROOT, str(self.box.inputs): INPUTS_DIR,
+                 str(self.run_dir): RUN_DIR, str(self.binary.root): CLIENT_DIR,
                  **{str(b.root): _other_dir(b) for b in self.others},
                  # the harness's interpreter runs its tools: the base one, not a venv's
                  sys.executable: os.path.realpath(sys.executable)}
@@ -236,6 +250,9 @@ class _SandboxPlace:
 
     def seen(self, path: Path) -> str:
         return self.translate(str(path))
+
+    def record_socket(self) -> Path:
+        return self.run_dir / RECORD_SOCKET
 
     def proxy_environment(self) -> dict[str, str]:
         return proxy_environment(f"http://127.0.0.1:{PROXY_PORT}") if self.egress_guard else {}
@@ -266,15 +283,17 @@ class _SandboxPlace:
         for tool in self._tools():
             args += ["--ro-bind", str(tool), f"{TOOLS_DIR}/{tool.name}"]
         args += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp",
-                 "--bind", str(self.box.root), CONTAINED_ROOT,
-                 "--bind", str(self.run_dir), RUN_DIR]
+                 "--bind", str(self.box.client_root), CONTAINED_ROOT,
+                 "--ro-bind", str(self.box.inputs), INPUTS_DIR,
+                 "--ro-bind", str(self.run_dir), RUN_DIR]
         return args
 
     def wrap(self, command: Command) -> Command:
         argv = [self.translate(a) for a in command.argv]
         spec = {"forward": [{"port": MOCK_PORT, "socket": f"{RUN_DIR}/mock.sock"}],
                 "proxy_port": PROXY_PORT if self.egress_guard else None,
-                "dns_port": DNS_PORT, "egress_log": f"{RUN_DIR}/egress.jsonl", "argv": argv}
+                "dns_port": DNS_PORT, "record_socket": f"{RUN_DIR}/{RECORD_SOCKET}",
+                "argv": argv}
         python = os.path.realpath(sys.executable)
         host_argv = [
             self.bwrap, "--unshare-all", "--die-with-parent", "--new-session",
@@ -282,15 +301,14 @@ class _SandboxPlace:
             "--chdir", self.translate(str(command.cwd)), "--",
             python, "-I", "-S", f"{TOOLS_DIR}/{Path(sandbox_init.__file__).name}",
             json.dumps(spec)]
-        return replace(command, argv=host_argv,
+        # bwrap starts in a folder of the harness's: the client's cannot be a link out
+        return replace(command, argv=host_argv, cwd=self.run_dir,
                        env={k: self.translate(v) for k, v in command.env.items()},
                        files={path: self.translate(text) for path, text in command.files.items()},
                        shown_argv=argv)
 
     def egress_attempts(self) -> list[dict[str, Any]]:
-        if not self.egress_log.is_file():
-            return []
-        return [json.loads(line) for line in self.egress_log.read_text().splitlines() if line]
+        return []  # reported from inside, to the collector
 
 
 @dataclass(frozen=True)
@@ -332,9 +350,14 @@ class Bubblewrap:
         # every machine
         return {"mode": self.name,
                 "namespaces": ["network (loopback only)", "pid", "ipc", "uts", "user", "mount"],
-                "filesystem": {"/sandbox": "the probe's home, workspace, tmp and artefacts",
+                "filesystem": {"/sandbox": "the probe's home, workspace and tmp, the client's "
+                                           "to write",
                                CLIENT_DIR: "the client's install, read-only",
                                TOOLS_DIR: "the harness's tools, read-only",
+                               INPUTS_DIR: "what the harness gives the runs (MCP specs and "
+                                           "configs), read-only",
+                               RUN_DIR: "the sockets of the mock and of the harness's "
+                                        "collector, read-only",
                                "/usr, /etc (a few files)": "the system, read-only",
                                "$RUNTIME": "the interpreter the client or a tool runs on, "
                                            "read-only at its own path",
@@ -349,7 +372,11 @@ class Bubblewrap:
                     "no egress: nothing but loopback exists in the run's network namespace",
                     "no instructions of the caller: nothing above /sandbox/workspace but "
                     "the system's directories",
-                    "nothing outlives a run: its PID namespace ends with it"]}
+                    "nothing outlives a run: its PID namespace ends with it",
+                    "evidence the client cannot touch: the journal, the outputs and the "
+                    "hook, MCP and egress records are kept outside what the run is shown",
+                    "no way out through the files the harness handles: every access to "
+                    "/sandbox follows no link and reads at most a capped size"]}
 
     @contextmanager
     def enter(self, box: Sandbox, binary: ClientBinary, egress_guard: bool,

@@ -123,6 +123,11 @@ class Evidence:
     containment: dict[str, Any] = field(default_factory=dict)  # how the runs were contained
     # "$WORKSPACE" -> the path the client saw (in a sandbox: /sandbox/workspace)
     client_paths: dict[str, str] = field(default_factory=dict)
+    # what the harness would not read in the client's sandbox ({path, found}): a link, a FIFO,
+    # a hard link, a file cut at its size limit -- the client's doing
+    sandbox_refusals: list[dict[str, str]] = field(default_factory=list)
+    # what the collector refused or cut (a second egress reporter, an oversized line)
+    evidence_faults: list[dict[str, Any]] = field(default_factory=list)
     # journal seqs the checks looked up since the last take_reads(): which lines a check read
     _reads: set[int] = field(default_factory=set, repr=False, compare=False)
 

@@ -2,18 +2,18 @@
 
 Declarations only (a leaf: the probe model imports it). The server itself is
 ``probes/mcp_server.py``, run in the client's sandbox on the harness's MCP runtime
-(``probes.mcp_runtime``); it appends one JSON line per event to its log, read back here.
+(``probes.mcp_runtime``); it reports one JSON line per event to the harness's collector
+(``probes.collector``).
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-__all__ = ["SERVER_SCRIPT", "McpReply", "McpServer", "McpTool", "mcp_config", "read_calls"]
+__all__ = ["SERVER_SCRIPT", "McpReply", "McpServer", "McpTool", "mcp_config"]
 
 # run on the MCP runtime, never imported here (it needs the ``mcp`` package)
 SERVER_SCRIPT = Path(__file__).with_name("mcp_server.py")
@@ -106,20 +106,9 @@ class McpServer:
 
 
 def mcp_config(server: McpServer, *, python: str, script: str, spec_path: str,
-               log_path: str) -> dict[str, Any]:
-    """The ``--mcp-config`` file: the server started by the client over stdio."""
+               socket_path: str, run: str) -> dict[str, Any]:
+    """The ``--mcp-config`` file: the server started by the client over stdio, reporting
+    what it serves on the collector's socket as run ``run``."""
     return {"mcpServers": {server.name: {
-        "type": "stdio", "command": python, "args": ["-I", script, spec_path, log_path]}}}
-
-
-def read_calls(log: Path) -> tuple[list[dict[str, Any]], str | None]:
-    """The server's log, and the torn last line if a crash cut it short."""
-    if not log.is_file():
-        return [], None
-    events, torn = [], None
-    for line in log.read_text(errors="replace").splitlines():
-        try:
-            events.append(json.loads(line))
-        except ValueError:
-            torn = line
-    return events, torn
+        "type": "stdio", "command": python,
+        "args": ["-I", script, spec_path, socket_path, run]}}}

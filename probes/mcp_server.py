@@ -2,18 +2,20 @@
 
 Runs inside the client's sandbox as the client's child, on the harness's MCP runtime (a
 venv with the official ``mcp`` SDK, mounted read-only), so it imports nothing of loopprobe:
-``python mcp_server.py SPEC_JSON LOG_JSONL``. The spec (``probes.mcp.McpServer.to_json``)
+``python mcp_server.py SPEC_JSON SOCKET RUN``. The spec (``probes.mcp.McpServer.to_json``)
 names the tools and, per tool, the replies used in order (the last repeats): a text, an
 error result, a crash of the whole server mid-call, a call never answered, an optional
 delay, and ``then_tools``: after answering, the tool list becomes these and the client is
-told (``notifications/tools/list_changed``). The log is one JSON line per event, written
-and flushed as it happens, so a crash or a hang loses nothing already served.
+told (``notifications/tools/list_changed``). The log is one JSON line per event, sent as it
+happens to the harness's collector (``probes.collector``) on the Unix socket, which keeps it
+where the client cannot reach; a crash or a hang loses nothing already served.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import socket
 import sys
 import time
 from typing import Any
@@ -25,16 +27,17 @@ from mcp.server.stdio import stdio_server
 
 
 class Script:
-    def __init__(self, spec: dict[str, Any], log_path: str):
+    def __init__(self, spec: dict[str, Any], socket_path: str, run: str):
         self.name = spec["name"]
         self.tools: list[dict[str, Any]] = list(spec["tools"])
         self.used: dict[str, int] = {}
-        self.log_file = open(log_path, "a", encoding="utf-8")
+        self.channel = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.channel.connect(socket_path)
+        self.channel.sendall((json.dumps({"stream": "mcp", "run": run}) + "\n").encode())
 
     def log(self, event: str, **fields: Any) -> None:
-        self.log_file.write(json.dumps({"event": event, "time": time.time(), **fields},
-                                       sort_keys=True) + "\n")
-        self.log_file.flush()
+        self.channel.sendall((json.dumps({"event": event, "time": time.time(), **fields},
+                                         sort_keys=True) + "\n").encode())
 
     def tool(self, name: str) -> dict[str, Any] | None:
         return next((t for t in self.tools if t["name"] == name), None)
@@ -98,7 +101,7 @@ async def serve(script: Script) -> None:
 
 def main(argv: list[str]) -> int:
     spec = json.loads(open(argv[1], encoding="utf-8").read())
-    script = Script(spec, argv[2])
+    script = Script(spec, argv[2], argv[3])
     script.log("start", pid=os.getpid(), tools=[t["name"] for t in script.tools])
     try:
         anyio.run(serve, script)

@@ -7,7 +7,6 @@ timeout that kills its whole process group.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import platform
 import shlex
@@ -16,7 +15,7 @@ import time
 import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import replace
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from types import TracebackType
 from typing import Any, Protocol
 
@@ -24,22 +23,35 @@ from mockapi.journal import Journal, read_journal
 from mockapi.scenario import Scenario
 from probes import hook_recorder
 from probes.clients.base import Client, ClientBinary, Command, HookCommand, RunContext
+from probes.collector import Collector
 from probes.containment import Containment, Place, find_containment
 from probes.evidence import Evidence, RunRecord
+from probes.files import write_text
 from probes.invocation import Invocation
-from probes.mcp import read_calls
 from probes.mcp_runtime import McpRuntime, install_mcp_runtime
 from probes.model import Probe, served_scenario, shown_scenario
 from probes.outcome import ProbeOutcome
 from probes.process import Dialogue, ProcessResult, run_conversation, run_process
 from probes.sandbox import Sandbox
+from probes.sandbox_files import Refused
 from probes.streamed import Conversation
 from probes.verdicts import check_evidence
 
-__all__ = ["HOOK_EVENTS_RECORDED", "SECRET_ENV", "Serve", "Served", "run_probe", "session_id_for"]
+__all__ = [
+    "HOOK_EVENTS_RECORDED",
+    "SECRET_ENV",
+    "SESSION_FILE_LIMIT",
+    "WORKSPACE_FILE_LIMIT",
+    "Serve",
+    "Served",
+    "run_probe",
+    "session_id_for",
+]
 
 SECRET_ENV = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN")
 HOOK_EVENTS_RECORDED = ("PreToolUse", "PostToolUse", "Stop", "SubagentStop")
+SESSION_FILE_LIMIT = 16 * 1024 * 1024  # a transcript beyond this is kept cut, and said so
+WORKSPACE_FILE_LIMIT = 65536  # workspace files are kept whole up to this size
 
 
 class Served(Protocol):
@@ -68,24 +80,40 @@ def session_id_for(probe: str, invocation: str) -> str:
     return str(uuid.uuid5(uuid.NAMESPACE_URL, f"loopprobe:{probe}:{invocation}"))
 
 
-def _hook_command(probe: Probe, box: Sandbox, context: Mapping[str, str]) -> HookCommand | None:
-    """The recorder as a hook command, with the probe's policy (placeholders filled in)."""
-    if probe.hooks is None:
-        return None
-    policy = box.artefacts / "hook-policy.json"
-    rendered = json.dumps(dict(probe.hooks.policy), indent=2, sort_keys=True)
+def _hook_policy(probe: Probe, context: Mapping[str, str]) -> dict[str, Any]:
+    """The probe's hook policy, placeholders filled in (applied by the collector)."""
+    rendered = json.dumps(dict(probe.hooks.policy) if probe.hooks else {}, sort_keys=True)
     for name, value in context.items():
         rendered = rendered.replace("{" + name + "}", value)
-    policy.write_text(rendered)
-    log = box.artefacts / "hooks.jsonl"
+    policy: dict[str, Any] = json.loads(rendered)
+    return policy
+
+
+def _hook_command(probe: Probe, place: Place) -> HookCommand | None:
+    """The recorder as a hook command: a relay to the collector's socket."""
+    if probe.hooks is None:
+        return None
     command = " ".join(shlex.quote(part) for part in (
-        sys.executable, "-I", "-S", hook_recorder.__file__, str(policy), str(log)))
+        sys.executable, "-I", "-S", hook_recorder.__file__, str(place.record_socket())))
     events = tuple(sorted(set(HOOK_EVENTS_RECORDED) | set(probe.hooks.policy)))
     return HookCommand(command, events)
 
 
-def _digest(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
+def _digests(box: Sandbox, files: list[PurePosixPath]) -> dict[str, str]:
+    found = {}
+    for relative in files:
+        try:
+            found[str(relative)] = box.files.digest(relative)
+        except (FileNotFoundError, Refused) as why:
+            found[str(relative)] = f"unread: {why}"
+    return found
+
+
+def _session_files(client: Client, box: Sandbox) -> list[PurePosixPath]:
+    folder = client.session_folder(box)
+    if folder is None:
+        return []
+    return [PurePosixPath(e.relative) for e in box.files.walk(box.inside(folder)) if e.regular]
 
 
 def _redact_env(env: dict[str, str]) -> dict[str, str]:
@@ -134,7 +162,7 @@ def run_probe(probe: Probe, client: Client, binary: ClientBinary, work_dir: Path
     containment = containment or find_containment(no_sandbox=False)
     box = Sandbox.create(work_dir, probe.name)
     box.write_files(probe.fixtures)
-    journal_path = box.artefacts / "journal.jsonl"
+    journal_path = box.evidence / "journal.jsonl"
     session_ids: dict[str, str] = {}
     runs: dict[str, RunRecord] = {}
     scenario = probe.scenario
@@ -148,23 +176,34 @@ def run_probe(probe: Probe, client: Client, binary: ClientBinary, work_dir: Path
             client_paths = client.prepare(box, place.seen)
             context = {"workspace": place.seen(box.workspace), "home": place.seen(box.home)}
             scenario = probe.scenario.render(context)
-            hooks = _hook_command(probe, box, context)
-            with serve(place, probe.scenario, journal_path, context) as mock:
+            hooks = _hook_command(probe, place)
+            with Collector(place.record_socket(), box.evidence,
+                           _hook_policy(probe, context)) as collector, \
+                    serve(place, probe.scenario, journal_path, context) as mock:
                 for invocation in probe.invocations:
-                    runs[invocation.name] = _run_one(probe, invocation, client,
-                                                     binaries[invocation.name], box, mock,
-                                                     session_ids, hooks, place, progress,
-                                                     context, mcp)
+                    collector.begin_run(invocation.name)
+                    try:
+                        runs[invocation.name] = _run_one(probe, invocation, client,
+                                                         binaries[invocation.name], box, mock,
+                                                         session_ids, hooks, place, progress,
+                                                         context, mcp)
+                    finally:
+                        collector.end_run()
             evidence = _gather(probe, client, binary, box, runs, journal_path, place,
-                               client_paths, started)
+                               client_paths, started, collector)
             evidence.mock_url = mock.url
             evidence.egress_guarded = egress_guard
-            evidence.egress = place.egress_attempts()
+            evidence.egress = sorted([*place.egress_attempts(), *collector.egress],
+                                     key=lambda a: float(a.get("time") or 0))
             evidence.containment = containment.describe()
             evidence.client_paths = {name: place.seen(Path(host))
                                      for host, name in box.placeholders().items()}
     except KeyboardInterrupt:
         raise
+    except Refused as refused:  # the client made a path the harness writes unusable
+        return ProbeOutcome(probe, None, [], box.root, scenario=_scripted(scenario),
+                            error=f"the client's sandbox refused a harness write: {refused} "
+                                  "(what the client left there was not touched)")
     except Exception as error:
         return ProbeOutcome(probe, None, [], box.root, scenario=_scripted(scenario),
                             error=f"{type(error).__name__}: {error}")
@@ -198,12 +237,11 @@ def _run_one(probe: Probe, invocation: Invocation, client: Client, binary: Clien
     if invocation.session == "new":
         session_ids[invocation.name] = session_id_for(probe.name, invocation.name)
     context = RunContext(box, mock.url, dict(session_ids), place.proxy_environment(), hooks,
-                         str(mcp.python) if mcp else None)
+                         str(mcp.python) if mcp else None, str(place.record_socket()))
     command = place.wrap(client.command(binary, invocation, context))
     for path, content in command.files.items():
-        Path(path).parent.mkdir(parents=True, exist_ok=True)
-        Path(path).write_text(content)
-    before = {str(p): _digest(p) for p in client.session_files(box)}
+        _write_input(box, Path(path), content)
+    before = _digests(box, _session_files(client, box))
     first_seq = mock.journal.last_seq
     progress(f"  run {invocation.name}: {invocation.prompt[:40]!r}")
     started = time.time()
@@ -215,17 +253,17 @@ def _run_one(probe: Probe, invocation: Invocation, client: Client, binary: Clien
         result = _converse(invocation, command, box, mock, first_seq, started, placeholders,
                            conversation)
     last_seq = mock.journal.last_seq
-    after = {str(p): _digest(p) for p in client.session_files(box)}
+    after = _digests(box, _session_files(client, box))
     changed = {path: {"before": before.get(path), "after": after.get(path)}
                for path in sorted(set(before) | set(after)) if before.get(path) != after.get(path)}
     output = client.read_output(result.stdout)
     if output.session_id:
         session_ids[invocation.name] = output.session_id
-    runs_dir = box.artefacts / "runs" / invocation.name
-    runs_dir.mkdir(parents=True, exist_ok=True)
-    (runs_dir / "stdout").write_text(result.stdout)
-    (runs_dir / "stderr").write_text(result.stderr)
-    (runs_dir / "argv.json").write_text(json.dumps(command.argv, indent=1))
+    # kept where the client cannot reach (the invocation's name is a simple name)
+    runs_dir = box.evidence / "runs" / invocation.name
+    write_text(runs_dir / "stdout", result.stdout)
+    write_text(runs_dir / "stderr", result.stderr)
+    write_text(runs_dir / "argv.json", json.dumps(command.argv, indent=1))
     return RunRecord(
         name=invocation.name, invocation=invocation, argv=command.client_argv,
         client=binary.identity() if invocation.client_version is not None else None,
@@ -235,8 +273,19 @@ def _run_one(probe: Probe, invocation: Invocation, client: Client, binary: Clien
         started=started,
         stdin=[dict(entry) for c in conversation for entry in c.transcript],
         stdin_pending=[step for c in conversation for step in c.pending],
-        files_changed={_relative(box, p): v for p, v in changed.items()},
+        files_changed={path: v for path, v in changed.items()},
     )
+
+
+def _write_input(box: Sandbox, path: Path, content: str) -> None:
+    """A file a client's command needs: into the client's part through ``box.files`` (a
+    settings file in its home), or into the read-only inputs (MCP specs and configs)."""
+    if path.is_relative_to(box.client_root):
+        box.files.write(box.inside(path), content)
+    elif path.is_relative_to(box.inputs):
+        write_text(path, content)
+    else:
+        raise ValueError(f"a command's file must be in the sandbox or its inputs, not {path}")
 
 
 def _converse(invocation: Invocation, command: Command, box: Sandbox, mock: Served,
@@ -259,7 +308,8 @@ def _converse(invocation: Invocation, command: Command, box: Sandbox, mock: Serv
     def start(write: Any, close: Any) -> Dialogue:
         conversation = Conversation(invocation.prompt, script, write, close,
                                     lambda: round(time.time() - started, 3),
-                                    lambda name: (box.workspace / name).exists(), context)
+                                    lambda name: box.files.exists(
+                                        box.inside(box.workspace) / name), context)
         kept.append(conversation)
         return conversation
 
@@ -267,34 +317,48 @@ def _converse(invocation: Invocation, command: Command, box: Sandbox, mock: Serv
                             timeout=invocation.timeout, start=start, new_requests=new_requests)
 
 
-def _relative(box: Sandbox, path: str) -> str:
-    return str(Path(path).relative_to(box.root))
-
-
 def _gather(probe: Probe, client: Client, binary: ClientBinary, box: Sandbox,
             runs: dict[str, RunRecord], journal_path: Path, place: Place,
-            client_paths: dict[str, str], runs_started: float) -> Evidence:
+            client_paths: dict[str, str], runs_started: float,
+            collector: Collector) -> Evidence:
     journal = read_journal(journal_path)
     # the run's calendar date (clients tell it to the model), as the client may have seen it
     dates = {time.strftime("%Y-%m-%d", clock(moment)) for clock in (time.gmtime, time.localtime)
              for moment in (runs_started, time.time())}
-    hook_log = box.artefacts / "hooks.jsonl"
-    hook_calls = []
-    if hook_log.exists():
-        hook_calls = [json.loads(line) for line in hook_log.read_text().splitlines() if line]
-    mcp_calls = {name: read_calls(box.artefacts / "mcp" / f"{name}.jsonl")[0]
+    mcp_calls = {name: list(collector.mcp.get(name, []))
                  for name, run in runs.items() if run.invocation.mcp is not None}
-    session_files = {_relative(box, str(path)): path.read_text(errors="replace")
-                     for path in client.session_files(box)}
+    refused: list[dict[str, str]] = []
+    session_files = {}
+    for relative in _session_files(client, box):
+        try:
+            read = box.files.read(relative, limit=SESSION_FILE_LIMIT)
+        except (FileNotFoundError, Refused) as why:
+            refused.append({"path": str(relative), "found": str(why)})
+            continue
+        if read.truncated:
+            refused.append({"path": str(relative),
+                            "found": f"{read.size} bytes: kept the first {len(read.data)}"})
+        session_files[str(relative)] = read.text()
     workspace_files = {}
-    for path in sorted(box.workspace.rglob("*")):
-        if path.is_file() and path.stat().st_size < 65536:
-            workspace_files[str(path.relative_to(box.workspace))] = path.read_text(
-                errors="replace")
+    workspace = box.inside(box.workspace)
+    for entry in box.files.walk(workspace):
+        shown = str(PurePosixPath(entry.relative).relative_to(workspace))
+        if not entry.regular:
+            if entry.kind != "a directory":
+                refused.append({"path": entry.relative, "found": entry.kind})
+            continue
+        if entry.size >= WORKSPACE_FILE_LIMIT:
+            continue
+        try:
+            workspace_files[shown] = box.files.read(entry.relative,
+                                                    limit=WORKSPACE_FILE_LIMIT).text()
+        except (FileNotFoundError, Refused) as why:
+            refused.append({"path": entry.relative, "found": str(why)})
     return Evidence(
         probe=probe.name, client=binary.identity(), runs=runs, journal=journal.records,
-        hook_calls=hook_calls, session_files=session_files, workspace_files=workspace_files,
-        torn_journal=journal.torn_tail, mcp_calls=mcp_calls,
+        hook_calls=list(collector.hook_calls), session_files=session_files,
+        workspace_files=workspace_files, torn_journal=journal.torn_tail, mcp_calls=mcp_calls,
+        sandbox_refusals=refused, evidence_faults=list(collector.faults),
         placeholders={**box.placeholders(), **place.placeholders(),
                       **client_paths,
                       **{seen: name for host, name in (

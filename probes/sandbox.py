@@ -1,7 +1,14 @@
-"""An isolated place for one probe: its own home, temp dir, workspace and artefacts.
+"""An isolated place for one probe: its own home, temp dir and workspace, and beside them
+what the harness gives the runs and what it keeps of them.
 
-What a client keeps inside the home (its config dir) is the client's business
-(``Client.prepare``).
+    <root>/sandbox/   the client's: home, tmp, workspace (contained: bound at /sandbox)
+    <root>/inputs/    the harness's, read-only to the client (MCP specs and configs)
+    <root>/evidence/  the harness's, never shown to the client: the journal, each run's
+                      output, the hook, MCP and egress records
+
+Everything under ``sandbox/`` is the client's to write, so the harness reaches it only
+through ``files`` (``probes.sandbox_files``: no link followed, reads capped). What a client
+keeps inside the home (its config dir) is the client's business (``Client.prepare``).
 
 The client's environment is built from an allow-list (``base_environment``);
 nothing of the caller's environment is copied, so no ``ANTHROPIC_*`` variable,
@@ -10,11 +17,11 @@ HOME or credential of the user reaches the client.
 
 from __future__ import annotations
 
-import os
-import shutil
 import tempfile
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
+
+from probes.sandbox_files import SandboxFiles
 
 __all__ = ["BASE_PATH", "FIXTURE_MTIME", "Sandbox", "base_environment", "fixture_problem"]
 
@@ -36,20 +43,38 @@ class Sandbox:
     root: Path
 
     @property
+    def client_root(self) -> Path:
+        """The client's part: what a contained run sees as /sandbox."""
+        return self.root / "sandbox"
+
+    @property
     def home(self) -> Path:
-        return self.root / "home"
+        return self.client_root / "home"
 
     @property
     def tmp(self) -> Path:
-        return self.root / "tmp"
+        return self.client_root / "tmp"
 
     @property
     def workspace(self) -> Path:
-        return self.root / "workspace"
+        return self.client_root / "workspace"
 
     @property
-    def artefacts(self) -> Path:
-        return self.root / "artefacts"
+    def inputs(self) -> Path:
+        return self.root / "inputs"
+
+    @property
+    def evidence(self) -> Path:
+        return self.root / "evidence"
+
+    @property
+    def files(self) -> SandboxFiles:
+        """The only way into the client's part."""
+        return SandboxFiles(self.client_root)
+
+    def inside(self, path: Path) -> PurePosixPath:
+        """``path`` (beneath the client's part) relative to it, for ``files``."""
+        return PurePosixPath(path.relative_to(self.client_root))
 
     @classmethod
     def create(cls, parent: Path | None, name: str) -> Sandbox:
@@ -57,25 +82,23 @@ class Sandbox:
             parent.mkdir(parents=True, exist_ok=True)
         root = Path(tempfile.mkdtemp(prefix=f"{name}.", dir=parent)).resolve()
         box = cls(root)
-        for directory in (box.home, box.tmp, box.workspace, box.artefacts):
-            directory.mkdir(parents=True, exist_ok=True)
+        for directory in (box.client_root, box.inputs, box.evidence):
+            directory.mkdir(mode=0o755)
+        for directory in (box.home, box.tmp, box.workspace):
+            box.files.make_dirs(box.inside(directory))
         return box
 
     def write_files(self, files: dict[str, str]) -> None:
         """Write the fixtures, each with a fixed modification time, a second apart in the
         order given: a tool that shows or sorts by mtime sees the same on every run."""
         for position, (relative, content) in enumerate(files.items()):
-            target = (self.workspace / relative).resolve()
-            if (problem := fixture_problem(relative)) or not target.is_relative_to(
-                    self.workspace):
-                raise ValueError(problem or f"fixture path {relative!r} leaves the workspace")
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_text(content)
-            stamp = FIXTURE_MTIME + position
-            os.utime(target, (stamp, stamp))
+            if problem := fixture_problem(relative):
+                raise ValueError(problem)
+            self.files.write(self.inside(self.workspace) / relative, content,
+                             mtime=FIXTURE_MTIME + position)
 
     def remove(self) -> None:
-        shutil.rmtree(self.root, ignore_errors=True)
+        SandboxFiles(self.root).remove()
 
     def placeholders(self) -> dict[str, str]:
         """Sandbox paths and how reports show them (longest first, so paths nest correctly)."""
@@ -83,7 +106,8 @@ class Sandbox:
             str(self.workspace): "$WORKSPACE",
             str(self.home): "$HOME",
             str(self.tmp): "$TMPDIR",
-            str(self.root): "$SANDBOX",
+            str(self.client_root): "$SANDBOX",
+            str(self.inputs): "$INPUTS",
         }
         return dict(sorted(pairs.items(), key=lambda kv: -len(kv[0])))
 

@@ -5,8 +5,13 @@ network namespace that has nothing but loopback. It
 
 - forwards ``127.0.0.1:<port>`` to the mock's Unix socket (bound in from the host), the only
   way out of the namespace;
-- runs the refusing proxy and a refusing DNS resolver (``egress.py``), appending every
-  attempt to the egress log as it happens, so a run killed at its timeout keeps them;
+- runs the refusing proxy and a refusing DNS resolver (``egress.py``), reporting every
+  attempt as it happens to the harness's collector on a Unix socket (bound in read-only
+  from the host), so nothing the client writes can erase one and a run killed at its
+  timeout keeps them. It connects before the client starts (the collector accepts one
+  egress reporter per run) and makes itself non-dumpable, so the client, the same user in
+  the same namespaces, cannot read or write its memory or descriptors; killing it ends the
+  run (the sandbox's PID namespace ends with it);
 - starts the client with the environment and directory it was given, waits for it and exits
   with its status (128 + N for a signal). The sandbox's PID namespace ends with this process:
   whatever the client left running is killed by the kernel.
@@ -16,6 +21,7 @@ Standard library only; it imports ``egress.py`` from its own directory.
 
 from __future__ import annotations
 
+import ctypes
 import json
 import os
 import signal
@@ -75,18 +81,51 @@ def _forward(port: int, unix_path: str) -> None:
     threading.Thread(target=server.serve_forever, daemon=True, name="forward").start()
 
 
-def _logger(path: str) -> Any:
-    log = open(path, "a", buffering=1)  # open for the life of the process
+PR_SET_DUMPABLE = 4
 
-    def write(attempt: EgressAttempt) -> None:
-        log.write(json.dumps(attempt.to_json(), sort_keys=True) + "\n")
-    return write
+
+def _not_dumpable() -> None:
+    """Only a process with CAP_SYS_PTRACE (none inside) may now read or write this one's
+    memory or open its descriptors through /proc."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), "prctl(PR_SET_DUMPABLE, 0) failed")
+
+
+class _Reporter:
+    """The egress stream to the harness's collector: one JSON line per attempt."""
+
+    def __init__(self, path: str):
+        self._channel = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self._channel.connect(path)
+        self._lock = threading.Lock()
+        self._send({"stream": "egress"})
+
+    def _send(self, value: dict[str, Any]) -> None:
+        with self._lock:
+            self._channel.sendall((json.dumps(value, sort_keys=True) + "\n").encode())
+
+    def attempt(self, attempt: EgressAttempt) -> None:
+        try:
+            self._send(attempt.to_json())
+        except OSError as error:
+            print(f"loopprobe sandbox: an egress attempt went unreported: {error}",
+                  file=sys.stderr)
+
+    def end(self, status: int) -> None:
+        try:
+            self._send({"end": status})
+            self._channel.close()
+        except OSError:
+            pass
 
 
 def main(spec: dict[str, Any]) -> int:
+    _not_dumpable()
     for forward in spec["forward"]:
         _forward(forward["port"], forward["socket"])
-    record = _logger(spec["egress_log"])
+    reporter = _Reporter(spec["record_socket"])
+    record = reporter.attempt
     if spec.get("proxy_port"):
         EgressSink(spec["proxy_port"], on_attempt=record).start()
     if spec.get("dns_port"):
@@ -98,7 +137,9 @@ def main(spec: dict[str, Any]) -> int:
     client = subprocess.Popen(spec["argv"])
     signal.signal(signal.SIGTERM, lambda *_: client.terminate())
     status = client.wait()
-    return 128 - status if status < 0 else status
+    status = 128 - status if status < 0 else status
+    reporter.end(status)
+    return status
 
 
 if __name__ == "__main__":

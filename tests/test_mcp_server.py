@@ -8,13 +8,15 @@ from __future__ import annotations
 
 import json
 import subprocess
+import tempfile
 import textwrap
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from probes.mcp import SERVER_SCRIPT, McpReply, McpServer, McpTool, mcp_config, read_calls
+from probes.collector import Collector
+from probes.mcp import SERVER_SCRIPT, McpReply, McpServer, McpTool, mcp_config
 from tests.conftest import missing_install
 
 CLIENT = textwrap.dedent('''
@@ -23,11 +25,11 @@ CLIENT = textwrap.dedent('''
     from mcp import ClientSession, StdioServerParameters
     from mcp.client.stdio import stdio_client
 
-    script, spec, log, plan = sys.argv[1:5]
+    script, spec, log, plan = sys.argv[1:5]  # log: the collector's socket
     out = []
     async def main():
         params = StdioServerParameters(command=sys.executable,
-                                       args=["-I", script, spec, log])
+                                       args=["-I", script, spec, log, "run1"])
         changed = []
         async def on_message(message):
             if "ToolListChanged" in type(getattr(message, "root", message)).__name__ or \\
@@ -72,16 +74,18 @@ def runtime() -> Any:
 
 def _serve(runtime: Any, tmp_path: Path, server: McpServer, plan: list[str]) -> tuple[
         list[dict[str, Any]], list[dict[str, Any]]]:
-    spec, log, client = tmp_path / "spec.json", tmp_path / "log.jsonl", tmp_path / "client.py"
+    spec, client = tmp_path / "spec.json", tmp_path / "client.py"
     spec.write_text(json.dumps(server.to_json()))
     client.write_text(CLIENT)
-    done = subprocess.run([str(runtime.python), "-I", str(client), str(SERVER_SCRIPT),
-                           str(spec), str(log), json.dumps(plan)],
-                          capture_output=True, text=True, timeout=60)
+    with tempfile.TemporaryDirectory(prefix="lp-") as short:  # a socket path is short
+        with Collector(Path(short) / "record.sock", tmp_path) as collector:
+            done = subprocess.run([str(runtime.python), "-I", str(client), str(SERVER_SCRIPT),
+                                   str(spec), str(Path(short) / "record.sock"),
+                                   json.dumps(plan)],
+                                  capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr[-2000:]
-    events, torn = read_calls(log)
-    assert torn is None
-    return json.loads(done.stdout.strip().splitlines()[-1]), events
+    assert collector.faults == []
+    return json.loads(done.stdout.strip().splitlines()[-1]), collector.mcp["run1"]
 
 
 @pytest.mark.sdk
@@ -149,17 +153,10 @@ def test_bad_declarations_say_what_was_expected(make: Any, message: str) -> None
     assert str(raised.value) == message
 
 
-def test_the_config_starts_the_server_isolated_with_its_spec_and_log() -> None:
+def test_the_config_starts_the_server_isolated_with_its_spec_and_collector() -> None:
     server = McpServer((McpTool("a", (McpReply(text="x"),)),), name="srv")
     assert server.tool_name("a") == "mcp__srv__a"
     assert mcp_config(server, python="/py", script="/s.py", spec_path="/spec",
-                      log_path="/log") == {"mcpServers": {"srv": {
+                      socket_path="/run/record.sock", run="r") == {"mcpServers": {"srv": {
                           "type": "stdio", "command": "/py",
-                          "args": ["-I", "/s.py", "/spec", "/log"]}}}
-
-
-def test_a_torn_log_line_is_reported_not_raised(tmp_path: Path) -> None:
-    log = tmp_path / "log.jsonl"
-    log.write_text('{"event": "start"}\n{"event": "tools/ca')
-    assert read_calls(log) == ([{"event": "start"}], '{"event": "tools/ca')
-    assert read_calls(tmp_path / "absent.jsonl") == ([], None)
+                          "args": ["-I", "/s.py", "/spec", "/run/record.sock", "r"]}}}

@@ -91,6 +91,7 @@ class RunContext:
     extra_env: Mapping[str, str] = field(default_factory=dict)  # the egress guard's proxy
     hooks: HookCommand | None = None
     mcp_python: str | None = None  # the harness's MCP runtime, for runs given an MCP server
+    record_socket: str = ""  # the harness's collector (probes.collector), on the host
 
     def resumed_session(self, invocation: Invocation) -> str | None:
         if invocation.session != "resume":
@@ -157,6 +158,7 @@ class Client(Protocol):
 
     def read_output(self, stdout: str) -> Output: ...
 
-    def session_files(self, box: Sandbox) -> list[Path]:
-        """The files in which the client keeps its sessions (transcripts)."""
+    def session_folder(self, box: Sandbox) -> Path | None:
+        """The folder in which the client keeps its sessions (transcripts), read by the
+        harness without following links (``Sandbox.files``); None: it keeps none."""
         ...

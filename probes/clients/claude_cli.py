@@ -98,7 +98,7 @@ class ClaudeCliBase:
         return box.home / ".claude"
 
     def prepare(self, box: Sandbox, seen: Callable[[Path], str] = str) -> dict[str, str]:
-        self.config_dir(box).mkdir(parents=True, exist_ok=True)
+        box.files.make_dirs(box.inside(self.config_dir(box)))
         return {seen(self.config_dir(box)): "$CLAUDE_CONFIG_DIR",
                 path_slug(seen(box.workspace)): "$WORKSPACE_SLUG"}
 
@@ -170,15 +170,15 @@ class ClaudeCliBase:
         if context.mcp_python is None:
             raise ValueError(f"invocation {invocation.name!r} has an MCP server but the run "
                              "was given no MCP runtime")
-        folder = context.box.artefacts / "mcp"
-        spec, log = folder / f"{invocation.name}.spec.json", folder / f"{invocation.name}.jsonl"
+        spec = context.box.inputs / "mcp" / f"{invocation.name}.spec.json"
         config = mcp_config(invocation.mcp, python=context.mcp_python,
-                            script=str(SERVER_SCRIPT), spec_path=str(spec), log_path=str(log))
+                            script=str(SERVER_SCRIPT), spec_path=str(spec),
+                            socket_path=context.record_socket, run=invocation.name)
         return {str(spec): json.dumps(invocation.mcp.to_json(), indent=2),
                 str(self.mcp_config_path(context.box, invocation)): json.dumps(config, indent=2)}
 
     def mcp_config_path(self, box: Sandbox, invocation: Invocation) -> Path:
-        return box.artefacts / "mcp" / f"{invocation.name}.config.json"
+        return box.inputs / "mcp" / f"{invocation.name}.config.json"
 
     def mcp_args(self, invocation: Invocation, context: RunContext) -> list[str]:
         if invocation.mcp is None:
@@ -191,6 +191,5 @@ class ClaudeCliBase:
     def read_output(self, stdout: str) -> Output:
         return Output.from_json_lines(stdout)
 
-    def session_files(self, box: Sandbox) -> list[Path]:
-        projects = self.config_dir(box) / "projects"
-        return sorted(p for p in projects.rglob("*") if p.is_file()) if projects.is_dir() else []
+    def session_folder(self, box: Sandbox) -> Path | None:
+        return self.config_dir(box) / "projects"

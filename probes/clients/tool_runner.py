@@ -111,5 +111,5 @@ class AnthropicToolRunner:
     def read_output(self, stdout: str) -> Output:
         return Output.from_json_lines(stdout)
 
-    def session_files(self, box: Sandbox) -> list[Path]:
-        return []
+    def session_folder(self, box: Sandbox) -> Path | None:
+        return None

@@ -82,7 +82,7 @@ class FakeLoopClient:
         return box.home / ".fakeloop"
 
     def prepare(self, box: Sandbox, seen: Callable[[Path], str] = str) -> dict[str, str]:
-        self._home(box).mkdir(parents=True, exist_ok=True)
+        box.files.make_dirs(box.inside(self._home(box)))
         return {seen(self._home(box)): "$FAKELOOP_DIR"}
 
     def command(self, binary: ClientBinary, invocation: Invocation,
@@ -112,6 +112,5 @@ class FakeLoopClient:
     def read_output(self, stdout: str) -> Output:
         return Output.from_json_lines(stdout)
 
-    def session_files(self, box: Sandbox) -> list[Path]:
-        sessions = self._home(box) / "sessions"
-        return sorted(p for p in sessions.rglob("*") if p.is_file()) if sessions.is_dir() else []
+    def session_folder(self, box: Sandbox) -> Path | None:
+        return self._home(box) / "sessions"
