@@ -40,7 +40,7 @@ class Hooks:
     """The harness's hook recorder, installed for every hook event the client offers.
 
     Every call is recorded; ``policy`` says what the recorder answers (see
-    ``probes.hook_recorder``); the empty policy records only.
+    ``probes.hook_policy``); the empty policy records only.
     """
 
     policy: Mapping[str, Any] = field(default_factory=dict)

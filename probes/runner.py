@@ -109,11 +109,24 @@ def _digests(box: Sandbox, files: list[PurePosixPath]) -> dict[str, str]:
     return found
 
 
-def _session_files(client: Client, box: Sandbox) -> list[PurePosixPath]:
+def _session_files(client: Client, box: Sandbox,
+                   refused: list[dict[str, str]] | None = None) -> list[PurePosixPath]:
+    """The client's session files (regular files only; what else is there goes to
+    ``refused``, with a session folder that is not one)."""
     folder = client.session_folder(box)
     if folder is None:
         return []
-    return [PurePosixPath(e.relative) for e in box.files.walk(box.inside(folder)) if e.regular]
+    found = []
+    try:
+        for entry in box.files.walk(box.inside(folder)):
+            if entry.regular:
+                found.append(PurePosixPath(entry.relative))
+            elif entry.kind != "a directory" and refused is not None:
+                refused.append({"path": entry.relative, "found": entry.kind})
+    except Refused as why:
+        if refused is not None:
+            refused.append({"path": why.relative, "found": why.found})
+    return found
 
 
 def _redact_env(env: dict[str, str]) -> dict[str, str]:
@@ -277,6 +290,29 @@ def _run_one(probe: Probe, invocation: Invocation, client: Client, binary: Clien
     )
 
 
+def _workspace_files(box: Sandbox, refused: list[dict[str, str]]) -> dict[str, str]:
+    """The workspace's small regular files (relative path -> text); what else is there goes
+    to ``refused``."""
+    kept = {}
+    workspace = box.inside(box.workspace)
+    try:
+        for entry in box.files.walk(workspace):
+            shown = str(PurePosixPath(entry.relative).relative_to(workspace))
+            if not entry.regular:
+                if entry.kind != "a directory":
+                    refused.append({"path": entry.relative, "found": entry.kind})
+                continue
+            if entry.size >= WORKSPACE_FILE_LIMIT:
+                continue
+            try:
+                kept[shown] = box.files.read(entry.relative, limit=WORKSPACE_FILE_LIMIT).text()
+            except (FileNotFoundError, Refused) as why:
+                refused.append({"path": entry.relative, "found": str(why)})
+    except Refused as why:
+        refused.append({"path": why.relative, "found": why.found})
+    return kept
+
+
 def _write_input(box: Sandbox, path: Path, content: str) -> None:
     """A file a client's command needs: into the client's part through ``box.files`` (a
     settings file in its home), or into the read-only inputs (MCP specs and configs)."""
@@ -329,7 +365,7 @@ def _gather(probe: Probe, client: Client, binary: ClientBinary, box: Sandbox,
                  for name, run in runs.items() if run.invocation.mcp is not None}
     refused: list[dict[str, str]] = []
     session_files = {}
-    for relative in _session_files(client, box):
+    for relative in _session_files(client, box, refused):
         try:
             read = box.files.read(relative, limit=SESSION_FILE_LIMIT)
         except (FileNotFoundError, Refused) as why:
@@ -339,21 +375,7 @@ def _gather(probe: Probe, client: Client, binary: ClientBinary, box: Sandbox,
             refused.append({"path": str(relative),
                             "found": f"{read.size} bytes: kept the first {len(read.data)}"})
         session_files[str(relative)] = read.text()
-    workspace_files = {}
-    workspace = box.inside(box.workspace)
-    for entry in box.files.walk(workspace):
-        shown = str(PurePosixPath(entry.relative).relative_to(workspace))
-        if not entry.regular:
-            if entry.kind != "a directory":
-                refused.append({"path": entry.relative, "found": entry.kind})
-            continue
-        if entry.size >= WORKSPACE_FILE_LIMIT:
-            continue
-        try:
-            workspace_files[shown] = box.files.read(entry.relative,
-                                                    limit=WORKSPACE_FILE_LIMIT).text()
-        except (FileNotFoundError, Refused) as why:
-            refused.append({"path": entry.relative, "found": str(why)})
+    workspace_files = _workspace_files(box, refused)
     return Evidence(
         probe=probe.name, client=binary.identity(), runs=runs, journal=journal.records,
         hook_calls=list(collector.hook_calls), session_files=session_files,

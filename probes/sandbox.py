@@ -82,7 +82,8 @@ class Sandbox:
             parent.mkdir(parents=True, exist_ok=True)
         root = Path(tempfile.mkdtemp(prefix=f"{name}.", dir=parent)).resolve()
         box = cls(root)
-        for directory in (box.client_root, box.inputs, box.evidence):
+        SandboxFiles.create(box.client_root)
+        for directory in (box.inputs, box.evidence):
             directory.mkdir(mode=0o755)
         for directory in (box.home, box.tmp, box.workspace):
             box.files.make_dirs(box.inside(directory))

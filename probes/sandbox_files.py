@@ -107,6 +107,12 @@ class SandboxFiles:
     def __init__(self, root: Path):
         self.root = root
 
+    @classmethod
+    def create(cls, root: Path) -> SandboxFiles:
+        """A new, empty root (its parent is the harness's)."""
+        root.mkdir(mode=0o755)
+        return cls(root)
+
     # ---- descriptors ------------------------------------------------------------------
 
     def _root_fd(self) -> int:
@@ -280,11 +286,12 @@ class SandboxFiles:
              limit: int = WALK_LIMIT) -> Iterator[Entry]:
         """Every name beneath the directory ``relative`` (directories included), without
         following links, sorted, at most ``limit`` (then one entry says the walk was cut).
-        Nothing is yielded when the directory is missing or refused."""
+        Nothing is yielded when the directory is missing; ``Refused`` is raised (at the
+        first ``next``) when it, or a folder on the way, is not a directory."""
         base = _parts(relative)
         try:
             top = self._dir_fd(base, str(relative), create=False)
-        except (FileNotFoundError, Refused):
+        except FileNotFoundError:
             return
         seen = [0]
         yield from self._walk(top, "/".join(base), limit, seen, 0)

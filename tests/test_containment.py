@@ -282,7 +282,7 @@ def test_real_client_with_caller_canaries(contained: bool, claude_code_binary,  
     survivors = _sleepers(marker)
     _kill(survivors)
     assert done.returncode in (0, 1), done.stdout[-2000:] + done.stderr[-2000:]
-    journals = list((cache / "runs").glob("*/*/artefacts/journal.jsonl"))
+    journals = list((cache / "runs").glob("*/*/evidence/journal.jsonl"))
     assert len(journals) == 1, done.stdout[-2000:]
     recorded = journals[0].read_text()
     assert "/v1/messages" in recorded

@@ -94,7 +94,7 @@ def test_the_callers_environment_and_home_do_not_leak(claude_code_binary,
         capture_output=True, text=True, timeout=600, cwd=ROOT, env=env)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     # the run really happened against the mock, with the harness's own key
-    journals = list(work.glob("*/artefacts/journal.jsonl"))
+    journals = list(work.glob("*/evidence/journal.jsonl"))
     assert len(journals) == 1
     recorded = journals[0].read_bytes() + b"".join(p.read_bytes() for p in out.iterdir())
     for canary in (CANARY_KEY, CANARY_TOKEN, "canary-base-url"):
@@ -132,7 +132,7 @@ def test_ctrl_c_stops_client_and_mock_and_writes_an_incomplete_report(claude_cod
         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
         deadline = time.monotonic() + 120
-        while not any(j.stat().st_size for j in work.glob("*/artefacts/journal.jsonl")
+        while not any(j.stat().st_size for j in work.glob("*/evidence/journal.jsonl")
                       if "/v1/messages" in j.read_text()):
             assert process.poll() is None, process.communicate()
             assert time.monotonic() < deadline, "the client never reached the mock"

@@ -330,7 +330,7 @@ def test_a_real_client_recorded_then_replayed(claude_code_binary, tmp_path: Path
         0, "The notes say: RECORDED-ANSWER"), run.stderr[-2000:]
 
     scenario = load_scenario(out / "scenario.yaml")
-    journal = recorded.sandbox / "artefacts" / "journal.jsonl"  # type: ignore[operator]
+    journal = recorded.sandbox / "evidence" / "journal.jsonl"  # type: ignore[operator]
     assert [str(p) for p in validate_path(out)[1] + validate_path(journal)[1]] == []
     assert API_KEY not in _all_text(out)
     main_rules = [r for r in scenario.rules if r.match.kind == "main"]
