@@ -187,12 +187,15 @@ class Collector:
         with open(self.evidence / file_name, "a", encoding="utf-8") as out:
             out.write(line)
 
-    def _fault(self, stream: str, what: str) -> None:
+    def _fault(self, stream: str, what: str, *, run: str | None = None,
+               kind: str = "refused") -> None:
         with self._lock:
-            self._fault_locked(stream, what)
+            self._fault_locked(stream, what, run=run, kind=kind)
 
-    def _fault_locked(self, stream: str, what: str) -> None:
-        fault = {"time": time.time(), "stream": stream, "run": self._run, "fault": what}
+    def _fault_locked(self, stream: str, what: str, *, run: str | None = None,
+                      kind: str = "refused") -> None:
+        fault = {"time": time.time(), "stream": stream, "run": run or self._run, "kind": kind,
+                 "fault": what}
         self.faults.append(fault)
         with open(self.evidence / "collector-faults.jsonl", "a", encoding="utf-8") as out:
             out.write(json.dumps(fault, sort_keys=True) + "\n")
@@ -269,6 +272,6 @@ class Collector:
                 break
             if isinstance(attempt, dict):
                 self._keep("egress", "egress.jsonl", attempt, self.egress)
-        if not ended:
+        if not ended:  # the harness's own kill at a timeout does this too (see runner)
             self._fault("egress", f"run {run}: the sandbox's egress reporter was cut off "
-                                  "before the run ended (killed?)")
+                                  "before the run ended (killed?)", run=run, kind="cut_off")

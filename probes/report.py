@@ -192,6 +192,13 @@ def _probe_section(outcome: ProbeOutcome,
                                           for e in events]
                                     for run, events in ev.mcp_calls.items()}
         section["egress_attempts"] = [norm(a, volatile=True) for a in ev.egress]
+        # what the client left that the harness would not read, and what the collector
+        # refused (a forged reporter): only when there is some, as the client's doing
+        if ev.sandbox_refusals:
+            section["sandbox_refusals"] = norm(ev.sandbox_refusals, volatile=True)
+        if ev.evidence_faults:
+            section["evidence_faults"] = [norm({k: v for k, v in f.items() if k != "time"},
+                                               volatile=True) for f in ev.evidence_faults]
     return section, _timing(ev, timing)
 
 

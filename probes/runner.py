@@ -380,7 +380,11 @@ def _gather(probe: Probe, client: Client, binary: ClientBinary, box: Sandbox,
         probe=probe.name, client=binary.identity(), runs=runs, journal=journal.records,
         hook_calls=list(collector.hook_calls), session_files=session_files,
         workspace_files=workspace_files, torn_journal=journal.torn_tail, mcp_calls=mcp_calls,
-        sandbox_refusals=refused, evidence_faults=list(collector.faults),
+        sandbox_refusals=refused,
+        # a run the harness killed (its timeout) cuts its egress reporter off too
+        evidence_faults=[f for f in collector.faults if not (
+            f.get("kind") == "cut_off" and f.get("run") in runs
+            and runs[str(f["run"])].timed_out)],
         placeholders={**box.placeholders(), **place.placeholders(),
                       **client_paths,
                       **{seen: name for host, name in (

@@ -43,6 +43,13 @@ def harness_checks(evidence: Evidence, checks: Checks) -> None:
                     "the client connected to nothing but the mock (the proxy refused the rest)",
                     passed=not hosts, expected=[], observed=hosts,
                     evidence="egress guard: connections made through the refusing proxy")
+    checks.that("harness.evidence-intact", None,
+                "nothing inside the runs posed as a reporter of the harness's evidence or "
+                "sent what the collector refused",
+                passed=not evidence.evidence_faults, expected=[],
+                observed=[f"{f.get('stream')}: {f.get('fault')}"
+                          for f in evidence.evidence_faults],
+                evidence="the collector's refusals (hook, MCP and egress reports)")
     unmatched = [r for r in evidence.all_requests()
                  if r.get("outcome") in ("no_rule", "mock_error")]
     checks.that("harness.script-covered", None,
