@@ -126,6 +126,9 @@ class Evidence:
     # what the harness would not read in the client's sandbox ({path, found}): a link, a FIFO,
     # a hard link, a file cut at its size limit -- the client's doing
     sandbox_refusals: list[dict[str, str]] = field(default_factory=list)
+    # invocations never started, and why (a path their files go to made unusable by the
+    # client in an earlier run)
+    runs_not_started: dict[str, str] = field(default_factory=dict)
     # what the collector refused or cut (a second egress reporter, an oversized line)
     evidence_faults: list[dict[str, Any]] = field(default_factory=list)
     # journal seqs the checks looked up since the last take_reads(): which lines a check read

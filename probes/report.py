@@ -196,6 +196,8 @@ def _probe_section(outcome: ProbeOutcome,
         # refused (a forged reporter): only when there is some, as the client's doing
         if ev.sandbox_refusals:
             section["sandbox_refusals"] = norm(ev.sandbox_refusals, volatile=True)
+        if ev.runs_not_started:
+            section["runs_not_started"] = norm(ev.runs_not_started)
         if ev.evidence_faults:
             section["evidence_faults"] = [norm({k: v for k, v in f.items() if k != "time"},
                                                volatile=True) for f in ev.evidence_faults]

@@ -178,6 +178,7 @@ def run_probe(probe: Probe, client: Client, binary: ClientBinary, work_dir: Path
     journal_path = box.evidence / "journal.jsonl"
     session_ids: dict[str, str] = {}
     runs: dict[str, RunRecord] = {}
+    not_started: dict[str, str] = {}
     scenario = probe.scenario
     started = time.time()
     try:
@@ -200,10 +201,18 @@ def run_probe(probe: Probe, client: Client, binary: ClientBinary, work_dir: Path
                                                          binaries[invocation.name], box, mock,
                                                          session_ids, hooks, place, progress,
                                                          context, mcp)
+                    except Refused as refused:
+                        # an earlier run made a path this run's files go to unusable: this
+                        # run and the later ones are not started; what ran is kept
+                        not_started = {i.name: f"the client's sandbox refused a harness "
+                                               f"write: {refused}" for i in probe.invocations
+                                       if i.name not in runs}
+                        break
                     finally:
                         collector.end_run()
             evidence = _gather(probe, client, binary, box, runs, journal_path, place,
                                client_paths, started, collector)
+            evidence.runs_not_started = not_started
             evidence.mock_url = mock.url
             evidence.egress_guarded = egress_guard
             evidence.egress = sorted([*place.egress_attempts(), *collector.egress],
@@ -213,10 +222,6 @@ def run_probe(probe: Probe, client: Client, binary: ClientBinary, work_dir: Path
                                      for host, name in box.placeholders().items()}
     except KeyboardInterrupt:
         raise
-    except Refused as refused:  # the client made a path the harness writes unusable
-        return ProbeOutcome(probe, None, [], box.root, scenario=_scripted(scenario),
-                            error=f"the client's sandbox refused a harness write: {refused} "
-                                  "(what the client left there was not touched)")
     except Exception as error:
         return ProbeOutcome(probe, None, [], box.root, scenario=_scripted(scenario),
                             error=f"{type(error).__name__}: {error}")

@@ -37,6 +37,11 @@ def harness_checks(evidence: Evidence, checks: Checks) -> None:
                               f"{run.last_events()}") if run.timed_out
                     else f"exited with {run.exit_code}",
                     evidence=f"run {name}")
+    for name, why in evidence.runs_not_started.items():
+        checks.that(f"harness.{name}.finished", None,
+                    f"the {name!r} run ended by itself within its timeout",
+                    passed=False, expected="exited before the timeout",
+                    observed=f"not started: {why}", evidence=f"run {name}")
     hosts = sorted({attempt["host"] for attempt in evidence.egress})
     if evidence.egress_guarded:
         checks.that("harness.no-egress", None,
