@@ -106,7 +106,7 @@ def test_the_callers_environment_and_home_do_not_leak(claude_code_binary,
     tmp_after = {p.name for p in Path("/tmp").iterdir() if p.name.startswith("claude")}
     assert tmp_after - tmp_before == set(), "the client wrote to the shared /tmp"
     sandbox = next(work.iterdir())
-    assert list((sandbox / "home" / ".claude" / "projects").iterdir()), \
+    assert list((sandbox / "sandbox" / "home" / ".claude" / "projects").iterdir()), \
         "the transcripts are inside the sandbox"
 
 
