@@ -153,7 +153,8 @@ class _HostPlace:
         return [a.to_json() for a in self.sink.attempts] if self.sink else []
 
     def placeholders(self) -> dict[str, str]:
-        return {self.sink.url: "$EGRESS_PROXY"} if self.sink else {}
+        return {str(self.run_dir): "$RUN_DIR",
+                **({self.sink.url: "$EGRESS_PROXY"} if self.sink else {})}
 
 
 @dataclass(frozen=True)
