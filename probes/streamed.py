@@ -18,10 +18,13 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-__all__ = ["Conversation", "PermissionAnswer", "Step", "StreamedInput", "control_request",
-           "user_message"]
+__all__ = ["KEPT_LINES", "Conversation", "PermissionAnswer", "Step", "StreamedInput",
+           "control_request", "user_message"]
 
 _RESULT_EVENT: Mapping[str, Any] = {"type": "result"}
+# a client printing control requests without end makes the harness answer each: what it
+# keeps of them is bounded (the writes themselves are bounded by probes.pipes)
+KEPT_LINES = 10_000  # transcript entries
 
 
 def user_message(text: str) -> dict[str, Any]:
@@ -168,9 +171,12 @@ class Conversation:
         self._control_ids = 0
         self._user_lines = 0
         self._last_written = 0.0
+        self._writes = 0
+        self._queued: dict[int, dict[str, Any]] = {}  # write index -> its transcript entry
         self.closed = False
         self.transcript: list[dict[str, Any]] = []
         self.unanswered: list[dict[str, Any]] = []
+        self.omitted = 0  # transcript entries not kept (beyond KEPT_LINES)
         self._send(user_message(prompt), "the prompt, at start")
         self._advance()
 
@@ -192,11 +198,30 @@ class Conversation:
         entry: dict[str, Any] = {"line": line, "why": why, "at": self._clock()}
         if line.get("type") != "control_response":
             self._last_written = entry["at"]
+        index, self._writes = self._writes, self._writes + 1
         try:
             self._write_line(_encode(line))
-        except OSError as error:  # the client closed its stdin (exited)
+        except OSError as error:  # the client closed its stdin (exited), or it reads no more
             entry["write_error"] = f"{type(error).__name__}: {error}"
-        self.transcript.append(entry)
+        if self._keep(entry) and "write_error" not in entry:
+            self._queued[index] = entry
+
+    def _keep(self, entry: dict[str, Any]) -> bool:
+        if len(self.transcript) < KEPT_LINES:
+            self.transcript.append(entry)
+            return True
+        if not self.omitted:
+            self.transcript.append({"line": None, "at": entry["at"],
+                                    "why": f"later lines written are not kept: the transcript "
+                                           f"keeps {KEPT_LINES}"})
+        self.omitted += 1
+        return False
+
+    def not_written(self, index: int, why: str) -> None:
+        """The ``index``-th write (from 0), queued, never reached the client whole."""
+        entry = self._queued.pop(index, None)
+        if entry is not None:
+            entry["write_error"] = why
 
     def _advance(self) -> None:
         """Write every step whose moment needs nothing more."""

@@ -7,7 +7,16 @@ grandchild behind. Each test fails on the harness before these bounds existed.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import json
+import os
+import signal
+import sys
+import textwrap
+import threading
+import time
+import tracemalloc
+from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -16,6 +25,9 @@ from mockapi import Scenario
 from probes.invocation import Invocation
 from probes.mcp import McpReply, McpServer, McpTool
 from probes.model import Claim, Probe
+from probes.pipes import LINE_CAP
+from probes.process import STOP_POLL, run_conversation, run_process
+from probes.streamed import KEPT_LINES, Conversation, PermissionAnswer, StreamedInput
 
 # ---- names a catalog gives ---------------------------------------------------------------
 
@@ -59,3 +71,278 @@ def test_a_name_that_is_not_simple_is_refused_saying_what_was_expected(
 @pytest.mark.parametrize(("kind", "make"), MAKERS)
 def test_a_simple_name_is_taken(kind: str, make: Callable[[str], Any], name: str) -> None:
     assert make(name).name == name
+
+
+# ---- output beyond the cap ---------------------------------------------------------------
+
+MIB = 1 << 20
+ENV = {"PATH": "/usr/bin:/bin"}
+
+
+def _child(code: str) -> list[str]:
+    return [sys.executable, "-c", textwrap.dedent(code)]
+
+
+def test_stdout_beyond_the_cap_is_counted_and_not_kept(tmp_path: Path) -> None:
+    """Fails on the old code: communicate() kept all 50 MB (there was no cap to pass)."""
+    tracemalloc.start()
+    try:
+        result = run_process(_child("""
+            import sys
+            for _ in range(50):
+                sys.stdout.buffer.write(b"x" * (1 << 20))
+        """), env=ENV, cwd=tmp_path, timeout=60, output_cap=MIB)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert result.exit_code == 0 and not result.timed_out
+    assert len(result.stdout) == MIB and set(result.stdout) == {"x"}
+    assert result.stdout_dropped == 50 * MIB - MIB
+    assert result.stderr == "" and result.stderr_dropped == 0
+    assert peak < 8 * MIB, f"the harness held {peak} bytes at its peak for a 1 MiB cap"
+
+
+def test_each_stream_has_its_own_cap(tmp_path: Path) -> None:
+    """Fails on the old code: no cap, no counts."""
+    result = run_process(_child("""
+        import sys
+        sys.stderr.buffer.write(b"e" * (3 << 20))
+        sys.stdout.write("kept whole")
+    """), env=ENV, cwd=tmp_path, timeout=60, output_cap=MIB)
+    assert (result.stdout, result.stdout_dropped) == ("kept whole", 0)
+    assert (len(result.stderr), result.stderr_dropped) == (MIB, 2 * MIB)
+
+
+def test_a_streamed_run_keeps_whole_lines_and_never_reads_an_overlong_line(
+        tmp_path: Path) -> None:
+    """Fails on the old code: the 1.5 MiB control request was answered, and all was kept."""
+    short = json.dumps({"type": "assistant", "n": 1})
+    kept: list[Conversation] = []
+    result = run_conversation(_child(f"""
+        import json, sys
+        overlong = json.dumps({{"type": "control_request", "request_id": "long", "request": {{
+            "subtype": "interrupt", "pad": "p" * (3 << 19)}}}})
+        sys.stdout.write(overlong + "\\n" + {short!r} + "\\n")
+        sys.stdout.write(("y" * 1000 + "\\n") * 3000)
+    """), env=ENV, cwd=tmp_path, timeout=60, start=_conversation(kept),
+        new_requests=lambda: [], output_cap=2 * MIB)
+    overlong = len(json.dumps({"type": "control_request", "request_id": "long", "request": {
+        "subtype": "interrupt", "pad": "p" * (3 << 19)}}))
+    lines = result.stdout.splitlines(keepends=True)
+    assert len(lines[0]) == LINE_CAP + 1 and lines[0].endswith("\n")
+    assert lines[1] == short + "\n"
+    # whole lines up to the cap, then nothing: what was printed is what was kept and dropped
+    printed = overlong + 1 + len(short) + 1 + 1001 * 3000
+    assert len(result.stdout) <= 2 * MIB and all(len(line) == 1001 for line in lines[2:])
+    assert len(result.stdout) + result.stdout_dropped == printed
+    assert [e.get("why") for e in kept[0].transcript][:1] == ["the prompt, at start"]
+    assert not any((e.get("line") or {}).get("type") == "control_response"
+                   for e in kept[0].transcript), "the cut-short line was read as a request"
+
+
+def _conversation(kept: list[Conversation],
+                  script: StreamedInput | None = None) -> Callable[..., Conversation]:
+    def start(write: Callable[[str], None], close: Callable[[], None]) -> Conversation:
+        conversation = Conversation("P", script or StreamedInput(), write, close,
+                                    lambda: 0.0, lambda _: False)
+        kept.append(conversation)
+        return conversation
+    return start
+
+
+# ---- a client that never reads its stdin ---------------------------------------------------
+
+FLOOD = """
+    import json, os, sys, time
+    for n in range({count}):
+        print(json.dumps({{"type": "control_request", "request_id": f"r{{n}}", "request": {{
+            "subtype": "can_use_tool", "tool_name": "Bash", "input": {{"command": "x" * 100}}}}}}))
+    sys.stdout.flush()
+    time.sleep(600)
+"""
+SLACK = 5.0  # KILL_GRACE and a scheduler's worth
+
+
+def _bounded(call: Callable[[], Any], seconds: float) -> Any:
+    """``call()``, which must return within ``seconds`` (the old code hung: the test fails
+    instead, and the process group left behind is its own)."""
+    outcome: list[Any] = []
+    worker = threading.Thread(target=lambda: outcome.append(call()), daemon=True)
+    worker.start()
+    worker.join(seconds)
+    assert outcome, f"the harness was still blocked {seconds} s into the run"
+    return outcome[0]
+
+
+def test_a_client_that_never_reads_stdin_cannot_hold_the_run_past_its_timeout(
+        tmp_path: Path) -> None:
+    """Fails on the old code: write() blocked on the full pipe; the timeout never fired."""
+    kept: list[Conversation] = []
+    script = StreamedInput(permissions=(PermissionAnswer("Bash"),))
+    started = time.monotonic()
+    result = _bounded(lambda: run_conversation(
+        _child(FLOOD.format(count=5000)), env=ENV, cwd=tmp_path, timeout=3,
+        start=_conversation(kept, script), new_requests=lambda: []), 3 + 2 * SLACK)
+    assert result.timed_out and result.exit_code is None and result.stopped is None
+    assert time.monotonic() - started < 3 + SLACK
+    transcript = kept[0].transcript
+    answers = [e for e in transcript if (e.get("line") or {}).get("type") == "control_response"]
+    assert len(answers) == 5000
+    # the pipe held the first lines; those still queued at the kill say they were not written
+    assert "write_error" not in transcript[0]
+    unwritten = [e["write_error"] for e in answers if "write_error" in e]
+    assert unwritten and all(
+        why == "not written: the run's timeout came first"
+        or (why.startswith("cut short after ") and why.endswith(": the run's timeout came first"))
+        for why in unwritten), unwritten[:3]
+    assert transcript[-1] == {"close": True, "why": "stdin closed: the run's timeout",
+                              "at": 0.0}
+
+
+class _BigAnswers:
+    """Answers every control request with a line of 1 MiB: 8 of them fill the queue."""
+
+    def __init__(self, write: Callable[[str], None]) -> None:
+        self.write = write
+        self.closed = False
+        self.refused: list[str] = []
+        self.accepted: list[int] = []
+        self.failed: dict[int, str] = {}
+        self.calls = 0
+
+    def on_event(self, event: Mapping[str, Any]) -> None:
+        index, self.calls = self.calls, self.calls + 1
+        try:
+            self.write("z" * (MIB - 1) + "\n")
+        except OSError as error:
+            self.refused.append(f"{type(error).__name__}: {error}")
+        else:
+            self.accepted.append(index)
+
+    def on_request(self, record: Mapping[str, Any]) -> None: ...
+
+    def on_tick(self) -> None: ...
+
+    def end(self, why: str) -> None:
+        self.closed = True
+
+    def not_written(self, index: int, why: str) -> None:
+        self.failed[index] = why
+
+
+def test_writes_beyond_the_queue_bound_are_refused_saying_why(tmp_path: Path) -> None:
+    """Fails on the old code: the first 1 MiB write blocked for good."""
+    dialogues: list[_BigAnswers] = []
+
+    def start(write: Callable[[str], None], close: Callable[[], None]) -> _BigAnswers:
+        dialogues.append(_BigAnswers(write))
+        return dialogues[0]
+
+    result = _bounded(lambda: run_conversation(
+        _child(FLOOD.format(count=100)), env=ENV, cwd=tmp_path, timeout=3, start=start,
+        new_requests=lambda: []), 3 + 2 * SLACK)
+    dialogue = dialogues[0]
+    assert result.timed_out and dialogue.calls == 100
+    # 8 MiB may wait (the first line, partly in the pipe, among them): the rest are refused
+    assert dialogue.accepted == list(range(8)) and len(dialogue.refused) == 92
+    assert dialogue.refused[0].startswith("BlockingIOError: not written: the client had not "
+                                          "yet read ")
+    assert set(dialogue.failed) == set(dialogue.accepted)
+    assert dialogue.failed[0].startswith("cut short after ") and dialogue.failed[0].endswith(
+        " bytes: the run's timeout came first")
+    assert set(list(dialogue.failed.values())[1:]) == {
+        "not written: the run's timeout came first"}
+
+
+def test_the_transcript_of_a_flood_keeps_a_bounded_number_of_lines() -> None:
+    """Fails on the old code: every answer to every request was kept."""
+    lines: list[str] = []
+    conversation = Conversation("P", StreamedInput(), lines.append, lambda: None,
+                                lambda: 0.0, lambda _: False)
+    for n in range(KEPT_LINES + 50):
+        conversation.on_event({"type": "control_request", "request_id": n,
+                               "request": {"subtype": "unknown"}})
+    assert len(lines) == KEPT_LINES + 51, "every request is still answered"
+    assert len(conversation.transcript) == KEPT_LINES + 1 and conversation.omitted == 51
+    assert conversation.transcript[-1] == {
+        "line": None, "at": 0.0,
+        "why": f"later lines written are not kept: the transcript keeps {KEPT_LINES}"}
+
+# ---- a stop condition, and what a client leaves behind ----------------------------------------
+
+LEAVES_A_GRANDCHILD = """
+    import os, sys, time
+    print("before", flush=True)
+    if (child := os.fork()) == 0:
+        if os.fork() == 0:  # orphaned, but in the client's process group still
+            with open("grandchild.pid", "w") as out:
+                out.write(str(os.getpid()))
+            time.sleep(600)
+        os._exit(0)
+    os.waitpid(child, 0)
+    time.sleep(600)
+"""
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, ProcessLookupError):
+        return False
+    return state not in ("Z", "X")  # a zombie no one reaps is dead all the same
+
+
+def _gone(pid: int, within: float) -> bool:
+    until = time.monotonic() + within
+    while _alive(pid) and time.monotonic() < until:
+        time.sleep(0.05)
+    return not _alive(pid)
+
+
+@pytest.mark.parametrize("streamed", [False, True], ids=["process", "conversation"])
+def test_a_stop_reason_kills_the_group_and_is_kept(tmp_path: Path, streamed: bool) -> None:
+    """Fails on the old code: there was no should_stop (the run went on to its timeout)."""
+    began = time.monotonic()
+    asked: list[float] = []
+
+    def should_stop() -> str | None:
+        asked.append(time.monotonic())
+        return "the sandbox holds 5 GB (at most 4)" if asked[-1] - began > 1 else None
+
+    argv = _child(LEAVES_A_GRANDCHILD)
+    if streamed:
+        result = run_conversation(argv, env=ENV, cwd=tmp_path, timeout=60,
+                                  start=_conversation([]), new_requests=lambda: [],
+                                  should_stop=should_stop)
+    else:
+        result = run_process(argv, env=ENV, cwd=tmp_path, timeout=60, should_stop=should_stop)
+    assert result.stopped == "the sandbox holds 5 GB (at most 4)"
+    assert not result.timed_out and result.exit_code is None
+    assert 1 < result.duration < 1 + STOP_POLL + SLACK
+    assert result.stdout == "before\n"
+    assert len(asked) <= (asked[-1] - began) / STOP_POLL + 2, "asked more often than polled"
+    grandchild = int((tmp_path / "grandchild.pid").read_text())
+    try:
+        assert _gone(grandchild, 2.0), "the grandchild outlived the stopped run"
+    finally:
+        if _alive(grandchild):
+            os.kill(grandchild, signal.SIGKILL)
+
+
+def test_a_grandchild_outside_the_group_holding_the_pipes_cannot_hold_the_harness(
+        tmp_path: Path) -> None:
+    """Fails on the old code: after its KILL_GRACE it returned no output at all."""
+    try:
+        started = time.monotonic()
+        result = run_process(_child("""
+            import subprocess, sys
+            print("before", flush=True)
+            sleeper = subprocess.Popen(["sleep", "600"], start_new_session=True)
+            open("sleeper.pid", "w").write(str(sleeper.pid))
+        """), env=ENV, cwd=tmp_path, timeout=2)
+        assert time.monotonic() - started < 2 + SLACK
+        assert result.timed_out and result.stdout == "before\n"
+    finally:
+        pid = tmp_path / "sleeper.pid"
+        if pid.exists():
+            os.kill(int(pid.read_text()), signal.SIGKILL)
