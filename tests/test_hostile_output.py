@@ -22,12 +22,21 @@ from typing import Any
 import pytest
 
 from mockapi import Scenario
+from probes.evidence import MAX_EVENT_DEPTH, Output
 from probes.invocation import Invocation
 from probes.mcp import McpReply, McpServer, McpTool
 from probes.model import Claim, Probe
 from probes.pipes import LINE_CAP
 from probes.process import STOP_POLL, run_conversation, run_process
-from probes.streamed import KEPT_LINES, Conversation, PermissionAnswer, StreamedInput
+from probes.streamed import (
+    KEPT_FAULTS,
+    KEPT_LINES,
+    Conversation,
+    PermissionAnswer,
+    Step,
+    StreamedInput,
+    user_message,
+)
 
 # ---- names a catalog gives ---------------------------------------------------------------
 
@@ -255,7 +264,7 @@ def test_writes_beyond_the_queue_bound_are_refused_saying_why(tmp_path: Path) ->
 
 
 def test_the_transcript_of_a_flood_keeps_a_bounded_number_of_lines() -> None:
-    """Fails on the old code: every answer to every request was kept."""
+    """Fails on the old code: every answer to every request was kept (and every request)."""
     lines: list[str] = []
     conversation = Conversation("P", StreamedInput(), lines.append, lambda: None,
                                 lambda: 0.0, lambda _: False)
@@ -267,6 +276,121 @@ def test_the_transcript_of_a_flood_keeps_a_bounded_number_of_lines() -> None:
     assert conversation.transcript[-1] == {
         "line": None, "at": 0.0,
         "why": f"later lines written are not kept: the transcript keeps {KEPT_LINES}"}
+    assert len(conversation.unanswered) == KEPT_FAULTS
+
+# ---- malformed control requests --------------------------------------------------------
+
+class Wire:
+    def __init__(self) -> None:
+        self.lines: list[dict[str, Any]] = []
+
+    def write(self, text: str) -> None:
+        self.lines.append(json.loads(text))
+
+
+MALFORMED: list[tuple[dict[str, Any], str, bool]] = [
+    ({"type": "control_request", "request_id": "a", "request": "x"},
+     "request: expected an object, got a string: \"x\"", True),
+    ({"type": "control_request", "request_id": "b", "request": {"subtype": 5}},
+     "request.subtype: expected a string, got a number: 5", True),
+    ({"type": "control_request", "request_id": [1], "request": {"subtype": "interrupt"}},
+     "request_id: expected a string or a number, got an array: [1]", False),
+    ({"type": "control_request", "request": {"subtype": "interrupt"}},
+     "request_id: expected a string or a number, got nothing (no such field)", False),
+    ({"type": "control_request", "request_id": True, "request": None},
+     "request_id: expected a string or a number, got a boolean: true; "
+     "request: expected an object, got null: null", False),
+    ({"type": "control_request", "request_id": 7, "request": {
+        "subtype": "can_use_tool", "tool_name": "Bash", "input": "rm -rf /"}},
+     "can_use_tool request.input: expected an object, got a string: \"rm -rf /\"", True),
+    ({"type": "control_request", "request_id": "c", "request": {
+        "subtype": "can_use_tool", "tool_name": {"n": 1}, "input": {}}},
+     "can_use_tool request.tool_name: expected a string, got an object: {\"n\": 1}", True),
+]
+GOOD = {"type": "control_request", "request_id": "good", "request": {
+    "subtype": "can_use_tool", "tool_name": "Bash", "input": {"command": "ls"}}}
+
+
+def test_a_malformed_control_request_is_the_clients_fault_kept_with_what_arrived() -> None:
+    """Fails on the old code: ``"request": "x"`` raised AttributeError (a harness crash)."""
+    wire = Wire()
+    conversation = Conversation("P", StreamedInput(permissions=(PermissionAnswer("Bash"),)),
+                                wire.write, lambda: None, lambda: 0.0, lambda _: False)
+    for event, _, _ in MALFORMED:
+        conversation.on_event(event)
+    conversation.on_event(GOOD)
+    assert [f["fault"] for f in conversation.protocol_faults] == [f for _, f, _ in MALFORMED]
+    assert [json.loads(f["line"]) for f in conversation.protocol_faults] == [
+        e for e, _, _ in MALFORMED]
+    answered = [line["response"] for line in wire.lines[1:]]
+    assert [a["request_id"] for a in answered] == [
+        e["request_id"] for e, _, usable in MALFORMED if usable] + ["good"]
+    assert [a["error"] for a in answered[:-1]] == [
+        f"malformed control request: {f}" for _, f, usable in MALFORMED if usable]
+    assert answered[-1] == {"subtype": "success", "request_id": "good", "response": {
+        "behavior": "allow", "updatedInput": {"command": "ls"}}}
+
+
+def test_a_fault_keeps_a_few_kilobytes_of_its_line() -> None:
+    """Fails on the old code: there were no protocol faults, and this line raised."""
+    conversation = Conversation("P", StreamedInput(), Wire().write, lambda: None, lambda: 0.0,
+                                lambda _: False)
+    event = {"type": "control_request", "request_id": "x", "request": "y" * 10**6}
+    conversation.on_event(event)
+    line = conversation.protocol_faults[0]["line"]
+    assert line == json.dumps(event)[:4096] + f"… ({len(json.dumps(event)) - 4096} more characters)"
+
+
+@pytest.mark.parametrize("event", [
+    {"type": ["control_request"]}, {"type": {"a": 1}}, {"type": "result", "subtype": [1]},
+    {"type": "result", "message": "not an object"}, {"type": 10**4000},
+    {"type": "control_request", "request_id": float("nan"), "request": {"subtype": "x"}},
+])
+def test_odd_shapes_never_raise_on_the_event_path(event: dict[str, Any]) -> None:
+    """Fails on the old code: it kept no faults, and answered a NaN id as if usable (the
+    other shapes keep the step and close_on matching from raising on what arrives)."""
+    wire = Wire()
+    script = StreamedInput(steps=(Step(user_message("S"), after_event={"message": {"r": 1}}),),
+                           close_on={"type": "result", "subtype": {"x": 1}})
+    conversation = Conversation("P", script, wire.write, lambda: None, lambda: 0.0,
+                                lambda _: False)
+    conversation.on_event(event)
+    assert len(wire.lines) == 1 and not conversation.closed
+    assert bool(conversation.protocol_faults) == (event.get("type") == "control_request")
+
+
+def test_a_streamed_run_with_malformed_requests_ends_and_answers_the_good_one(
+        tmp_path: Path) -> None:
+    """Fails on the old code: run_conversation raised AttributeError out of the harness."""
+    kept: list[Conversation] = []
+    lines = [json.dumps(e) for e, _, _ in MALFORMED] + ["DEEP", json.dumps(GOOD)]
+    result = run_conversation(_child(f"""
+        import json, sys
+        sys.stdin.readline()
+        for line in {lines!r}:  # DEEP: JSON nested deeper than Python parses
+            print("[" * 100_000 + "]" * 100_000 if line == "DEEP" else line, flush=True)
+        while (answer := json.loads(sys.stdin.readline()))["response"]["request_id"] != "good":
+            pass
+        print(json.dumps({{"type": "echo", "answer": answer["response"]}}), flush=True)
+    """), env=ENV, cwd=tmp_path, timeout=30,
+        start=_conversation(kept, StreamedInput(permissions=(PermissionAnswer("Bash"),))),
+        new_requests=lambda: [])
+    assert result.exit_code == 0 and not result.timed_out, result.stderr
+    assert json.loads(result.stdout.splitlines()[-1])["answer"]["subtype"] == "success"
+    assert len(kept[0].protocol_faults) == len(MALFORMED)
+
+
+
+def test_a_line_nested_too_deep_is_kept_unparsed_never_read_as_an_event() -> None:
+    """Fails on the old code: json.loads raised RecursionError out of the harness, and an
+    event 500 deep was kept (building the report then recursed past Python's limit)."""
+    deep = {"a": json.loads("[" * 499 + "]" * 499)}
+    lines = ["[" * 100_000 + "]" * 100_000, json.dumps(deep), '{"type": "result", "n": [[1]]}']
+    output = Output.from_json_lines("\n".join(lines))
+    assert output.unparsed == lines[:2]
+    assert output.events == [{"type": "result", "n": [[1]]}]
+    at_limit = "[" * (MAX_EVENT_DEPTH - 1) + "]" * (MAX_EVENT_DEPTH - 1)
+    assert len(Output.from_json_lines(f'{{"a": {at_limit}}}').events) == 1
 
 # ---- a stop condition, and what a client leaves behind ----------------------------------------
 
