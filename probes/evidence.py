@@ -116,6 +116,11 @@ class RunRecord:
     stdin: list[dict[str, Any]] = field(default_factory=list)
     client: dict[str, Any] | None = None  # the binary, when not the probe's own version
     stdin_pending: list[dict[str, Any]] = field(default_factory=list)
+    stdout_dropped: int = 0  # bytes printed beyond what was kept (probes.pipes.OUTPUT_CAP)
+    stderr_dropped: int = 0
+    stopped: str | None = None  # why the harness stopped the run before its end
+    # control requests of a shape the protocol does not have (probes.streamed): the client's
+    protocol_faults: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def result(self) -> dict[str, Any] | None:

@@ -16,18 +16,23 @@ import threading
 import time
 import tracemalloc
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from mockapi import Scenario
-from probes.evidence import MAX_EVENT_DEPTH, Output
+from probes.checks import Checks
+from probes.clients.base import Capabilities, ClientBinary, Command, RunContext
+from probes.evidence import MAX_EVENT_DEPTH, Evidence, Output, RunRecord
 from probes.invocation import Invocation
 from probes.mcp import McpReply, McpServer, McpTool
-from probes.model import Claim, Probe
-from probes.pipes import LINE_CAP
+from probes.model import Claim, Probe, ReportSpec
+from probes.pipes import LINE_CAP, OUTPUT_CAP
 from probes.process import STOP_POLL, run_conversation, run_process
+from probes.report import build_report
+from probes.runner import run_probe
 from probes.streamed import (
     KEPT_FAULTS,
     KEPT_LINES,
@@ -37,6 +42,8 @@ from probes.streamed import (
     StreamedInput,
     user_message,
 )
+from probes.verdicts import harness_checks
+from tests.fakeloop import FakeLoopClient
 
 # ---- names a catalog gives ---------------------------------------------------------------
 
@@ -470,3 +477,75 @@ def test_a_grandchild_outside_the_group_holding_the_pipes_cannot_hold_the_harnes
         pid = tmp_path / "sleeper.pid"
         if pid.exists():
             os.kill(int(pid.read_text()), signal.SIGKILL)
+
+
+# ---- into the run's record, its checks and its report ------------------------------------------
+
+HOSTILE = f"""
+import json, sys
+sys.stdin.readline()
+for line in {[json.dumps(e) for e, _, _ in MALFORMED[:2]]!r}:
+    print(line, flush=True)
+sys.stdout.write("o" * (OUTPUT_CAP + 10) + "\\n")
+sys.stderr.write("e" * (OUTPUT_CAP + 20))
+"""
+
+
+class _HostileClient(FakeLoopClient):
+    """The fake loop's sandbox and output reading, but the run is HOSTILE for ``talk``."""
+
+    def capabilities(self, binary: ClientBinary) -> Capabilities:
+        return Capabilities(frozenset({"run", "streamed_input"}))
+
+    def command(self, binary: ClientBinary, invocation: Invocation,
+                context: RunContext) -> Command:
+        plain = super().command(binary, replace(invocation, streamed=None), context)
+        if invocation.name != "talk":
+            return plain
+        code = HOSTILE.replace("OUTPUT_CAP", str(OUTPUT_CAP))
+        return Command([*binary.launcher[:-1], "-c", code], plain.env, plain.cwd)
+
+
+def test_faults_drops_and_stops_reach_the_record_the_checks_and_the_report(
+        tmp_path: Path) -> None:
+    """Fails on the old code: RunRecord had no faults or drop counts, and no check said whose
+    fault it was; a run without any keeps the report's shape."""
+    client = _HostileClient()
+    probe = Probe(name="hostile", title="t", claims=(Claim("c", "s"),),
+                  scenario=Scenario(rules=[]), check=lambda ev, c: None, invocations=(
+                      Invocation("talk", "P", tools=None, timeout=30, streamed=StreamedInput()),
+                      Invocation("plain", "P", tools=None, timeout=30, session="none")))
+    outcome = run_probe(probe, client, client.install("1"), tmp_path)
+    assert outcome.evidence is not None, outcome.error
+    talk, plain = outcome.evidence.runs["talk"], outcome.evidence.runs["plain"]
+    assert talk.protocol_faults == [{"line": json.dumps(e), "fault": f}
+                                    for e, f, _ in MALFORMED[:2]]
+    # the long line is cut to LINE_CAP (its newline kept); stderr is kept to OUTPUT_CAP
+    assert (talk.stdout_dropped, talk.stderr_dropped) == (OUTPUT_CAP + 10 - LINE_CAP, 20)
+    assert (talk.stopped, plain.protocol_faults, plain.stdout_dropped) == (None, [], 0)
+    checks = {c.id: c for c in outcome.checks}
+    protocol = checks["hostile.client.talk.protocol"]
+    assert not protocol.passed and protocol.claim is None
+    assert protocol.observed == [{"fault": f, "line": json.dumps(e)} for e, f, _ in MALFORMED[:2]]
+    assert "hostile.client.plain.protocol" not in checks, "a plain run reads no control request"
+    report, _, _ = build_report(ReportSpec("r", "t", (probe,)), [outcome], client.install("1"))
+    runs = {run["name"]: run for run in report["probes"][0]["runs"]}
+    assert runs["talk"]["stdout_dropped_bytes"] == OUTPUT_CAP + 10 - LINE_CAP
+    assert runs["talk"]["stderr_dropped_bytes"] == 20
+    assert [f["fault"] for f in runs["talk"]["protocol_faults"]] == [f for _, f, _ in
+                                                                     MALFORMED[:2]]
+    bounds = {"stdout_dropped_bytes", "stderr_dropped_bytes", "stopped", "protocol_faults"}
+    assert not bounds & set(runs["plain"]) and "stopped" not in runs["talk"]
+
+
+def test_a_stopped_run_did_not_finish_by_itself() -> None:
+    """Fails on the old code: RunRecord had no stopped (a stop would have passed as finished)."""
+    run = RunRecord(name="r", invocation=Invocation("r", "p"), argv=[], env={}, exit_code=None,
+                    timed_out=False, duration=1.0, stdout="", stderr="",
+                    output=Output([], []), session_id=None, seqs=(0, 0),
+                    stopped="the sandbox holds 5 GB (at most 4)")
+    checks = Checks("p")
+    harness_checks(Evidence(probe="p", client={}, runs={"r": run}, journal=[]), checks)
+    finished = next(c for c in checks.results if c.id == "p.harness.r.finished")
+    assert not finished.passed
+    assert finished.observed == "stopped by the harness: the sandbox holds 5 GB (at most 4)"
