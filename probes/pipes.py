@@ -16,29 +16,33 @@ import threading
 from collections import deque
 from typing import IO
 
-__all__ = ["LINE_CAP", "OUTPUT_CAP", "STDIN_QUEUE_CAP", "Capture", "StdinWriter"]
+__all__ = ["FEED_LINES", "LINE_CAP", "OUTPUT_CAP", "STDIN_QUEUE_CAP", "Capture", "StdinWriter"]
 
 OUTPUT_CAP = 16 * 1024 * 1024  # bytes kept of each output stream
 LINE_CAP = 1024 * 1024  # bytes kept of one line; a longer line is never read as an event
 STDIN_QUEUE_CAP = 8 * 1024 * 1024  # bytes waiting for the client to read them
+FEED_LINES = 10_000  # lines read and not yet taken by the harness
 _CHUNK = 1 << 16
 _WAKE = 0.1  # how often a writer blocked on a full pipe looks whether it must stop
 
 
 class Capture:
     """One output stream, read to its end by a thread. Keeps its first ``cap`` bytes; with
-    ``feed``, whole lines only (each at most ``line_cap`` bytes, a longer one cut short), and
-    each whole line kept is also put on ``feed`` (then None at the end)."""
+    ``lines``, whole lines only (each at most ``line_cap`` bytes, a longer one cut short),
+    each whole line kept also put on ``feed`` (then None at the end) until
+    ``stop_feeding``."""
 
-    def __init__(self, stream: IO[bytes], cap: int, *,
-                 feed: queue.Queue[bytes | None] | None = None, line_cap: int = LINE_CAP):
+    def __init__(self, stream: IO[bytes], cap: int, *, lines: bool = False,
+                 line_cap: int = LINE_CAP):
         self._stream = stream
         self._cap = cap
-        self._feed = feed
+        self._lines = lines
         self._line_cap = line_cap
+        # bounded: a flood of short lines waits for the reader of the feed, never piles up
+        self.feed: queue.Queue[bytes | None] = queue.Queue(maxsize=FEED_LINES)
+        self._unfed = threading.Event()
         self._lock = threading.Lock()
-        self._kept: list[bytes] = []
-        self._size = 0
+        self._kept = bytearray()  # one buffer: a flood of short lines costs no object each
         self._dropped = 0
         self._full = False  # lines: a line did not fit, so none after it is kept
         self._line = bytearray()
@@ -54,10 +58,14 @@ class Capture:
     def join(self, timeout: float) -> None:
         self._thread.join(max(0.0, timeout))
 
+    def stop_feeding(self) -> None:
+        """No one reads ``feed`` any more: lines are kept, no longer fed."""
+        self._unfed.set()
+
     def result(self) -> tuple[bytes, int]:
         """What was kept, and how many bytes were dropped, so far."""
         with self._lock:
-            return b"".join(self._kept), self._dropped
+            return bytes(self._kept), self._dropped
 
     def _run(self) -> None:
         # the stream is read here alone and closed here: its descriptor is never reused
@@ -66,39 +74,50 @@ class Capture:
             fd = self._stream.fileno()
             while chunk := os.read(fd, _CHUNK):
                 with self._lock:
-                    if self._feed is None:
-                        self._take(chunk)
-                    else:
-                        self._take_lines(chunk)
+                    fed = self._take_lines(chunk) if self._lines else self._take(chunk)
+                for line in fed:
+                    self._put(line)
             with self._lock:
-                if self._feed is not None and (self._line or self._cut):
-                    self._end_line(b"")
+                last = self._end_line(b"") if self._line or self._cut else None
+            if last is not None:
+                self._put(last)
         except (OSError, ValueError):  # the stream broke or was closed: what came is kept
             pass
         finally:
-            if self._feed is not None:
-                self._feed.put(None)
+            if self._lines:
+                self._put(None)
             self._stream.close()
 
-    def _take(self, chunk: bytes) -> None:
-        room = max(0, self._cap - self._size)
-        if room:
-            self._kept.append(chunk[:room])
-            self._size += min(room, len(chunk))
-        self._dropped += max(0, len(chunk) - room)
+    def _put(self, item: bytes | None) -> None:
+        while not self._unfed.is_set():
+            try:
+                self.feed.put(item, timeout=_WAKE)
+                return
+            except queue.Full:
+                continue
 
-    def _take_lines(self, chunk: bytes) -> None:
+    def _take(self, chunk: bytes) -> list[bytes]:
+        room = max(0, self._cap - len(self._kept))
+        self._kept += chunk[:room]
+        self._dropped += max(0, len(chunk) - room)
+        return []
+
+    def _take_lines(self, chunk: bytes) -> list[bytes]:
+        """The whole lines ``chunk`` ends, to feed."""
+        fed: list[bytes] = []
         start = 0
         while start < len(chunk):
             if self._full:
                 self._dropped += len(chunk) - start
-                return
+                break
             end = chunk.find(b"\n", start)
             self._add(chunk[start:len(chunk) if end < 0 else end])
             if end < 0:
-                return
-            self._end_line(b"\n")
+                break
+            if (line := self._end_line(b"\n")) is not None:
+                fed.append(line)
             start = end + 1
+        return fed
 
     def _add(self, piece: bytes) -> None:
         room = max(0, self._line_cap - len(self._line))
@@ -108,17 +127,16 @@ class Capture:
             piece = piece[:room]
         self._line += piece
 
-    def _end_line(self, ending: bytes) -> None:
+    def _end_line(self, ending: bytes) -> bytes | None:
+        """Keep the line read so far; it, if it is to be fed."""
         line, whole = bytes(self._line) + ending, not self._cut
         self._line, self._cut = bytearray(), False
-        if self._full or self._size + len(line) > self._cap:
+        if self._full or len(self._kept) + len(line) > self._cap:
             self._full = True
             self._dropped += len(line)
-            return
-        self._kept.append(line)
-        self._size += len(line)
-        if whole and self._feed is not None:
-            self._feed.put(line)
+            return None
+        self._kept += line
+        return line if whole else None
 
 
 class StdinWriter:

@@ -216,8 +216,8 @@ def run_conversation(argv: list[str], *, env: dict[str, str], cwd: Path, timeout
     process = _start(argv, env, cwd, piped_stdin=True)
     assert process.stdin is not None
     stdout, stderr = _pipes(process)
-    lines: queue.Queue[bytes | None] = queue.Queue()
-    out, err = Capture(stdout, output_cap, feed=lines), Capture(stderr, output_cap)
+    out, err = Capture(stdout, output_cap, lines=True), Capture(stderr, output_cap)
+    lines = out.feed
     writer = StdinWriter(process.stdin)
     stop = _Stop(should_stop)
     timed_out, stopped, dialogue = False, None, None
@@ -264,6 +264,7 @@ def run_conversation(argv: list[str], *, env: dict[str, str], cwd: Path, timeout
         with _lock:
             _running.discard(process)
         _kill_group(process)
+        out.stop_feeding()
         writer.stop("the run's timeout came first" if timed_out else
                     f"the run was stopped: {stopped}" if stopped is not None else
                     "the client exited first", KILL_GRACE)

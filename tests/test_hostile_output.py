@@ -156,6 +156,24 @@ def test_a_streamed_run_keeps_whole_lines_and_never_reads_an_overlong_line(
                    for e in kept[0].transcript), "the cut-short line was read as a request"
 
 
+
+def test_a_flood_of_short_lines_costs_no_object_per_line(tmp_path: Path) -> None:
+    """Fails on the old code (and on a Capture keeping a bytes object per line, fed through
+    an unbounded queue: 16 MB held for a 256 KiB cap)."""
+    cap = 256 * 1024
+    tracemalloc.start()
+    try:
+        result = run_conversation(_child("""
+            import sys
+            sys.stdout.write("1\\n" * (1 << 19))
+        """), env=ENV, cwd=tmp_path, timeout=60, start=_conversation([]),
+            new_requests=lambda: [], output_cap=cap)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert (len(result.stdout), result.stdout_dropped) == (cap, (1 << 20) - cap)
+    assert peak < 8 * MIB, f"the harness held {peak} bytes at its peak for a 256 KiB cap"
+
 def _conversation(kept: list[Conversation],
                   script: StreamedInput | None = None) -> Callable[..., Conversation]:
     def start(write: Callable[[str], None], close: Callable[[], None]) -> Conversation:
