@@ -219,6 +219,8 @@ def test_a_client_that_never_reads_stdin_cannot_hold_the_run_past_its_timeout(
         start=_conversation(kept, script), new_requests=lambda: []), 3 + 2 * SLACK)
     assert result.timed_out and result.exit_code is None and result.stopped is None
     assert time.monotonic() - started < 3 + SLACK
+    writers = [t for t in threading.enumerate() if t.name == "stdin-writer"]
+    assert not writers, "the writer, blocked on the full pipe, outlived the run"
     transcript = kept[0].transcript
     answers = [e for e in transcript if (e.get("line") or {}).get("type") == "control_response"]
     assert len(answers) == 5000
