@@ -13,15 +13,19 @@ Code's stream-json shapes: ``type``/``subtype``, ``message.content``, a final
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from mockapi.records import JournalRecord, RequestRecord
 from probes.invocation import Invocation
 
-__all__ = ["Evidence", "Location", "Output", "RunRecord", "block_text", "blocks_of_type", "locate",
-           "message_outline", "messages"]
+__all__ = ["MAX_EVENT_DEPTH", "Evidence", "Location", "Output", "RunRecord", "block_text",
+           "blocks_of_type", "locate", "message_outline", "messages"]
+
+# a printed line nested deeper is kept unparsed: reports recurse into events, and a client's
+# line must not exhaust that recursion (real events nest a few tens of levels at most)
+MAX_EVENT_DEPTH = 128
 
 
 @dataclass
@@ -63,14 +67,32 @@ class Output:
                 continue
             try:
                 value = json.loads(line)
-            except ValueError:
+            except (ValueError, RecursionError):
                 unparsed.append(line)
                 continue
-            if isinstance(value, dict):
+            if isinstance(value, dict) and _nested_within(value, MAX_EVENT_DEPTH):
                 events.append(value)
             else:
                 unparsed.append(line)
         return cls(events, unparsed)
+
+
+def _nested_within(value: Any, limit: int) -> bool:
+    """Whether ``value`` nests at most ``limit`` objects and arrays deep (walked without
+    recursion)."""
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict):
+            children: Iterable[Any] = item.values()
+        elif isinstance(item, list):
+            children = item
+        else:
+            continue
+        if depth > limit:
+            return False
+        stack.extend((child, depth + 1) for child in children)
+    return True
 
 
 @dataclass
@@ -94,6 +116,11 @@ class RunRecord:
     stdin: list[dict[str, Any]] = field(default_factory=list)
     client: dict[str, Any] | None = None  # the binary, when not the probe's own version
     stdin_pending: list[dict[str, Any]] = field(default_factory=list)
+    stdout_dropped: int = 0  # bytes printed beyond what was kept (probes.pipes.OUTPUT_CAP)
+    stderr_dropped: int = 0
+    stopped: str | None = None  # why the harness stopped the run before its end
+    # control requests of a shape the protocol does not have (probes.streamed): the client's
+    protocol_faults: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def result(self) -> dict[str, Any] | None:
@@ -198,7 +225,7 @@ def _json_lines(text: str) -> list[dict[str, Any]]:
     for line in text.splitlines():
         try:
             value = json.loads(line)
-        except ValueError:
+        except (ValueError, RecursionError):
             continue
         if isinstance(value, dict):
             entries.append(value)

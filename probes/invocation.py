@@ -1,8 +1,8 @@
 """What the harness asks of a client: one run in a probe's sandbox, and the capabilities it needs.
 
 A leaf module: the probe model, the evidence and every client import it; of loopprobe it
-imports only the streamed-input and MCP declarations (``probes.streamed``, ``probes.mcp``,
-leaves themselves).
+imports only the streamed-input and MCP declarations and the name check (``probes.streamed``,
+``probes.mcp``, ``probes.names``, leaves themselves).
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from probes.mcp import McpServer
+from probes.names import simple_name_problem
 from probes.streamed import StreamedInput
 
 __all__ = ["CAPABILITIES", "Hooks", "Invocation"]
@@ -73,6 +74,12 @@ class Invocation:
     # another version of the probe's client kind runs this invocation (a session written by
     # one version, resumed by another); None: the probe's own version
     client_version: str | None = None
+
+    def __post_init__(self) -> None:
+        # its runs' artefacts are kept in a folder of this name (runs/<name>/, mcp/<name>.jsonl)
+        problem = simple_name_problem("invocation", self.name)
+        if problem:
+            raise ValueError(problem)
 
     def capabilities(self) -> set[str]:
         """What a client must support to run this invocation."""

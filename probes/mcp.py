@@ -1,7 +1,7 @@
 """A probe's MCP server: its scripted tools, how the client is told of it, what it served.
 
-Declarations only (a leaf: the probe model imports it). The server itself is
-``probes/mcp_server.py``, run in the client's sandbox on the harness's MCP runtime
+Declarations only (a leaf but for the name check: the probe model imports it). The server
+itself is ``probes/mcp_server.py``, run in the client's sandbox on the harness's MCP runtime
 (``probes.mcp_runtime``); it reports one JSON line per event to the harness's collector
 (``probes.collector``).
 """
@@ -12,6 +12,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from probes.names import simple_name_problem
 
 __all__ = ["SERVER_SCRIPT", "McpReply", "McpServer", "McpTool", "mcp_config"]
 
@@ -93,6 +95,9 @@ class McpServer:
     name: str = "probe"
 
     def __post_init__(self) -> None:
+        problem = simple_name_problem("MCP server", self.name)
+        if problem:
+            raise ValueError(problem)
         names = [t.name for t in self.tools]
         if len(set(names)) != len(names):
             raise ValueError(f"MCP tool names repeat: {names}")

@@ -15,6 +15,7 @@ from mockapi.scenario import Scenario
 from probes.checks import Checks
 from probes.evidence import Evidence
 from probes.invocation import CAPABILITIES, Hooks, Invocation
+from probes.names import NAME_LENGTH, simple_name_problem
 from probes.provenance import Source, unstated
 
 __all__ = ["HARNESS_CLASSIFIER", "Claim", "Counterfactual", "Hooks", "Invocation", "Probe",
@@ -89,6 +90,10 @@ class Probe:
     fingerprinted: bool = True
 
     def __post_init__(self) -> None:
+        # its sandbox is a folder named after it; a counterfactual's name adds to its probe's
+        problem = simple_name_problem("probe", self.name, longest=2 * NAME_LENGTH)
+        if problem:
+            raise ValueError(problem)
         unknown = sorted(set(self.requires) - set(CAPABILITIES))
         if unknown:
             raise ValueError(f"probe {self.name!r} requires unknown capabilities {unknown}; "

@@ -1,4 +1,5 @@
-"""Run one client process: its own process group, a hard timeout, output kept whole."""
+"""Run one client process: its own process group, a hard timeout or a stop, output kept up to a
+cap (``probes.pipes``)."""
 
 from __future__ import annotations
 
@@ -12,12 +13,16 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import IO, Any, Protocol
 
-__all__ = ["KILL_GRACE", "POLL_INTERVAL", "Dialogue", "ProcessResult", "allow_starts",
+from probes.pipes import OUTPUT_CAP, STDIN_QUEUE_CAP, Capture, StdinWriter
+
+__all__ = ["KILL_GRACE", "POLL_INTERVAL", "STOP_POLL", "Dialogue", "ProcessResult", "allow_starts",
            "run_conversation", "run_process", "stop_all"]
 
 KILL_GRACE = 3.0
+POLL_INTERVAL = 0.02
+STOP_POLL = 0.25  # how often ``should_stop`` is asked
 
 # the client processes running now (probes may run in threads), and whether to start more
 _running: set[subprocess.Popen[bytes]] = set()
@@ -43,12 +48,15 @@ def stop_all() -> None:
 @dataclass(frozen=True)
 class ProcessResult:
     argv: list[str]
-    exit_code: int | None  # None when killed at the timeout
+    exit_code: int | None  # None when killed: at the timeout, or stopped
     timed_out: bool
     duration: float
     stdout: str
     stderr: str
     pid: int
+    stdout_dropped: int = 0  # bytes printed beyond what was kept (the output cap)
+    stderr_dropped: int = 0
+    stopped: str | None = None  # why ``should_stop`` had the run killed
 
 
 def _kill_group(process: subprocess.Popen[bytes]) -> None:
@@ -72,27 +80,86 @@ def _start(argv: list[str], env: dict[str, str], cwd: Path, *,
     return process
 
 
+class _Stop:
+    """``should_stop``, asked at most every STOP_POLL seconds; its first reason stays."""
+
+    def __init__(self, should_stop: Callable[[], str | None] | None):
+        self._ask = should_stop
+        self._next = 0.0
+        self.reason: str | None = None
+
+    def __call__(self) -> str | None:
+        if self._ask is not None and self.reason is None and time.monotonic() >= self._next:
+            self._next = time.monotonic() + STOP_POLL
+            self.reason = self._ask() or None
+        return self.reason
+
+
+def _ended(process: subprocess.Popen[bytes], captures: tuple[Capture, ...]) -> None:
+    """Reap the killed client and wait for its output to end, KILL_GRACE at most: a
+    grandchild outside its group may hold the pipes open (what was read is kept)."""
+    until = time.monotonic() + KILL_GRACE
+    try:
+        process.wait(KILL_GRACE)
+    except subprocess.TimeoutExpired:
+        pass
+    for capture in captures:
+        capture.join(until - time.monotonic())
+
+
+def _result(argv: list[str], process: subprocess.Popen[bytes], started: float,
+            out: Capture, err: Capture, timed_out: bool, stopped: str | None) -> ProcessResult:
+    if _stopping.is_set():  # killed by stop_all: the probe is interrupted, not failed
+        raise KeyboardInterrupt("the run was stopped")
+    stdout, stdout_dropped = out.result()
+    stderr, stderr_dropped = err.result()
+    killed = timed_out or stopped is not None
+    return ProcessResult(
+        argv=list(argv), exit_code=None if killed else process.returncode,
+        timed_out=timed_out, duration=round(time.monotonic() - started, 3),
+        stdout=stdout.decode("utf-8", "replace"), stderr=stderr.decode("utf-8", "replace"),
+        pid=process.pid, stdout_dropped=stdout_dropped, stderr_dropped=stderr_dropped,
+        stopped=stopped)
+
+
+def _pipes(process: subprocess.Popen[bytes]) -> tuple[IO[bytes], IO[bytes]]:
+    assert process.stdout is not None and process.stderr is not None
+    return process.stdout, process.stderr
+
+
 def run_process(argv: list[str], *, env: dict[str, str], cwd: Path, timeout: float,
-                stdin: str | None = None) -> ProcessResult:
-    """Run ``argv`` in a new session; at ``timeout`` the whole process group is killed.
+                stdin: str | None = None, output_cap: int = OUTPUT_CAP,
+                should_stop: Callable[[], str | None] | None = None) -> ProcessResult:
+    """Run ``argv`` in a new session; at ``timeout``, or once ``should_stop`` (asked every
+    STOP_POLL seconds) gives a reason, the whole process group is killed. The first
+    ``output_cap`` bytes of stdout and of stderr are kept, the rest counted.
 
     The group is also killed after a normal exit, so nothing the client started
     in the background outlives its run.
     """
     started = time.monotonic()
     process = _start(argv, env, cwd, piped_stdin=stdin is not None)
-    timed_out = False
+    stdout, stderr = _pipes(process)
+    out, err = Capture(stdout, output_cap), Capture(stderr, output_cap)
+    writer = None
+    if stdin is not None and process.stdin is not None:
+        data = stdin.encode()
+        writer = StdinWriter(process.stdin, cap=max(STDIN_QUEUE_CAP, len(data)))
+        writer.write(stdin)
+        writer.close()
+    stop = _Stop(should_stop)
+    timed_out, stopped = False, None
     try:
-        out, err = process.communicate(
-            input=stdin.encode() if stdin is not None else None, timeout=timeout)
-    except subprocess.TimeoutExpired:
-        timed_out = True
-        _kill_group(process)
-        try:
-            out, err = process.communicate(timeout=KILL_GRACE)
-        except subprocess.TimeoutExpired:  # a grandchild holds the pipes open
-            out, err = b"", b""
-            process.wait(KILL_GRACE)
+        deadline = started + timeout
+        # the run lasts until the client exited and its output ended (a background
+        # process of its group may still print), as communicate() waited before
+        while not (process.poll() is not None and out.done and err.done):
+            if time.monotonic() >= deadline:
+                timed_out = True
+                break
+            if (stopped := stop()) is not None:
+                break
+            time.sleep(POLL_INTERVAL)
     except BaseException:  # Ctrl-C: take the client down with us
         _kill_group(process)
         process.wait(KILL_GRACE)
@@ -100,18 +167,11 @@ def run_process(argv: list[str], *, env: dict[str, str], cwd: Path, timeout: flo
     finally:
         with _lock:
             _running.discard(process)
-    _kill_group(process)
-    if _stopping.is_set():  # killed by stop_all: the probe is interrupted, not failed
-        raise KeyboardInterrupt("the run was stopped")
-    return ProcessResult(
-        argv=list(argv), exit_code=None if timed_out else process.returncode,
-        timed_out=timed_out, duration=round(time.monotonic() - started, 3),
-        stdout=out.decode("utf-8", "replace"), stderr=err.decode("utf-8", "replace"),
-        pid=process.pid,
-    )
-
-
-POLL_INTERVAL = 0.02
+        _kill_group(process)
+        if writer is not None:
+            writer.stop("the run ended", KILL_GRACE)
+    _ended(process, (out, err))
+    return _result(argv, process, started, out, err, timed_out, stopped)
 
 
 class Dialogue(Protocol):
@@ -127,70 +187,75 @@ class Dialogue(Protocol):
 
     def end(self, why: str) -> None: ...
 
+    def not_written(self, index: int, why: str) -> None:
+        """The ``index``-th call of ``write`` (from 0) was queued but never reached the
+        client whole."""
 
-def _pump(stream: Any, into: queue.Queue[bytes | None]) -> None:
-    for line in iter(stream.readline, b""):
-        into.put(line)
-    into.put(None)
+
+def _event(line: bytes) -> dict[str, Any] | None:
+    try:
+        event = json.loads(line)
+    except (ValueError, RecursionError):  # not JSON, or nested deeper than Python parses
+        return None
+    return event if isinstance(event, dict) else None
 
 
 def run_conversation(argv: list[str], *, env: dict[str, str], cwd: Path, timeout: float,
                      start: Callable[[Callable[[str], None], Callable[[], None]], Dialogue],
-                     new_requests: Callable[[], list[Mapping[str, Any]]]) -> ProcessResult:
+                     new_requests: Callable[[], list[Mapping[str, Any]]],
+                     output_cap: int = OUTPUT_CAP,
+                     should_stop: Callable[[], str | None] | None = None) -> ProcessResult:
     """Run ``argv`` with a caller that talks to it: ``start(write, close)`` gives the dialogue
     that is fed every stdout line (parsed; others are kept but not fed) and every request
     record ``new_requests`` returns (polled). The same guarantees as ``run_process``: a new
-    process group, killed at ``timeout`` and after the exit."""
+    process group, killed at ``timeout``, when ``should_stop`` gives a reason and after the
+    exit; output kept up to ``output_cap`` (stdout in whole lines, each fed line at most
+    LINE_CAP). ``write`` never blocks: it queues (StdinWriter), so a client that never reads
+    its stdin cannot hold the run past its timeout."""
     started = time.monotonic()
     process = _start(argv, env, cwd, piped_stdin=True)
-    assert process.stdin is not None and process.stdout is not None
-    stdin = process.stdin
-    lines: queue.Queue[bytes | None] = queue.Queue()
-    errors: queue.Queue[bytes | None] = queue.Queue()
-    readers = [threading.Thread(target=_pump, args=(process.stdout, lines), daemon=True),
-               threading.Thread(target=_pump, args=(process.stderr, errors), daemon=True)]
-    for reader in readers:
-        reader.start()
-
-    def write(text: str) -> None:
-        stdin.write(text.encode())
-        stdin.flush()
-
-    out: list[bytes] = []
-    timed_out = False
+    assert process.stdin is not None
+    stdout, stderr = _pipes(process)
+    out, err = Capture(stdout, output_cap, lines=True), Capture(stderr, output_cap)
+    lines = out.feed
+    writer = StdinWriter(process.stdin)
+    stop = _Stop(should_stop)
+    timed_out, stopped, dialogue = False, None, None
     try:
-        dialogue = start(write, stdin.close)
+        dialogue = start(writer.write, writer.close)
         deadline = started + timeout
         eof = False
         while not eof:
+            for index, why in writer.failures():
+                dialogue.not_written(index, why)
             for record in new_requests():
                 dialogue.on_request(record)
             dialogue.on_tick()
+            # checked before every line: a client printing without pause must not hold it off
+            if time.monotonic() > deadline:
+                timed_out = True
+                break
+            if (stopped := stop()) is not None:
+                break
             try:
                 line = lines.get(timeout=POLL_INTERVAL)
             except queue.Empty:
-                if time.monotonic() > deadline:
-                    timed_out = True
-                    break
                 continue
             if line is None:
                 eof = True
-                break
-            out.append(line)
-            try:
-                event = json.loads(line)
-            except ValueError:
-                continue
-            if isinstance(event, dict):
+            elif (event := _event(line)) is not None:
                 dialogue.on_event(event)
         if not dialogue.closed:
             dialogue.end("stdin closed: the client ended its output" if eof else
-                         "stdin closed: the run's timeout")
-        remaining = max(0.0, deadline - time.monotonic())
-        try:
-            process.wait(remaining if not timed_out else 0)
-        except subprocess.TimeoutExpired:
-            timed_out = True
+                         "stdin closed: the run's timeout" if timed_out else
+                         f"stdin closed: the run was stopped: {stopped}")
+        while eof and process.poll() is None:
+            if time.monotonic() >= deadline:
+                timed_out = True
+                break
+            if (stopped := stop()) is not None:
+                break
+            time.sleep(POLL_INTERVAL)
     except BaseException:
         _kill_group(process)
         process.wait(KILL_GRACE)
@@ -199,16 +264,12 @@ def run_conversation(argv: list[str], *, env: dict[str, str], cwd: Path, timeout
         with _lock:
             _running.discard(process)
         _kill_group(process)
-    for reader in readers:
-        reader.join(KILL_GRACE)
-    while not lines.empty():
-        if (line := lines.get()) is not None:
-            out.append(line)
-    err = b"".join(iter(lambda: errors.get() if not errors.empty() else None, None))
-    if _stopping.is_set():
-        raise KeyboardInterrupt("the run was stopped")
-    return ProcessResult(
-        argv=list(argv), exit_code=None if timed_out else process.returncode,
-        timed_out=timed_out, duration=round(time.monotonic() - started, 3),
-        stdout=b"".join(out).decode("utf-8", "replace"),
-        stderr=err.decode("utf-8", "replace"), pid=process.pid)
+        out.stop_feeding()
+        writer.stop("the run's timeout came first" if timed_out else
+                    f"the run was stopped: {stopped}" if stopped is not None else
+                    "the client exited first", KILL_GRACE)
+    if dialogue is not None:
+        for index, why in writer.failures():
+            dialogue.not_written(index, why)
+    _ended(process, (out, err))
+    return _result(argv, process, started, out, err, timed_out, stopped)

@@ -173,6 +173,7 @@ def _probe_section(outcome: ProbeOutcome,
                 "files_changed": {path: _change_kind(change)
                                   for path, change in run.files_changed.items()},
                 **_streamed(run, norm),
+                **_bounds(run),
                 **({"client": run.client} if run.client is not None else {}),
                 **({"mcp_server": norm(run.invocation.mcp.to_json())}
                    if run.invocation.mcp is not None else {}),
@@ -202,6 +203,15 @@ def _probe_section(outcome: ProbeOutcome,
             section["evidence_faults"] = [norm({k: v for k, v in f.items() if k != "time"},
                                                volatile=True) for f in ev.evidence_faults]
     return section, _timing(ev, timing)
+
+
+def _bounds(run: RunRecord) -> dict[str, Any]:
+    """What the harness cut short or the client got wrong; present only when there was
+    some, so reports of runs without any keep their shape."""
+    shown = {"stdout_dropped_bytes": run.stdout_dropped,
+             "stderr_dropped_bytes": run.stderr_dropped,
+             "stopped": run.stopped, "protocol_faults": run.protocol_faults}
+    return {key: value for key, value in shown.items() if value}
 
 
 def _streamed(run: RunRecord, norm: _Normaliser) -> dict[str, Any]:

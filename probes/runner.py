@@ -292,6 +292,9 @@ def _run_one(probe: Probe, invocation: Invocation, client: Client, binary: Clien
         stdin=[dict(entry) for c in conversation for entry in c.transcript],
         stdin_pending=[step for c in conversation for step in c.pending],
         files_changed={path: v for path, v in changed.items()},
+        stdout_dropped=result.stdout_dropped, stderr_dropped=result.stderr_dropped,
+        stopped=result.stopped,
+        protocol_faults=[f for c in conversation for f in c.protocol_faults],
     )
 
 

@@ -14,14 +14,20 @@ runtime, fed by ``probes.process.run_conversation``.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-__all__ = ["Conversation", "PermissionAnswer", "Step", "StreamedInput", "control_request",
-           "user_message"]
+__all__ = ["FAULT_LINE_CHARS", "KEPT_FAULTS", "KEPT_LINES", "Conversation", "PermissionAnswer",
+           "Step", "StreamedInput", "control_request", "user_message"]
 
 _RESULT_EVENT: Mapping[str, Any] = {"type": "result"}
+# a client printing control requests without end makes the harness answer each: what it
+# keeps of them is bounded (the writes themselves are bounded by probes.pipes)
+KEPT_LINES = 10_000  # transcript entries
+KEPT_FAULTS = 100  # protocol faults, and unscripted requests
+FAULT_LINE_CHARS = 4096  # of the line a protocol fault shows
 
 
 def user_message(text: str) -> dict[str, Any]:
@@ -168,9 +174,14 @@ class Conversation:
         self._control_ids = 0
         self._user_lines = 0
         self._last_written = 0.0
+        self._writes = 0
+        self._queued: dict[int, dict[str, Any]] = {}  # write index -> its transcript entry
         self.closed = False
         self.transcript: list[dict[str, Any]] = []
         self.unanswered: list[dict[str, Any]] = []
+        # control requests of a shape the protocol does not have: the client's fault
+        self.protocol_faults: list[dict[str, Any]] = []
+        self.omitted = 0  # transcript entries not kept (beyond KEPT_LINES)
         self._send(user_message(prompt), "the prompt, at start")
         self._advance()
 
@@ -192,11 +203,30 @@ class Conversation:
         entry: dict[str, Any] = {"line": line, "why": why, "at": self._clock()}
         if line.get("type") != "control_response":
             self._last_written = entry["at"]
+        index, self._writes = self._writes, self._writes + 1
         try:
             self._write_line(_encode(line))
-        except OSError as error:  # the client closed its stdin (exited)
+        except OSError as error:  # the client closed its stdin (exited), or it reads no more
             entry["write_error"] = f"{type(error).__name__}: {error}"
-        self.transcript.append(entry)
+        if self._keep(entry) and "write_error" not in entry:
+            self._queued[index] = entry
+
+    def _keep(self, entry: dict[str, Any]) -> bool:
+        if len(self.transcript) < KEPT_LINES:
+            self.transcript.append(entry)
+            return True
+        if not self.omitted:
+            self.transcript.append({"line": None, "at": entry["at"],
+                                    "why": f"later lines written are not kept: the transcript "
+                                           f"keeps {KEPT_LINES}"})
+        self.omitted += 1
+        return False
+
+    def not_written(self, index: int, why: str) -> None:
+        """The ``index``-th write (from 0), queued, never reached the client whole."""
+        entry = self._queued.pop(index, None)
+        if entry is not None:
+            entry["write_error"] = why
 
     def _advance(self) -> None:
         """Write every step whose moment needs nothing more."""
@@ -250,19 +280,84 @@ class Conversation:
             pass
 
     def _answer(self, event: Mapping[str, Any]) -> None:
-        request = event.get("request") or {}
+        problems = _request_problems(event)
         request_id = event.get("request_id")
-        if request.get("subtype") == "can_use_tool" and self.script.permissions is not None:
-            answer = self.script.answer(str(request.get("tool_name")))
+        if problems:
+            fault = "; ".join(problems)
+            if len(self.protocol_faults) < KEPT_FAULTS:
+                self.protocol_faults.append({"line": _json_text(event, FAULT_LINE_CHARS),
+                                             "fault": fault})
+            if _usable_id(request_id):  # else there is nothing to answer to
+                self._send({"type": "control_response", "response": {
+                    "subtype": "error", "request_id": request_id,
+                    "error": f"malformed control request: {fault}"}},
+                    f"control request malformed: {fault}")
+            return
+        request: Mapping[str, Any] = event["request"]
+        subtype = request["subtype"]
+        if subtype == "can_use_tool" and self.script.permissions is not None:
+            answer = self.script.answer(request["tool_name"])
             response: dict[str, Any] = {"subtype": "success", "request_id": request_id,
-                                        "response": answer.response(request.get("input") or {})}
-            why = f"can_use_tool {request.get('tool_name')}: scripted {answer.behavior}"
+                                        "response": answer.response(request.get("input", {}))}
+            why = f"can_use_tool {request['tool_name']}: scripted {answer.behavior}"
         else:
-            self.unanswered.append(dict(event))
+            if len(self.unanswered) < KEPT_FAULTS:
+                self.unanswered.append(dict(event))
             response = {"subtype": "error", "request_id": request_id,
-                        "error": f"the harness does not script {request.get('subtype')!r}"}
-            why = f"control request {request.get('subtype')!r} not scripted"
+                        "error": f"the harness does not script {subtype!r}"}
+            why = f"control request {subtype!r} not scripted"
         self._send({"type": "control_response", "response": response}, why)
+
+
+def _usable_id(value: Any) -> bool:
+    """A request_id the harness can answer to: a string, or a finite number."""
+    if isinstance(value, bool):
+        return False
+    return isinstance(value, str | int) or (isinstance(value, float) and math.isfinite(value))
+
+
+def _request_problems(event: Mapping[str, Any]) -> list[str]:
+    """How a control request differs from the protocol's shape (none: it is well formed)."""
+    problems = []
+    if not _usable_id(event.get("request_id")):
+        problems.append(f"request_id: expected a string or a number, got "
+                        f"{_arrived(event, 'request_id')}")
+    request = event.get("request")
+    if not isinstance(request, Mapping):
+        return [*problems, f"request: expected an object, got {_arrived(event, 'request')}"]
+    if not isinstance(request.get("subtype"), str):
+        problems.append(f"request.subtype: expected a string, got {_arrived(request, 'subtype')}")
+    elif request["subtype"] == "can_use_tool":
+        if not isinstance(request.get("tool_name"), str):
+            problems.append(f"can_use_tool request.tool_name: expected a string, got "
+                            f"{_arrived(request, 'tool_name')}")
+        if not isinstance(request.get("input", {}), Mapping):
+            problems.append(f"can_use_tool request.input: expected an object, got "
+                            f"{_arrived(request, 'input')}")
+    return problems
+
+
+_KINDS = ((bool, "a boolean"), (int | float, "a number"), (str, "a string"),
+          (list, "an array"), (Mapping, "an object"))
+
+
+def _arrived(holder: Mapping[str, Any], key: str) -> str:
+    if key not in holder:
+        return "nothing (no such field)"
+    value = holder[key]
+    kind = next((name for types, name in _KINDS if isinstance(value, types)), "null")
+    return f"{kind}: {_json_text(value, 200)}"
+
+
+def _json_text(value: Any, limit: int) -> str:
+    """``value`` as JSON, cut to ``limit`` characters (saying how many more there were)."""
+    try:
+        text = json.dumps(value, ensure_ascii=False)
+    except (TypeError, ValueError, RecursionError) as error:  # too deep to encode again
+        text = f"({type(value).__name__} not shown: {type(error).__name__})"
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}… ({len(text) - limit} more characters)"
 
 
 def _render(value: Any, context: Mapping[str, str]) -> Any:

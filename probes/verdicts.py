@@ -32,11 +32,21 @@ def harness_checks(evidence: Evidence, checks: Checks) -> None:
     for name, run in evidence.runs.items():
         checks.that(f"harness.{name}.finished", None,
                     f"the {name!r} run ended by itself within its timeout",
-                    passed=not run.timed_out, expected="exited before the timeout",
+                    passed=not run.timed_out and run.stopped is None,
+                    expected="exited before the timeout",
                     observed=(f"killed at the {run.invocation.timeout}s timeout; last events: "
                               f"{run.last_events()}") if run.timed_out
+                    else f"stopped by the harness: {run.stopped}" if run.stopped is not None
                     else f"exited with {run.exit_code}",
                     evidence=f"run {name}")
+        if run.invocation.streamed is not None:  # control requests are read in these alone
+            # a client's fault, not the harness's: the id says so
+            checks.that(f"client.{name}.protocol", None,
+                        f"the {name!r} run printed control requests of the protocol's shape",
+                        passed=not run.protocol_faults, expected=[],
+                        observed=[{"fault": f["fault"], "line": f["line"]}
+                                  for f in run.protocol_faults],
+                        evidence=f"run {name}: control requests on stdout")
     for name, why in evidence.runs_not_started.items():
         checks.that(f"harness.{name}.finished", None,
                     f"the {name!r} run ended by itself within its timeout",
