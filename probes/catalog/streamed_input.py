@@ -53,8 +53,9 @@ def _stdin(ev: Evidence, run: str) -> list[dict[str, Any]]:
 
 
 def _control_requests(ev: Evidence, run: str, subtype: str) -> list[dict[str, Any]]:
-    return [e.get("request") or {} for e in _events(ev, run, "control_request")
-            if (e.get("request") or {}).get("subtype") == subtype]
+    # the client's output is input: a request that is not an object is no such request
+    return [e["request"] for e in _events(ev, run, "control_request")
+            if isinstance(e.get("request"), dict) and e["request"].get("subtype") == subtype]
 
 
 def _control_response(ev: Evidence, run: str, request_id: str) -> str | None:
