@@ -27,7 +27,13 @@ What enforces what, and why (tried on kernel 6.18, bwrap 0.8.0, bun 1.4 in Claud
 - /sandbox is a host folder with no quota a user could set: RLIMIT_FSIZE bounds each file
   (a longer write gets SIGXFSZ, or EFBIG where ignored; fallocate too), and a watchdog sums
   ``st_blocks`` under it at most every 0.5 s (or 4 times its last walk's time) and stops
-  the run past the bound, or past 200,000 files.
+  the run past the bound, or past 200,000 files. A walk takes 2.4 ms for 520 files and
+  0.4 s for 100,000.
+
+The defaults, against the 61 runs of the probe suite on Claude Code 2.1.235, each in its own
+cgroup (2 cores): at most 215 MiB (median 153) and 21 tasks (median 19); the sandbox
+folder at most 1.1 MiB in 57 entries; the same results as without bounds. bun starts
+threads per core, so more cores mean more tasks: 512 leaves room for that.
 """
 
 from __future__ import annotations
@@ -52,11 +58,11 @@ __all__ = ["MAX_ENTRIES", "Bounds", "DiskUsage", "GiB", "Limiter", "MiB", "RunCo
 MiB = 1 << 20
 GiB = 1 << 30
 MAX_ENTRIES = 200_000
-WALK_INTERVAL = 0.5
-RELEASE_WAIT = 5.0  # seconds a run's cgroup may take to empty
-TMP_MARKER = re.compile(r"^loopprobe sandbox: bound tmp reached: /tmp full "
+_WALK_INTERVAL = 0.5
+_RELEASE_WAIT = 5.0  # seconds a run's cgroup may take to empty
+_TMP_MARKER = re.compile(r"^loopprobe sandbox: bound tmp reached: /tmp full "
                         r"\((\d+) of (\d+) bytes used, (\d+) files free\)$", re.MULTILINE)
-NO_CGROUP_HELP = ("run as root, or under a delegated cgroup2 whose cgroup.subtree_control "
+_NO_CGROUP_HELP = ("run as root, or under a delegated cgroup2 whose cgroup.subtree_control "
                   "lists memory and pids; or bound the whole harness with "
                   "`systemd-run --user --scope -p MemoryMax=... -p TasksMax=... loopprobe ...`")
 
@@ -241,7 +247,7 @@ class _RunCgroup:
                 return
             except OSError as error:
                 waited = time.monotonic() - started
-                if waited > RELEASE_WAIT:
+                if waited > _RELEASE_WAIT:
                     warnings.warn(f"cannot remove the run's cgroup {self.path} "
                                   f"({error.strerror}); tasks still in it: {self._tasks()}",
                                   stacklevel=2)
@@ -352,7 +358,7 @@ class RunConfinement:
             return None
         usage = disk_usage(self.sandbox_root, MAX_ENTRIES)
         # a big folder is walked less often: the watchdog takes at most a fifth of the time
-        self._next_walk = now + max(WALK_INTERVAL, 4 * (time.monotonic() - now))
+        self._next_walk = now + max(_WALK_INTERVAL, 4 * (time.monotonic() - now))
         self._last = usage
         self._stopped = self._over(usage)
         return self._stopped
@@ -428,7 +434,7 @@ class RunConfinement:
 
 def tmp_hit_from_stderr(stderr: str) -> dict[str, Any] | None:
     """The tmp bound as reported by the sandbox's first process (``sandbox_init``)."""
-    found = TMP_MARKER.search(stderr)
+    found = _TMP_MARKER.search(stderr)
     if found is None:
         return None
     used, size, files_free = (int(g) for g in found.groups())
@@ -462,7 +468,7 @@ class Limiter:
                                "the kernel OOM-kills a process of the run")
         else:
             memory = _not_enforced(b.memory_bytes, (
-                f"no memory cgroup could be made ({self.memory}): {NO_CGROUP_HELP}. RLIMIT_AS "
+                f"no memory cgroup could be made ({self.memory}): {_NO_CGROUP_HELP}. RLIMIT_AS "
                 "and RLIMIT_DATA are not used: they bound each process's address space, "
                 "which the client reserves far beyond what it uses"))
         if isinstance(self.pids, _Cgroup):
@@ -474,14 +480,14 @@ class Limiter:
                                   "with EAGAIN, uncounted: the hit is not reported")
         else:
             processes = _not_enforced(b.processes, (
-                f"no pids cgroup could be made ({self.pids}): {NO_CGROUP_HELP}; RLIMIT_NPROC "
+                f"no pids cgroup could be made ({self.pids}): {_NO_CGROUP_HELP}; RLIMIT_NPROC "
                 "does not apply to root, inside bwrap's user namespace either"))
         tmp = _enforced(b.tmp_bytes, "bwrap --size on the run's private /tmp tmpfs (its "
                         "pages count as the run's memory too)", "a write fails with ENOSPC") \
             if self.tmp_size else _not_enforced(b.tmp_bytes, "this bwrap has no --size")
         return {"memory": memory, "processes": processes, "tmp": tmp,
                 "sandbox": _enforced(b.sandbox_bytes, (
-                    f"a watchdog summing the disk used under /sandbox every {WALK_INTERVAL} s "
+                    f"a watchdog summing the disk used under /sandbox every {_WALK_INTERVAL} s "
                     f"or more (at most {MAX_ENTRIES} files)"), "the run is stopped"),
                 "file": _enforced(b.file_bytes, "RLIMIT_FSIZE, set in the sandbox before the "
                                   "client starts", "the write fails: SIGXFSZ, or EFBIG where "
