@@ -14,7 +14,9 @@ Contained (``Bubblewrap``), every client process runs in its own namespaces:
   part of the probe's sandbox at ``/sandbox`` (home, workspace, tmp), the only place it can
   write beside its private ``/tmp``. The evidence (journal, outputs, hook, MCP and egress
   records) is kept in a folder that is never shown. Nothing of the caller exists above the
-  workspace or in the home, and the client sees the same paths on every machine.
+  workspace or in the home, and the client sees the same paths on every machine;
+- bounds (``probes.bounds``): memory and processes of the run, the size of /tmp and of
+  /sandbox, the largest file; ``Place.confine`` gives each run its own.
 
 Uncontained (``NoContainment``, only with an explicit ``--no-sandbox``): the client runs on
 the host with an allow-listed environment, a fresh home and the refusing proxy on the host's
@@ -33,7 +35,7 @@ import subprocess
 import sys
 import tempfile
 from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol
@@ -41,6 +43,7 @@ from typing import Any, Protocol
 from mockapi.scenario import Scenario
 from mockapi.server import MockServer
 from probes import egress, hook_recorder, sandbox_init
+from probes.bounds import Bounds, Limiter, RunConfinement, find_limiter, unbounded
 from probes.clients.base import ClientBinary, Command
 from probes.egress import EgressSink, proxy_environment
 from probes.mcp import SERVER_SCRIPT
@@ -99,6 +102,11 @@ class Place(Protocol):
         """The command to run on the host for the client's ``command``."""
         ...
 
+    def confine(self) -> AbstractContextManager[RunConfinement]:
+        """One run's bounds: entered around the run, whose argv goes through its ``wrap``,
+        polled with ``should_stop`` and asked for ``hits`` after."""
+        ...
+
     def egress_attempts(self) -> list[dict[str, Any]]: ...
 
     def placeholders(self) -> dict[str, str]:
@@ -149,6 +157,9 @@ class _HostPlace:
     def wrap(self, command: Command) -> Command:
         return command
 
+    def confine(self) -> AbstractContextManager[RunConfinement]:
+        return nullcontext(RunConfinement(None, Path(os.devnull), []))
+
     def egress_attempts(self) -> list[dict[str, Any]]:
         return [a.to_json() for a in self.sink.attempts] if self.sink else []
 
@@ -173,7 +184,9 @@ class NoContainment:
             "no egress: a process opening its own sockets reaches the host's network",
             "no instructions of the caller: the client reads CLAUDE.md files of every "
             "directory above the workspace",
-            "nothing outlives a run: a process in a new session survives it"]}
+            "nothing outlives a run: a process in a new session survives it"],
+                "bounds": unbounded("uncontained: memory, processes, /tmp and disk are the "
+                                    "host's")}
 
     @contextmanager
     def enter(self, box: Sandbox, binary: ClientBinary, egress_guard: bool,
@@ -217,6 +230,7 @@ class _SandboxPlace:
     runtimes: list[Path] = field(default_factory=list)
     readonly: list[Path] = field(default_factory=list)
     others: list[ClientBinary] = field(default_factory=list)
+    limiter: Limiter = field(default_factory=lambda: find_limiter(Bounds()))
 
     @property
     def socket(self) -> Path:
@@ -283,7 +297,8 @@ class _SandboxPlace:
             args += ["--ro-bind", str(other.root), _other_dir(other)]
         for tool in self._tools():
             args += ["--ro-bind", str(tool), f"{TOOLS_DIR}/{tool.name}"]
-        args += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp",
+        args += ["--proc", "/proc", "--dev", "/dev",
+                 *self.limiter.bwrap_args_for_tmp(), "--tmpfs", "/tmp",
                  "--bind", str(self.box.client_root), CONTAINED_ROOT,
                  "--ro-bind", str(self.box.inputs), INPUTS_DIR,
                  "--ro-bind", str(self.run_dir), RUN_DIR]
@@ -294,7 +309,7 @@ class _SandboxPlace:
         spec = {"forward": [{"port": MOCK_PORT, "socket": f"{RUN_DIR}/mock.sock"}],
                 "proxy_port": PROXY_PORT if self.egress_guard else None,
                 "dns_port": DNS_PORT, "record_socket": f"{RUN_DIR}/{RECORD_SOCKET}",
-                "argv": argv}
+                "argv": argv, "rlimits": self.limiter.rlimits()}
         python = os.path.realpath(sys.executable)
         host_argv = [
             self.bwrap, "--unshare-all", "--die-with-parent", "--new-session",
@@ -308,6 +323,10 @@ class _SandboxPlace:
                        files={path: self.translate(text) for path, text in command.files.items()},
                        shown_argv=argv)
 
+    def confine(self) -> AbstractContextManager[RunConfinement]:
+        """One client run's bounds: enter it around the run, start it with its ``wrap``."""
+        return self.limiter.confine(self.box.client_root)
+
     def egress_attempts(self) -> list[dict[str, Any]]:
         return []  # reported from inside, to the collector
 
@@ -320,6 +339,7 @@ class Bubblewrap:
     path: str
     version: str
     name: str = "bubblewrap"
+    bounds: Bounds = field(default_factory=Bounds)
 
     @classmethod
     def find(cls) -> Bubblewrap:
@@ -377,7 +397,11 @@ class Bubblewrap:
                     "evidence the client cannot touch: the journal, the outputs and the "
                     "hook, MCP and egress records are kept outside what the run is shown",
                     "no way out through the files the harness handles: every access to "
-                    "/sandbox follows no link and reads at most a capped size"]}
+                    "/sandbox follows no link and reads at most a capped size"],
+                "bounds": self.limiter().describe()}
+
+    def limiter(self) -> Limiter:
+        return find_limiter(self.bounds, self.path)
 
     @contextmanager
     def enter(self, box: Sandbox, binary: ClientBinary, egress_guard: bool,
@@ -397,7 +421,7 @@ class Bubblewrap:
                                if (p := _runtime_prefix(e)) is not None
                                and not any(p.is_relative_to(b.root) for b in [binary, *others])})
             yield _SandboxPlace(box, binary, run_dir, self.path, egress_guard, runtimes,
-                                list(readonly), list(others))
+                                list(readonly), list(others), self.limiter())
         finally:
             shutil.rmtree(run_dir, ignore_errors=True)
 

@@ -119,6 +119,8 @@ class RunRecord:
     stdout_dropped: int = 0  # bytes printed beyond what was kept (probes.pipes.OUTPUT_CAP)
     stderr_dropped: int = 0
     stopped: str | None = None  # why the harness stopped the run before its end
+    # the sandbox's bounds this run reached ({bound, limit, observed, how}: probes.bounds)
+    bounds_hit: list[dict[str, Any]] = field(default_factory=list)
     # control requests of a shape the protocol does not have (probes.streamed): the client's
     protocol_faults: list[dict[str, Any]] = field(default_factory=list)
 

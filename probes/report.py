@@ -210,7 +210,8 @@ def _bounds(run: RunRecord) -> dict[str, Any]:
     some, so reports of runs without any keep their shape."""
     shown = {"stdout_dropped_bytes": run.stdout_dropped,
              "stderr_dropped_bytes": run.stderr_dropped,
-             "stopped": run.stopped, "protocol_faults": run.protocol_faults}
+             "stopped": run.stopped, "bounds_hit": run.bounds_hit,
+             "protocol_faults": run.protocol_faults}
     return {key: value for key, value in shown.items() if value}
 
 

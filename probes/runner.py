@@ -264,12 +264,15 @@ def _run_one(probe: Probe, invocation: Invocation, client: Client, binary: Clien
     progress(f"  run {invocation.name}: {invocation.prompt[:40]!r}")
     started = time.time()
     conversation: list[Conversation] = []
-    if invocation.streamed is None:
-        result = run_process(command.argv, env=command.env, cwd=command.cwd,
-                             timeout=invocation.timeout)
-    else:
-        result = _converse(invocation, command, box, mock, first_seq, started, placeholders,
-                           conversation)
+    with place.confine() as bounds:  # the run's own memory, process and disk bounds
+        argv = bounds.wrap(command.argv)
+        if invocation.streamed is None:
+            result = run_process(argv, env=command.env, cwd=command.cwd,
+                                 timeout=invocation.timeout, should_stop=bounds.should_stop)
+        else:
+            result = _converse(invocation, replace(command, argv=argv), box, mock, first_seq,
+                               started, placeholders, conversation, bounds.should_stop)
+        bounds_hit = bounds.hits(result.stderr, result.exit_code)
     last_seq = mock.journal.last_seq
     after = _digests(box, _session_files(client, box))
     changed = {path: {"before": before.get(path), "after": after.get(path)}
@@ -293,7 +296,7 @@ def _run_one(probe: Probe, invocation: Invocation, client: Client, binary: Clien
         stdin_pending=[step for c in conversation for step in c.pending],
         files_changed={path: v for path, v in changed.items()},
         stdout_dropped=result.stdout_dropped, stderr_dropped=result.stderr_dropped,
-        stopped=result.stopped,
+        stopped=result.stopped, bounds_hit=bounds_hit,
         protocol_faults=[f for c in conversation for f in c.protocol_faults],
     )
 
@@ -334,7 +337,8 @@ def _write_input(box: Sandbox, path: Path, content: str) -> None:
 
 def _converse(invocation: Invocation, command: Command, box: Sandbox, mock: Served,
               first_seq: int, started: float, context: Mapping[str, str],
-              kept: list[Conversation]) -> ProcessResult:
+              kept: list[Conversation],
+              should_stop: Callable[[], str | None] | None = None) -> ProcessResult:
     """A streamed run: the invocation's script is written as its moments come (each new
     request record of the run is shown to it as the mock journals it)."""
     script = invocation.streamed
@@ -358,7 +362,8 @@ def _converse(invocation: Invocation, command: Command, box: Sandbox, mock: Serv
         return conversation
 
     return run_conversation(command.argv, env=command.env, cwd=command.cwd,
-                            timeout=invocation.timeout, start=start, new_requests=new_requests)
+                            timeout=invocation.timeout, start=start, new_requests=new_requests,
+                            should_stop=should_stop)
 
 
 def _gather(probe: Probe, client: Client, binary: ClientBinary, box: Sandbox,

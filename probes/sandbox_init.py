@@ -12,9 +12,11 @@ network namespace that has nothing but loopback. It
   egress reporter per run) and makes itself non-dumpable, so the client, the same user in
   the same namespaces, cannot read or write its memory or descriptors; killing it ends the
   run (the sandbox's PID namespace ends with it);
+- sets the run's resource limits on itself (``rlimits``), which the client inherits;
 - starts the client with the environment and directory it was given, waits for it and exits
-  with its status (128 + N for a signal). The sandbox's PID namespace ends with this process:
-  whatever the client left running is killed by the kernel.
+  with its status (128 + N for a signal), saying on stderr when it finds /tmp full. The
+  sandbox's PID namespace ends with this process: whatever the client left running is
+  killed by the kernel.
 
 Standard library only; it imports ``egress.py`` from its own directory.
 """
@@ -24,6 +26,7 @@ from __future__ import annotations
 import ctypes
 import json
 import os
+import resource
 import signal
 import socket
 import socketserver
@@ -39,6 +42,7 @@ else:  # run as a script in the sandbox, beside egress.py
     from egress import DnsSink, EgressAttempt, EgressSink
 
 CHUNK = 65536
+TMP_FULL_MARGIN = 1 << 20
 
 
 def _pump(source: socket.socket, target: socket.socket) -> None:
@@ -120,8 +124,33 @@ class _Reporter:
             pass
 
 
+def apply_rlimits(spec: dict[str, Any]) -> None:
+    """Set the run's limits (``{"RLIMIT_FSIZE": N}``) on this process, soft and hard, never
+    above a hard limit already set."""
+    for name, value in spec.get("rlimits", {}).items():
+        which = getattr(resource, name)
+        hard = resource.getrlimit(which)[1]
+        limit = value if hard == resource.RLIM_INFINITY else min(value, hard)
+        resource.setrlimit(which, (limit, limit))
+
+
+def report_tmp_usage(path: str = "/tmp") -> None:
+    """Say on stderr when /tmp, a tmpfs of bounded size, is (nearly) full: the harness counts
+    it as the tmp bound reached (``probes.bounds.tmp_hit_from_stderr``)."""
+    try:
+        found = os.statvfs(path)
+    except OSError:
+        return
+    size, free = found.f_blocks * found.f_frsize, found.f_bavail * found.f_frsize
+    # a write cut at the bound leaves less than a chunk free, not always zero
+    if size and (free < min(TMP_FULL_MARGIN, size // 16) or found.f_favail == 0):
+        print(f"loopprobe sandbox: bound tmp reached: /tmp full ({size - free} of {size} "
+              f"bytes used, {found.f_favail} files free)", file=sys.stderr, flush=True)
+
+
 def main(spec: dict[str, Any]) -> int:
     _not_dumpable()
+    apply_rlimits(spec)
     for forward in spec["forward"]:
         _forward(forward["port"], forward["socket"])
     reporter = _Reporter(spec["record_socket"])
@@ -137,6 +166,7 @@ def main(spec: dict[str, Any]) -> int:
     client = subprocess.Popen(spec["argv"])
     signal.signal(signal.SIGTERM, lambda *_: client.terminate())
     status = client.wait()
+    report_tmp_usage()
     status = 128 - status if status < 0 else status
     reporter.end(status)
     return status

@@ -30,13 +30,16 @@ def check_evidence(probe: Probe, evidence: Evidence) -> tuple[list[CheckResult],
 
 def harness_checks(evidence: Evidence, checks: Checks) -> None:
     for name, run in evidence.runs.items():
+        hits = "; ".join(f"the {h.get('bound')} bound ({h.get('limit')}): {h.get('observed')}"
+                         for h in run.bounds_hit)
         checks.that(f"harness.{name}.finished", None,
                     f"the {name!r} run ended by itself within its timeout",
-                    passed=not run.timed_out and run.stopped is None,
+                    passed=not run.timed_out and run.stopped is None and not run.bounds_hit,
                     expected="exited before the timeout",
                     observed=(f"killed at the {run.invocation.timeout}s timeout; last events: "
                               f"{run.last_events()}") if run.timed_out
                     else f"stopped by the harness: {run.stopped}" if run.stopped is not None
+                    else f"exited with {run.exit_code}, having reached {hits}" if hits
                     else f"exited with {run.exit_code}",
                     evidence=f"run {name}")
         if run.invocation.streamed is not None:  # control requests are read in these alone
