@@ -52,6 +52,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from probes.sandbox_files import SandboxFiles
+
 __all__ = ["MAX_ENTRIES", "Bounds", "DiskUsage", "GiB", "Limiter", "MiB", "RunConfinement",
            "disk_usage", "find_limiter", "tmp_hit_from_stderr", "unbounded"]
 
@@ -290,32 +292,23 @@ class DiskUsage:
 
 
 def disk_usage(root: Path, max_entries: int = MAX_ENTRIES) -> DiskUsage:
-    """The disk used under ``root``, without following symbolic links."""
-    total, entries, largest, seen = 0, 0, None, set()
-    stack = [str(root)]
-    while stack:
-        try:
-            scan = os.scandir(stack.pop())
-        except OSError:  # removed meanwhile, or made unreadable by the client
+    """The disk used under ``root``, walked as every harness access to a sandbox is
+    (``probes.sandbox_files``: by descriptor, no link followed), each inode once."""
+    total, entries, largest = 0, 0, None
+    seen: set[tuple[int, int]] = set()
+    for entry in SandboxFiles(root).walk(limit=max_entries):
+        if entry.allocated == 0 and entry.kind.startswith("more than"):
+            if entry.kind.endswith("the walk stopped"):
+                return DiskUsage(total, entries, largest, complete=False)
             continue
-        with scan:
-            for entry in scan:
-                entries += 1
-                if entries > max_entries:
-                    return DiskUsage(total, entries, largest, complete=False)
-                try:
-                    info = entry.stat(follow_symlinks=False)
-                except OSError:
-                    continue
-                if info.st_nlink > 1 and not entry.is_dir(follow_symlinks=False):
-                    if (info.st_dev, info.st_ino) in seen:
-                        continue
-                    seen.add((info.st_dev, info.st_ino))
-                total += info.st_blocks * 512
-                if entry.is_dir(follow_symlinks=False):
-                    stack.append(entry.path)
-                elif largest is None or info.st_size > largest[1]:
-                    largest = (os.path.relpath(entry.path, root), info.st_size)
+        entries += 1
+        if entry.links > 1 and entry.kind != "a directory":
+            if entry.inode in seen:
+                continue
+            seen.add(entry.inode)
+        total += entry.allocated
+        if entry.regular and (largest is None or entry.size > largest[1]):
+            largest = (entry.relative, entry.size)
     return DiskUsage(total, entries, largest, complete=True)
 
 

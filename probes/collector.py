@@ -118,12 +118,16 @@ class Collector:
         self.mcp: dict[str, list[dict[str, Any]]] = {}
         self.egress: list[dict[str, Any]] = []
         self.faults: list[dict[str, Any]] = []
+        # per run: what the sandbox's first process said at the end (e.g. /tmp full)
+        self.run_ends: dict[str, dict[str, Any]] = {}
+        self._reporter_done: dict[str, threading.Event] = {}
         self._lock = threading.Lock()
         self._slots = threading.BoundedSemaphore(CONNECTION_LIMIT)
         self._sizes: dict[str, int] = {}
         self._dropped: dict[str, int] = {}
         self._run: str | None = None
         self._egress_claimed = False
+        self._claimed_runs: set[str] = set()
         self._server: _Server | None = None
         self._thread: threading.Thread | None = None
 
@@ -163,6 +167,20 @@ class Collector:
         """A run starts: its sandbox's first process may claim the egress stream, once."""
         with self._lock:
             self._run, self._egress_claimed = name, False
+            self._reporter_done[name] = threading.Event()
+
+    def run_end(self, name: str, timeout: float = 3.0) -> dict[str, Any]:
+        """What the run's egress reporter said last (its ``end`` line), once its stream is
+        read to the end (``{}``: none came within ``timeout``, or the run had none)."""
+        done = self._reporter_done.get(name)
+        if done is not None and self._egress_claimed_by(name):
+            done.wait(timeout)
+        with self._lock:
+            return dict(self.run_ends.get(name, {}))
+
+    def _egress_claimed_by(self, name: str) -> bool:
+        with self._lock:
+            return name in self._claimed_runs
 
     def end_run(self) -> None:
         with self._lock:
@@ -260,6 +278,8 @@ class Collector:
         with self._lock:
             run, claimed = self._run, self._egress_claimed
             self._egress_claimed = True
+            if run is not None and not claimed:
+                self._claimed_runs.add(run)
         if run is None or claimed:
             self._fault("egress", "a second egress reporter (a process inside the sandbox "
                                   f"posing as its first process, pid {pid}) was refused"
@@ -269,9 +289,15 @@ class Collector:
         while (attempt := self._parse(rfile, "egress")) is not None:
             if isinstance(attempt, dict) and "end" in attempt:
                 ended = True
+                with self._lock:
+                    self.run_ends[run] = attempt
                 break
             if isinstance(attempt, dict):
                 self._keep("egress", "egress.jsonl", attempt, self.egress)
+        with self._lock:
+            done = self._reporter_done.get(run)
+        if done is not None:
+            done.set()
         if not ended:  # the harness's own kill at a timeout does this too (see runner)
             self._fault("egress", f"run {run}: the sandbox's egress reporter was cut off "
                                   "before the run ended (killed?)", run=run, kind="cut_off")

@@ -200,7 +200,7 @@ def run_probe(probe: Probe, client: Client, binary: ClientBinary, work_dir: Path
                         runs[invocation.name] = _run_one(probe, invocation, client,
                                                          binaries[invocation.name], box, mock,
                                                          session_ids, hooks, place, progress,
-                                                         context, mcp)
+                                                         context, mcp, collector)
                     except Refused as refused:
                         # an earlier run made a path this run's files go to unusable: this
                         # run and the later ones are not started; what ran is kept
@@ -251,7 +251,7 @@ def _run_one(probe: Probe, invocation: Invocation, client: Client, binary: Clien
              box: Sandbox, mock: Served, session_ids: dict[str, str],
              hooks: HookCommand | None, place: Place,
              progress: Callable[[str], None], placeholders: Mapping[str, str],
-             mcp: McpRuntime | None) -> RunRecord:
+             mcp: McpRuntime | None, collector: Collector) -> RunRecord:
     if invocation.session == "new":
         session_ids[invocation.name] = session_id_for(probe.name, invocation.name)
     context = RunContext(box, mock.url, dict(session_ids), place.proxy_environment(), hooks,
@@ -272,7 +272,9 @@ def _run_one(probe: Probe, invocation: Invocation, client: Client, binary: Clien
         else:
             result = _converse(invocation, replace(command, argv=argv), box, mock, first_seq,
                                started, placeholders, conversation, bounds.should_stop)
-        bounds_hit = bounds.hits(result.stderr, result.exit_code)
+        # /tmp full is said by the sandbox's first process, to the collector (not stderr)
+        bounds_hit = bounds.hits(str(collector.run_end(invocation.name).get("tmp_full") or ""),
+                                 result.exit_code)
     last_seq = mock.journal.last_seq
     after = _digests(box, _session_files(client, box))
     changed = {path: {"before": before.get(path), "after": after.get(path)}

@@ -86,6 +86,9 @@ class Entry:
     relative: str
     kind: str
     size: int = 0
+    allocated: int = 0  # bytes on disk (st_blocks)
+    inode: tuple[int, int] = (0, 0)  # (st_dev, st_ino)
+    links: int = 1
 
     @property
     def regular(self) -> bool:
@@ -313,7 +316,9 @@ class SandboxFiles:
                     found = os.stat(name, dir_fd=fd, follow_symlinks=False)
                 except OSError:
                     continue  # gone meanwhile
-                yield Entry(shown, kind_of(found.st_mode), found.st_size)
+                yield Entry(shown, kind_of(found.st_mode), found.st_size,
+                            found.st_blocks * 512, (found.st_dev, found.st_ino),
+                            found.st_nlink)
                 if stat.S_ISDIR(found.st_mode):
                     if depth >= DEPTH_LIMIT:
                         yield Entry(shown, f"more than {DEPTH_LIMIT} folders deep: not "

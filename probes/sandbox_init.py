@@ -116,9 +116,9 @@ class _Reporter:
             print(f"loopprobe sandbox: an egress attempt went unreported: {error}",
                   file=sys.stderr)
 
-    def end(self, status: int) -> None:
+    def end(self, status: int, tmp_full: str | None) -> None:
         try:
-            self._send({"end": status})
+            self._send({"end": status, "tmp_full": tmp_full})
             self._channel.close()
         except OSError:
             pass
@@ -134,18 +134,23 @@ def apply_rlimits(spec: dict[str, Any]) -> None:
         resource.setrlimit(which, (limit, limit))
 
 
-def report_tmp_usage(path: str = "/tmp") -> None:
-    """Say on stderr when /tmp, a tmpfs of bounded size, is (nearly) full: the harness counts
-    it as the tmp bound reached (``probes.bounds.tmp_hit_from_stderr``)."""
+def report_tmp_usage(path: str = "/tmp") -> str | None:
+    """When /tmp, a tmpfs of bounded size, is (nearly) full: a line saying so, printed on
+    stderr for people and returned for the harness's collector, which counts it as the tmp
+    bound reached (``probes.bounds.tmp_hit_from_stderr``; the client's own stderr could
+    print the same words, so the harness reads it from the collector only)."""
     try:
         found = os.statvfs(path)
     except OSError:
-        return
+        return None
     size, free = found.f_blocks * found.f_frsize, found.f_bavail * found.f_frsize
     # a write cut at the bound leaves less than a chunk free, not always zero
     if size and (free < min(TMP_FULL_MARGIN, size // 16) or found.f_favail == 0):
-        print(f"loopprobe sandbox: bound tmp reached: /tmp full ({size - free} of {size} "
-              f"bytes used, {found.f_favail} files free)", file=sys.stderr, flush=True)
+        line = (f"loopprobe sandbox: bound tmp reached: /tmp full ({size - free} of {size} "
+                f"bytes used, {found.f_favail} files free)")
+        print(line, file=sys.stderr, flush=True)
+        return line
+    return None
 
 
 def main(spec: dict[str, Any]) -> int:
@@ -166,9 +171,9 @@ def main(spec: dict[str, Any]) -> int:
     client = subprocess.Popen(spec["argv"])
     signal.signal(signal.SIGTERM, lambda *_: client.terminate())
     status = client.wait()
-    report_tmp_usage()
+    tmp_full = report_tmp_usage()
     status = 128 - status if status < 0 else status
-    reporter.end(status)
+    reporter.end(status, tmp_full)
     return status
 
 

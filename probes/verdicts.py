@@ -38,7 +38,8 @@ def harness_checks(evidence: Evidence, checks: Checks) -> None:
                     expected="exited before the timeout",
                     observed=(f"killed at the {run.invocation.timeout}s timeout; last events: "
                               f"{run.last_events()}") if run.timed_out
-                    else f"stopped by the harness: {run.stopped}" if run.stopped is not None
+                    else f"stopped by the harness: {run.stopped}" + (
+                        f"; having reached {hits}" if hits else "") if run.stopped is not None
                     else f"exited with {run.exit_code}, having reached {hits}" if hits
                     else f"exited with {run.exit_code}",
                     evidence=f"run {name}")

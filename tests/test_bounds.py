@@ -33,6 +33,7 @@ from probes.bounds import (
     tmp_hit_from_stderr,
 )
 from probes.clients.base import ClientBinary, Command
+from probes.collector import Collector
 from probes.containment import Bubblewrap, ContainmentUnavailable, NoContainment
 from probes.sandbox import BASE_PATH, Sandbox
 from tests.conftest import missing_install
@@ -79,12 +80,14 @@ def _contained(tmp_path: Path, bounds: Bounds, argv: list[str], timeout: float =
     binary = ClientBinary("fake", "1", "linux-x64", "p", client_root, client_root / "x",
                           (sys.executable,), "0" * 64)
     box = Sandbox.create(tmp_path / "work", "probe")
-    with _bubblewrap(bounds).enter(box, binary, egress_guard=False) as place:
+    with _bubblewrap(bounds).enter(box, binary, egress_guard=False) as place, \
+            Collector(place.record_socket(), box.evidence) as collector:
         command = place.wrap(Command(argv, {"PATH": BASE_PATH, "HOME": "/sandbox/home"},
                                      box.workspace))
+        collector.begin_run("run")
         with place.confine() as run:
             process = subprocess.Popen(run.wrap(command.argv), env=command.env,
-                                       cwd=box.workspace, stdout=subprocess.PIPE,
+                                       cwd=command.cwd, stdout=subprocess.PIPE,
                                        stderr=subprocess.PIPE, text=True,
                                        start_new_session=True)
             stopped = _watch(process, run, timeout)
@@ -203,16 +206,19 @@ def test_rlimit_nproc_bounds_a_user_in_bwrap_but_not_root(user: str, tmp_path: P
     tools.chmod(0o755)
     for tool in (Path(sandbox_init.__file__), Path(sandbox_init.__file__).with_name("egress.py")):
         shutil.copy(tool, tools / tool.name)
-    spec = {"forward": [], "egress_log": "/dev/null", "rlimits": {"RLIMIT_NPROC": 50},
-            "argv": [SYSTEM_PYTHON, "-c", FORK]}
+    spec = {"forward": [], "record_socket": str(tools / "record.sock"),
+            "rlimits": {"RLIMIT_NPROC": 50}, "argv": [SYSTEM_PYTHON, "-c", FORK]}
     as_user = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"] \
         if user == "nobody" else []
     try:
-        done = subprocess.run([*as_user, _bubblewrap(Bounds()).path, "--unshare-all",
-                               "--die-with-parent", "--ro-bind", "/", "/", "--proc", "/proc",
-                               "--dev", "/dev", "--", SYSTEM_PYTHON, "-I", "-S",
-                               str(tools / "sandbox_init.py"), json.dumps(spec)],
-                              capture_output=True, text=True, timeout=60)
+        with Collector(tools / "record.sock", tools) as collector:
+            (tools / "record.sock").chmod(0o777)  # nobody reports its egress here too
+            collector.begin_run("run")
+            done = subprocess.run([*as_user, _bubblewrap(Bounds()).path, "--unshare-all",
+                                   "--die-with-parent", "--ro-bind", "/", "/", "--proc",
+                                   "/proc", "--dev", "/dev", "--", SYSTEM_PYTHON, "-I", "-S",
+                                   str(tools / "sandbox_init.py"), json.dumps(spec)],
+                                  capture_output=True, text=True, timeout=60)
     finally:
         shutil.rmtree(tools)
     result = json.loads(done.stdout)
@@ -411,12 +417,14 @@ def test_claude_code_runs_well_inside_the_default_bounds(  # type: ignore[no-unt
     _needs_cgroup("memory")
     _needs_cgroup("pids")
     box = Sandbox.create(tmp_path / "work", "probe")
-    with _bubblewrap(Bounds()).enter(box, claude_code_binary, egress_guard=False) as place:
+    with _bubblewrap(Bounds()).enter(box, claude_code_binary, egress_guard=False) as place, \
+            Collector(place.record_socket(), box.evidence) as collector:
         command = place.wrap(Command([*claude_code_binary.launcher, flag],
                                      {"PATH": BASE_PATH, "HOME": "/sandbox/home"},
                                      box.workspace))
+        collector.begin_run("run")
         with place.confine() as run:
-            done = subprocess.run(run.wrap(command.argv), env=command.env, cwd=box.workspace,
+            done = subprocess.run(run.wrap(command.argv), env=command.env, cwd=command.cwd,
                                   capture_output=True, text=True, timeout=120)
             hits, usage = run.hits(done.stderr, done.returncode), run.usage()
     measured.append({"flag": flag, **usage})
