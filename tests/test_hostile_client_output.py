@@ -53,7 +53,7 @@ def test_a_flood_of_output_is_kept_up_to_the_cap(claude_code_binary: Any,
     assert run.stdout_dropped >= 314572800 - OUTPUT_CAP
     assert run.stderr_dropped >= 52428800 - OUTPUT_CAP
     assert _peak_rss_mib() - before < 400, "the harness held the flood in memory"
-    report, _, _ = build_report(ReportSpec("flood", "flood", "", (outcome.probe,)), [outcome],
+    report, _, _ = build_report(ReportSpec("flood", "flood", (outcome.probe,)), [outcome],
                                 claude_code_binary)
     shown = json.dumps(report)
     assert len(shown) < 3 * OUTPUT_CAP + 1_000_000
@@ -66,9 +66,12 @@ def test_malformed_control_requests_are_the_clients_fault(claude_code_binary: An
     outcome = _run(claude_code_binary, tmp_path, "malformed", streamed=True)
     assert outcome.error is None and outcome.evidence is not None
     run = outcome.evidence.runs["run1"]
-    faults = json.dumps(run.protocol_faults)
-    assert '\\"request\\":\\"x\\"' in faults and '\\"subtype\\":5' in faults, faults
-    assert '\\"input\\":\\"rm\\"' in faults
+    faults = [f["fault"] for f in run.protocol_faults]
+    assert faults == [
+        'request: expected an object, got a string: "x"',
+        "request_id: expected a string or a number, got an array: [1]; request.subtype: "
+        "expected a string, got a number: 5",
+        'can_use_tool request.input: expected an object, got a string: "rm"'], faults
     protocol = next(c for c in outcome.checks if c.id.endswith("client.run1.protocol"))
     assert not protocol.passed and len(protocol.observed) == 3
 
@@ -81,6 +84,6 @@ def test_a_client_that_never_reads_its_answers_cannot_hang_the_harness(
     assert outcome.evidence is not None, outcome.error
     run = outcome.evidence.runs["run1"]
     assert run.timed_out
-    assert "client-pid:" in run.stdout and "client-pid:\\n" not in run.stdout
+    assert run.stdout.count('"type":"control_request"') >= 10_000, "the attack ran"
     assert any(entry.get("write_error") or entry.get("not_written")
                for entry in run.stdin), "some answers could not be written"

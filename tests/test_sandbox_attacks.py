@@ -122,7 +122,7 @@ def test_a_run_that_reaches_a_bound_ends_with_a_report_naming_it(claude_code_bin
     assert bound in [h["bound"] for h in run.bounds_hit], (run.bounds_hit, run.stdout[-2000:])
     finished = next(c for c in outcome.checks if c.id.endswith("harness.run1.finished"))
     assert not finished.passed and f"the {bound} bound" in str(finished.observed)
-    report, _, _ = build_report(ReportSpec("bounds", "bounds", "", (outcome.probe,)),
+    report, _, _ = build_report(ReportSpec("bounds", "bounds", (outcome.probe,)),
                                 [outcome], claude_code_binary)
     assert bound in json.dumps(report["probes"][0]["runs"][0]["bounds_hit"])
     assert report["trust"]["containment"]["bounds"][bound]["limit"] == getattr(
