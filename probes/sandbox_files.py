@@ -211,7 +211,13 @@ class SandboxFiles:
             raise Refused(str(relative), "expected a file name")
         parent = self._dir_fd(parts[:-1], str(relative), create=False)
         try:
-            before = os.stat(parts[-1], dir_fd=parent, follow_symlinks=False)
+            try:
+                before = os.stat(parts[-1], dir_fd=parent, follow_symlinks=False)
+            except FileNotFoundError:
+                raise
+            except OSError as error:  # e.g. a folder the client made unsearchable
+                raise Refused(str(relative), f"could not be looked at ({error.strerror})") \
+                    from None
             if not stat.S_ISREG(before.st_mode):
                 raise Refused(str(relative), f"{kind_of(before.st_mode)}, expected a "
                                              "regular file")
@@ -303,8 +309,12 @@ class SandboxFiles:
               depth: int) -> Iterator[Entry]:
         """The names in the directory open at ``fd`` (closed here), depth first."""
         try:
-            with os.scandir(fd) as listing:
-                names = sorted(entry.name for entry in listing)
+            try:
+                with os.scandir(fd) as listing:
+                    names = sorted(entry.name for entry in listing)
+            except OSError as error:  # a folder the client made unreadable
+                yield Entry(prefix, f"an unreadable folder ({error.strerror})")
+                return
             for name in names:
                 seen[0] += 1
                 if seen[0] > limit:
