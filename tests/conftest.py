@@ -40,6 +40,20 @@ def missing_install(what: str, command: str) -> None:
     pytest.skip(message)
 
 
+def bubblewrap(bounds: Any = None) -> Any:
+    """The installed bubblewrap, proven to start a sandbox here (with ``bounds``, when
+    given, instead of the default ones)."""
+    from dataclasses import replace
+
+    from probes.containment import Bubblewrap, ContainmentUnavailable
+    try:
+        found = Bubblewrap.find()
+    except ContainmentUnavailable as error:
+        missing_install(f"a working bubblewrap ({error})", "apt-get install bubblewrap")
+        raise
+    return found if bounds is None else replace(found, bounds=bounds)
+
+
 def _claude_code(version: str) -> Any:
     from probes.clients.claude_code import ClaudeCode
     found = [b for b in ClaudeCode().installed() if b.version == version]

@@ -34,9 +34,9 @@ from probes.bounds import (
 )
 from probes.clients.base import ClientBinary, Command
 from probes.collector import Collector
-from probes.containment import Bubblewrap, ContainmentUnavailable, NoContainment
+from probes.containment import Bubblewrap, NoContainment
 from probes.sandbox import BASE_PATH, Sandbox
-from tests.conftest import missing_install
+from tests.conftest import bubblewrap, missing_install
 
 SMALL = Bounds(memory_bytes=64 * MiB, processes=50, tmp_bytes=16 * MiB,
                sandbox_bytes=16 * MiB, file_bytes=8 * MiB)
@@ -44,11 +44,7 @@ SYSTEM_PYTHON = "/usr/bin/python3"
 
 
 def _bubblewrap(bounds: Bounds) -> Bubblewrap:
-    try:
-        return replace(Bubblewrap.find(), bounds=bounds)
-    except ContainmentUnavailable as error:
-        missing_install(f"a working bubblewrap ({error})", "apt-get install bubblewrap")
-        raise
+    return bubblewrap(bounds)  # type: ignore[no-any-return]
 
 
 def _needs_cgroup(controller: str) -> None:

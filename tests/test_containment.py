@@ -35,7 +35,7 @@ from probes.containment import (
 from probes.egress import dns_question
 from probes.outcome import ProbeOutcome
 from probes.runner import run_probe
-from tests.conftest import missing_install
+from tests.conftest import bubblewrap
 from tests.fakeloop import FakeLoopClient
 from tests.fixtures.escape_catalog import escape_probe
 
@@ -44,11 +44,7 @@ CANARY = "CANARY-CALLER-INSTRUCTIONS-5d21"
 
 
 def _bubblewrap() -> Bubblewrap:
-    try:
-        return Bubblewrap.find()
-    except ContainmentUnavailable as error:
-        missing_install(f"a working bubblewrap ({error})", "apt-get install bubblewrap")
-        raise
+    return bubblewrap()  # type: ignore[no-any-return]
 
 
 class Listener:

@@ -19,22 +19,17 @@ import pytest
 from probes.containment import (
     PROXY_PORT,
     Bubblewrap,
-    ContainmentUnavailable,
     NoContainment,
 )
 from probes.outcome import ProbeOutcome
 from probes.runner import run_probe
-from tests.conftest import missing_install
+from tests.conftest import bubblewrap
 from tests.fakeloop import FakeLoopClient
 from tests.fixtures.attack_catalog import attack_probe, forge_script
 
 
 def _bubblewrap() -> Bubblewrap:
-    try:
-        return Bubblewrap.find()
-    except ContainmentUnavailable as error:
-        missing_install(f"a working bubblewrap ({error})", "apt-get install bubblewrap")
-        raise
+    return bubblewrap()  # type: ignore[no-any-return]
 
 
 def _forge(tmp_path: Path, containment: object) -> ProbeOutcome:

@@ -28,11 +28,11 @@ from typing import Any
 import pytest
 
 from probes import sandbox_files
-from probes.containment import Bubblewrap, ContainmentUnavailable, NoContainment
+from probes.containment import Bubblewrap, NoContainment
 from probes.outcome import ProbeOutcome
 from probes.runner import run_probe
 from probes.sandbox_files import Refused, SandboxFiles
-from tests.conftest import missing_install
+from tests.conftest import bubblewrap
 from tests.fakeloop import FakeLoopClient
 from tests.fixtures.attack_catalog import PLANTS, attack_probe, plant_script
 
@@ -194,11 +194,7 @@ class _Touched:
 
 
 def _bubblewrap() -> Bubblewrap:
-    try:
-        return Bubblewrap.find()
-    except ContainmentUnavailable as error:
-        missing_install(f"a working bubblewrap ({error})", "apt-get install bubblewrap")
-        raise
+    return bubblewrap()  # type: ignore[no-any-return]
 
 
 def _run(probe: Any, tmp_path: Path, client: FakeLoopClient | None = None) -> ProbeOutcome:
