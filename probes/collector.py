@@ -19,7 +19,8 @@ What the reports can be trusted for, and what not:
 - hook calls and MCP events are reported by processes the client itself starts, so a client
   could add records of its own: they are the client's account, as its transcripts are.
 
-Every line is capped (``LINE_LIMIT``), every stream too (``STREAM_LIMIT``; beyond, lines are
+Every line is capped (``LINE_LIMIT``), every stream too (``STREAM_LIMIT``), and all of
+them together (``TOTAL_LIMIT``: a client could open many MCP streams; beyond, lines are
 counted and dropped), and at most ``CONNECTION_LIMIT`` connections are served at once; each
 refusal is a ``fault``, listed in the evidence.
 """
@@ -41,10 +42,11 @@ from typing import Any
 
 from probes.hook_policy import decide
 
-__all__ = ["CONNECTION_LIMIT", "LINE_LIMIT", "STREAM_LIMIT", "Collector"]
+__all__ = ["CONNECTION_LIMIT", "LINE_LIMIT", "STREAM_LIMIT", "TOTAL_LIMIT", "Collector"]
 
 LINE_LIMIT = 1024 * 1024
 STREAM_LIMIT = 32 * 1024 * 1024
+TOTAL_LIMIT = 128 * 1024 * 1024
 CONNECTION_LIMIT = 128
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 
@@ -102,6 +104,7 @@ class _Handler(socketserver.StreamRequestHandler):
 
 class _Server(socketserver.ThreadingUnixStreamServer):
     daemon_threads = True
+    request_queue_size = CONNECTION_LIMIT  # concurrent hook calls (parallel tools) queue
     collector: Collector
 
 
@@ -124,6 +127,7 @@ class Collector:
         self._lock = threading.Lock()
         self._slots = threading.BoundedSemaphore(CONNECTION_LIMIT)
         self._sizes: dict[str, int] = {}
+        self._total = 0
         self._dropped: dict[str, int] = {}
         self._run: str | None = None
         self._egress_claimed = False
@@ -153,7 +157,8 @@ class Collector:
         with self._lock:
             for stream, dropped in sorted(self._dropped.items()):
                 self._fault_locked(stream, f"{dropped} lines beyond the stream's "
-                                           f"{STREAM_LIMIT} bytes were dropped")
+                                           f"{STREAM_LIMIT} bytes (or all streams' "
+                                           f"{TOTAL_LIMIT}) were dropped")
             self._dropped.clear()
 
     def __enter__(self) -> Collector:
@@ -197,10 +202,11 @@ class Collector:
                      into: list[dict[str, Any]]) -> None:
         line = json.dumps(record, sort_keys=True, ensure_ascii=False) + "\n"
         size = self._sizes.get(stream, 0) + len(line)
-        if size > STREAM_LIMIT:
+        if size > STREAM_LIMIT or self._total + len(line) > TOTAL_LIMIT:
             self._dropped[stream] = self._dropped.get(stream, 0) + 1
             return
         self._sizes[stream] = size
+        self._total += len(line)
         into.append(record)
         with open(self.evidence / file_name, "a", encoding="utf-8") as out:
             out.write(line)

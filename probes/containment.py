@@ -49,7 +49,7 @@ from probes.egress import EgressSink, proxy_environment
 from probes.mcp import SERVER_SCRIPT
 from probes.sandbox import Sandbox
 
-__all__ = ["CLIENT_DIR", "CONTAINED_ROOT", "DNS_PORT", "ETC_SHOWN", "INPUTS_DIR", "MOCK_PORT",
+__all__ = ["CAPABILITIES", "CLIENT_DIR", "CONTAINED_ROOT", "DNS_PORT", "ETC_SHOWN", "INPUTS_DIR", "MOCK_PORT",
            "PROXY_PORT", "RECORD_SOCKET", "RUN_DIR", "SYSTEM_DIRS", "TOOLS",
            "TOOLS_DIR", "Bubblewrap", "Containment", "ContainmentUnavailable", "NoContainment",
            "Place", "find_containment"]
@@ -63,6 +63,12 @@ RECORD_SOCKET = "record.sock"
 MOCK_PORT = 8080
 PROXY_PORT = 3128
 DNS_PORT = 53
+# Run by root, bwrap leaves the sandbox root of its user namespace with every capability in
+# it: enough to remount a read-only bind read-write and write the host's file (the client's
+# install, the harness's tools, the interpreter). Every capability is dropped, the bounding
+# set too (an exec cannot regain one), but binding a port below 1024 in the run's own
+# network namespace (the refusing resolver on 53).
+CAPABILITIES = ("--cap-drop", "ALL", "--cap-add", "CAP_NET_BIND_SERVICE")
 SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
 # what programs need of /etc; nothing that configures tools per machine or user (npmrc,
 # gitconfig, environment, profile) is shown
@@ -312,7 +318,7 @@ class _SandboxPlace:
                 "argv": argv, "rlimits": self.limiter.rlimits()}
         python = os.path.realpath(sys.executable)
         host_argv = [
-            self.bwrap, "--unshare-all", "--die-with-parent", "--new-session",
+            self.bwrap, "--unshare-all", "--die-with-parent", "--new-session", *CAPABILITIES,
             "--hostname", "loopprobe", *self._mounts(),
             "--chdir", self.translate(str(command.cwd)), "--",
             python, "-I", "-S", f"{TOOLS_DIR}/{Path(sandbox_init.__file__).name}",
@@ -352,8 +358,8 @@ class Bubblewrap:
                 "client uncontained")
         try:
             done = subprocess.run(
-                [path, "--unshare-all", "--die-with-parent", "--ro-bind", "/", "/",
-                 "--", "/bin/true"], capture_output=True, text=True, timeout=30)
+                [path, "--unshare-all", "--die-with-parent", *CAPABILITIES, "--ro-bind", "/",
+                 "/", "--", "/bin/true"], capture_output=True, text=True, timeout=30)
             version = subprocess.run([path, "--version"], capture_output=True, text=True,
                                      timeout=30).stdout.strip()
         except (OSError, subprocess.TimeoutExpired) as error:
@@ -371,6 +377,8 @@ class Bubblewrap:
         # every machine
         return {"mode": self.name,
                 "namespaces": ["network (loopback only)", "pid", "ipc", "uts", "user", "mount"],
+                "capabilities": "none but binding a low port in the run's own network "
+                                "namespace, the bounding set emptied alike",
                 "filesystem": {"/sandbox": "the probe's home, workspace and tmp, the client's "
                                            "to write",
                                CLIENT_DIR: "the client's install, read-only",

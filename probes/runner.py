@@ -99,13 +99,19 @@ def _hook_command(probe: Probe, place: Place) -> HookCommand | None:
     return HookCommand(command, events)
 
 
+def _shown(relative: str | PurePosixPath) -> str:
+    """A sandbox path as evidence shows it: a name that is not UTF-8 (the client chose it)
+    with its bytes escaped, so that every report can be written."""
+    return str(relative).encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+
+
 def _digests(box: Sandbox, files: list[PurePosixPath]) -> dict[str, str]:
     found = {}
     for relative in files:
         try:
-            found[str(relative)] = box.files.digest(relative)
+            found[_shown(relative)] = box.files.digest(relative)
         except (FileNotFoundError, Refused) as why:
-            found[str(relative)] = f"unread: {why}"
+            found[_shown(relative)] = f"unread: {_shown(str(why))}"
     return found
 
 
@@ -122,10 +128,10 @@ def _session_files(client: Client, box: Sandbox,
             if entry.regular:
                 found.append(PurePosixPath(entry.relative))
             elif entry.kind != "a directory" and refused is not None:
-                refused.append({"path": entry.relative, "found": entry.kind})
+                refused.append({"path": _shown(entry.relative), "found": entry.kind})
     except Refused as why:
         if refused is not None:
-            refused.append({"path": why.relative, "found": why.found})
+            refused.append({"path": _shown(why.relative), "found": _shown(why.found)})
     return found
 
 
@@ -310,19 +316,19 @@ def _workspace_files(box: Sandbox, refused: list[dict[str, str]]) -> dict[str, s
     workspace = box.inside(box.workspace)
     try:
         for entry in box.files.walk(workspace):
-            shown = str(PurePosixPath(entry.relative).relative_to(workspace))
+            shown = _shown(PurePosixPath(entry.relative).relative_to(workspace))
             if not entry.regular:
                 if entry.kind != "a directory":
-                    refused.append({"path": entry.relative, "found": entry.kind})
+                    refused.append({"path": _shown(entry.relative), "found": entry.kind})
                 continue
             if entry.size >= WORKSPACE_FILE_LIMIT:
                 continue
             try:
                 kept[shown] = box.files.read(entry.relative, limit=WORKSPACE_FILE_LIMIT).text()
             except (FileNotFoundError, Refused) as why:
-                refused.append({"path": entry.relative, "found": str(why)})
+                refused.append({"path": _shown(entry.relative), "found": _shown(str(why))})
     except Refused as why:
-        refused.append({"path": why.relative, "found": why.found})
+        refused.append({"path": _shown(why.relative), "found": _shown(why.found)})
     return kept
 
 
@@ -384,12 +390,12 @@ def _gather(probe: Probe, client: Client, binary: ClientBinary, box: Sandbox,
         try:
             read = box.files.read(relative, limit=SESSION_FILE_LIMIT)
         except (FileNotFoundError, Refused) as why:
-            refused.append({"path": str(relative), "found": str(why)})
+            refused.append({"path": _shown(relative), "found": _shown(str(why))})
             continue
         if read.truncated:
-            refused.append({"path": str(relative),
+            refused.append({"path": _shown(relative),
                             "found": f"{read.size} bytes: kept the first {len(read.data)}"})
-        session_files[str(relative)] = read.text()
+        session_files[_shown(relative)] = read.text()
     workspace_files = _workspace_files(box, refused)
     return Evidence(
         probe=probe.name, client=binary.identity(), runs=runs, journal=journal.records,

@@ -16,12 +16,15 @@ from pathlib import Path
 
 import pytest
 
+from probes.clients.base import ClientBinary
 from probes.containment import (
     PROXY_PORT,
     Bubblewrap,
     NoContainment,
 )
+from probes.model import ReportSpec
 from probes.outcome import ProbeOutcome
+from probes.report import build_report, write_report
 from probes.runner import run_probe
 from tests.conftest import bubblewrap
 from tests.fakeloop import FakeLoopClient
@@ -38,6 +41,10 @@ def _forge(tmp_path: Path, containment: object) -> ProbeOutcome:
     return run_probe(probe, client, client.install("1"), tmp_path, containment=containment)
 
 
+def outcome_binary() -> ClientBinary:
+    return FakeLoopClient().install("1")
+
+
 def _bash_output(outcome: ProbeOutcome) -> str:
     assert outcome.evidence is not None, outcome.error
     return "".join(run.stdout for run in outcome.evidence.runs.values())
@@ -49,6 +56,13 @@ def test_forging_from_inside_fails_and_is_recorded(tmp_path: Path) -> None:
     assert "attack:done" in output and "journal-forged" not in output, output
     assert "egress-log-erased" not in output
     assert "socket-reached:/run/loopprobe/record.sock" in output
+    # the sandbox's first process is out of reach though the same user runs it
+    assert "init-fds:refused" in output and "init-fds:read" not in output, output
+    assert "init-environ:refused" in output and "init-environ:read" not in output
+    assert "init-mem:refused" in output and "init-mem:read" not in output
+    # no capability to undo the read-only mounts (root's sandbox kept every one before)
+    assert "remounted:" not in output and "unmounted:" not in output, output
+    assert "capabilities:CapEff:0000000000000400" in output  # CAP_NET_BIND_SERVICE alone
     assert outcome.evidence is not None
     assert not any(r.get("forged") or r.get("seq") == 999 for r in outcome.evidence.journal)
     hosts = [a["host"] for a in outcome.evidence.egress]
@@ -58,6 +72,13 @@ def test_forging_from_inside_fails_and_is_recorded(tmp_path: Path) -> None:
     assert any("a second egress reporter" in f for f in faults), faults
     intact = next(c for c in outcome.checks if c.id.endswith("harness.evidence-intact"))
     assert not intact.passed and "a second egress reporter" in json.dumps(intact.observed)
+    # a file name that is not UTF-8 is shown escaped, and the report is written
+    assert "odd-name:made" in output
+    assert "not-utf8-\\xff-name" in outcome.evidence.workspace_files
+    report, lines, timing = build_report(ReportSpec("forge", "forge", (outcome.probe,)),
+                                         [outcome], outcome_binary())
+    write_report(report, lines, tmp_path / "report", timing)
+    json.loads((tmp_path / "report" / "forge.json").read_text())
 
 
 def test_uncontained_the_forged_report_is_taken(tmp_path: Path) -> None:

@@ -82,6 +82,10 @@ def test_the_real_client_cannot_forge_the_evidence(claude_code_binary: Any,
     output = json.dumps(outcome.evidence.journal)
     assert "attack:done" in output and "journal-forged" not in output
     assert "egress-log-erased" not in output and "socket-reached" in output
+    for refused in ("init-fds", "init-environ", "init-mem"):
+        assert f"{refused}:refused" in output and f"{refused}:read" not in output, refused
+    assert "remounted:" not in output and "unmounted:" not in output
+    assert "capabilities:CapEff:0000000000000400" in output
     assert not any(r.get("forged") or r.get("seq") == 999 for r in outcome.evidence.journal)
     assert any("exfiltrate" in a.get("target", "") for a in outcome.evidence.egress)
     assert "forged.example:443" not in [a.get("host") for a in outcome.evidence.egress]
