@@ -49,10 +49,10 @@ from probes.egress import EgressSink, proxy_environment
 from probes.mcp import SERVER_SCRIPT
 from probes.sandbox import Sandbox
 
-__all__ = ["CAPABILITIES", "CLIENT_DIR", "CONTAINED_ROOT", "DNS_PORT", "ETC_SHOWN", "INPUTS_DIR", "MOCK_PORT",
-           "PROXY_PORT", "RECORD_SOCKET", "RUN_DIR", "SYSTEM_DIRS", "TOOLS",
-           "TOOLS_DIR", "Bubblewrap", "Containment", "ContainmentUnavailable", "NoContainment",
-           "Place", "find_containment"]
+__all__ = ["CAPABILITIES", "CLIENT_DIR", "CONTAINED_ROOT", "DNS_PORT", "ETC_SHOWN",
+           "EVIDENCE_SOURCES", "INPUTS_DIR", "MOCK_PORT", "PROXY_PORT", "RECORD_SOCKET",
+           "RUN_DIR", "SYSTEM_DIRS", "TOOLS", "TOOLS_DIR", "Bubblewrap", "Containment",
+           "ContainmentUnavailable", "NoContainment", "Place", "find_containment"]
 
 CONTAINED_ROOT = "/sandbox"
 CLIENT_DIR = "/opt/loopprobe/client"
@@ -136,6 +136,23 @@ class Containment(Protocol):
         ...
 
 
+# whose word each part of the evidence is: what the harness observed, or what the client
+# (or a process it started) wrote or said -- a report's reader weighs them differently
+EVIDENCE_SOURCES = {
+    "journal": "the harness's: recorded by the mock as each request arrived",
+    "runs (exit code, stdout, stderr, argv)": "the harness's: the client's output as it "
+                                              "reached the harness, kept up to a cap",
+    "egress_attempts": "the harness's: reported as they happened by the sandbox's first "
+                       "process, one reporter per run",
+    "hook_calls": "the client's account: reported by the hook relay, a process the client "
+                  "starts (a hostile client could add calls, not remove one)",
+    "mcp_calls": "the client's account: reported by the MCP server, a process the client "
+                 "starts",
+    "session_files (transcripts)": "the client's account: files it wrote",
+    "workspace_files": "the client's doing: files its tools wrote",
+}
+
+
 # ---- uncontained ---------------------------------------------------------------------
 
 
@@ -182,7 +199,8 @@ class NoContainment:
     reason: str = "--no-sandbox"
 
     def describe(self) -> dict[str, Any]:
-        return {"mode": self.name, "reason": self.reason, "promises": [
+        return {"mode": self.name, "reason": self.reason, "evidence": EVIDENCE_SOURCES,
+                "promises": [
             "an allow-listed environment, a fresh home and workspace",
             "a refusing proxy on the host's loopback for clients that honour proxy variables",
             "the client's process group is killed after each run"],
@@ -397,6 +415,7 @@ class Bubblewrap:
                 "network": {f"127.0.0.1:{MOCK_PORT}": "the mock (forwarded to its socket)",
                             f"127.0.0.1:{PROXY_PORT}": "the refusing proxy",
                             f"127.0.0.1:{DNS_PORT}": "the refusing resolver"},
+                "evidence": EVIDENCE_SOURCES,
                 "promises": [
                     "no egress: nothing but loopback exists in the run's network namespace",
                     "no instructions of the caller: nothing above /sandbox/workspace but "
