@@ -62,7 +62,7 @@ GiB = 1 << 30
 MAX_ENTRIES = 200_000
 _WALK_INTERVAL = 0.5
 _RELEASE_WAIT = 5.0  # seconds a run's cgroup may take to empty
-_TMP_MARKER = re.compile(r"^loopprobe sandbox: bound tmp reached: /tmp full "
+_TMP_MARKER = re.compile(r"^loopprobe sandbox: bound tmp reached: /(?:tmp|dev/shm) full "
                         r"\((\d+) of (\d+) bytes used, (\d+) files free\)$", re.MULTILINE)
 _NO_CGROUP_HELP = ("run as root, or under a delegated cgroup2 whose cgroup.subtree_control "
                   "lists memory and pids; or bound the whole harness with "

@@ -321,7 +321,11 @@ class _SandboxPlace:
             args += ["--ro-bind", str(other.root), _other_dir(other)]
         for tool in self._tools():
             args += ["--ro-bind", str(tool), f"{TOOLS_DIR}/{tool.name}"]
+        # /dev is a tmpfs as large as half the host's memory: its /dev/shm gets the /tmp
+        # bound, and the rest is made read-only (the device nodes still work)
         args += ["--proc", "/proc", "--dev", "/dev",
+                 *self.limiter.bwrap_args_for_tmp(), "--tmpfs", "/dev/shm",
+                 "--remount-ro", "/dev",
                  *self.limiter.bwrap_args_for_tmp(), "--tmpfs", "/tmp",
                  "--bind", str(self.box.client_root), CONTAINED_ROOT,
                  "--ro-bind", str(self.box.inputs), INPUTS_DIR,

@@ -134,7 +134,15 @@ def apply_rlimits(spec: dict[str, Any]) -> None:
         resource.setrlimit(which, (limit, limit))
 
 
-def report_tmp_usage(path: str = "/tmp") -> str | None:
+def report_tmp_usage() -> str | None:
+    """The first of /tmp and /dev/shm (the run's sized tmpfs mounts) found full."""
+    for path in ("/tmp", "/dev/shm"):
+        if (line := _tmp_full(path)) is not None:
+            return line
+    return None
+
+
+def _tmp_full(path: str) -> str | None:
     """When /tmp, a tmpfs of bounded size, is (nearly) full: a line saying so, printed on
     stderr for people and returned for the harness's collector, which counts it as the tmp
     bound reached (``probes.bounds.tmp_hit_from_stderr``; the client's own stderr could
@@ -146,8 +154,8 @@ def report_tmp_usage(path: str = "/tmp") -> str | None:
     size, free = found.f_blocks * found.f_frsize, found.f_bavail * found.f_frsize
     # a write cut at the bound leaves less than a chunk free, not always zero
     if size and (free < min(TMP_FULL_MARGIN, size // 16) or found.f_favail == 0):
-        line = (f"loopprobe sandbox: bound tmp reached: /tmp full ({size - free} of {size} "
-                f"bytes used, {found.f_favail} files free)")
+        line = (f"loopprobe sandbox: bound tmp reached: {path} full ({size - free} of "
+                f"{size} bytes used, {found.f_favail} files free)")
         print(line, file=sys.stderr, flush=True)
         return line
     return None

@@ -103,6 +103,9 @@ BOUND_ATTACKS = {
     "processes": (Bounds(processes=64),
                   "for i in $(seq 200); do sleep 3 & done 2>&1 | tail -1; wait", "pids"),
     "tmp": (Bounds(tmp_bytes=64 * MiB), "head -c 200M /dev/zero > /tmp/big; echo $?", None),
+    "tmp:/dev/shm": (Bounds(tmp_bytes=64 * MiB),
+                     "head -c 200M /dev/zero > /dev/shm/big; echo $?; echo x > /dev/new; "
+                     "echo $?", None),
     "file": (Bounds(file_bytes=32 * MiB),
              "head -c 100M /dev/zero > /sandbox/workspace/big; echo $?", None),
     "sandbox": (Bounds(sandbox_bytes=64 * MiB, file_bytes=32 * MiB),
@@ -116,6 +119,7 @@ def test_a_run_that_reaches_a_bound_ends_with_a_report_naming_it(claude_code_bin
                                                                  tmp_path: Path,
                                                                  bound: str) -> None:
     bounds, script, controller = BOUND_ATTACKS[bound]
+    bound = bound.split(":")[0]
     if controller is not None:
         _needs_cgroup(controller)
     box = _bubblewrap()
@@ -124,6 +128,8 @@ def test_a_run_that_reaches_a_bound_ends_with_a_report_naming_it(claude_code_bin
     assert outcome.evidence is not None, outcome.error
     run = outcome.evidence.runs["run1"]
     assert bound in [h["bound"] for h in run.bounds_hit], (run.bounds_hit, run.stdout[-2000:])
+    assert "Read-only file system" in run.stdout or "/dev/new" not in script, \
+        "the rest of /dev is read-only"
     finished = next(c for c in outcome.checks if c.id.endswith("harness.run1.finished"))
     assert not finished.passed and f"the {bound} bound" in str(finished.observed)
     report, _, _ = build_report(ReportSpec("bounds", "bounds", (outcome.probe,)),
