@@ -72,11 +72,10 @@ def bind_unix_socket(path: Path) -> socket.socket:
     """A listening Unix socket only this user can connect to."""
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     path.unlink(missing_ok=True)
-    previous = os.umask(0o177)
-    try:
-        sock.bind(str(path))
-    finally:
-        os.umask(previous)
+    # not by umask: it is the process's, and probes running in threads would create their
+    # folders with it (a sandbox the client cannot enter); nobody connects before listen()
+    sock.bind(str(path))
+    os.chmod(path, 0o600)
     sock.listen(1024)
     sock.set_inheritable(True)
     return sock

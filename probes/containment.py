@@ -443,9 +443,11 @@ class Bubblewrap:
         try:
             etc = run_dir / "etc"
             etc.mkdir()
-            (etc / "hosts").write_text("127.0.0.1 localhost loopprobe\n::1 localhost\n")
-            (etc / "resolv.conf").write_text("nameserver 127.0.0.1\n")
-            (etc / "hostname").write_text("loopprobe\n")
+            for name, text in (("hosts", "127.0.0.1 localhost loopprobe\n::1 localhost\n"),
+                               ("resolv.conf", "nameserver 127.0.0.1\n"),
+                               ("hostname", "loopprobe\n")):
+                (etc / name).write_text(text)
+                (etc / name).chmod(0o644)  # read inside, whatever the umask
             executables = [sys.executable, *binary.launcher[:1],
                            *(b.launcher[0] for b in others)]
             runtimes = sorted({p for e in executables

@@ -338,6 +338,9 @@ def _write_input(box: Sandbox, path: Path, content: str) -> None:
     if path.is_relative_to(box.client_root):
         box.files.write(box.inside(path), content)
     elif path.is_relative_to(box.inputs):
+        for folder in reversed(path.relative_to(box.inputs).parents[:-1]):
+            (box.inputs / folder).mkdir(exist_ok=True)
+            (box.inputs / folder).chmod(0o755)  # the client reads it, whatever the umask
         write_text(path, content)
     else:
         raise ValueError(f"a command's file must be in the sandbox or its inputs, not {path}")

@@ -83,8 +83,9 @@ class Sandbox:
         root = Path(tempfile.mkdtemp(prefix=f"{name}.", dir=parent)).resolve()
         box = cls(root)
         SandboxFiles.create(box.client_root)
-        for directory in (box.inputs, box.evidence):
-            directory.mkdir(mode=0o755)
+        box.inputs.mkdir()
+        box.inputs.chmod(0o755)  # the client reads it (read-only), whatever the umask
+        box.evidence.mkdir(mode=0o700)
         for directory in (box.home, box.tmp, box.workspace):
             box.files.make_dirs(box.inside(directory))
         return box

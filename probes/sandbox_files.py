@@ -113,7 +113,8 @@ class SandboxFiles:
     @classmethod
     def create(cls, root: Path) -> SandboxFiles:
         """A new, empty root (its parent is the harness's)."""
-        root.mkdir(mode=0o755)
+        root.mkdir()
+        root.chmod(0o755)  # the client enters it, whatever the process's umask is
         return cls(root)
 
     # ---- descriptors ------------------------------------------------------------------
@@ -134,9 +135,12 @@ class SandboxFiles:
                         raise
                     try:
                         os.mkdir(part, 0o755, dir_fd=fd)
+                        made = True
                     except FileExistsError:
-                        pass  # made meanwhile: opened below, without following it
+                        made = False  # made meanwhile: opened below, without following it
                     child = self._open_dir_or_refuse(part, fd, shown)
+                    if made:
+                        os.fchmod(child, 0o755)  # whatever the process's umask is
                 except OSError:  # a link (ELOOP), a file (ENOTDIR), unreadable
                     raise self._refusal(part, fd, shown) from None
                 os.close(fd)

@@ -373,3 +373,25 @@ def test_a_bypass_is_caught(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> 
         _watch["prefix"] = None
     assert any(event == "open" and path.endswith("/sandbox/workspace/attack.sh")
                for event, path, _ in _watch["bypasses"])
+
+
+def test_the_sandbox_is_enterable_whatever_the_umask(tmp_path: Path) -> None:
+    """Probes run in threads and the umask is the process's: a folder made under another
+    thread's umask must still let the client (without capabilities) in."""
+    from mockapi.server import bind_unix_socket
+    from probes.sandbox import Sandbox
+    previous = os.umask(0o177)
+    try:
+        box = Sandbox.create(tmp_path, "probe")
+        box.files.make_dirs("home/.claude/projects")
+    finally:
+        os.umask(previous)
+    for folder in (box.client_root, box.home, box.workspace, box.home / ".claude" / "projects",
+                   box.inputs):
+        assert stat.S_IMODE(folder.stat().st_mode) == 0o755, folder
+    sock = bind_unix_socket(tmp_path / "s.sock")
+    try:
+        assert os.umask(previous) == previous, "binding a socket leaves the umask alone"
+        assert stat.S_IMODE((tmp_path / "s.sock").stat().st_mode) == 0o600
+    finally:
+        sock.close()
