@@ -127,6 +127,18 @@ def _pipes(process: subprocess.Popen[bytes]) -> tuple[IO[bytes], IO[bytes]]:
     return process.stdout, process.stderr
 
 
+def _wait(done: Callable[[], bool], deadline: float,
+          stop: Callable[[], str | None]) -> tuple[bool, str | None]:
+    """Poll until ``done()``: (whether the deadline came first, the stop reason that did)."""
+    while not done():
+        if time.monotonic() >= deadline:
+            return True, None
+        if (reason := stop()) is not None:
+            return False, reason
+        time.sleep(POLL_INTERVAL)
+    return False, None
+
+
 def run_process(argv: list[str], *, env: dict[str, str], cwd: Path, timeout: float,
                 stdin: str | None = None, output_cap: int = OUTPUT_CAP,
                 should_stop: Callable[[], str | None] | None = None) -> ProcessResult:
@@ -148,18 +160,12 @@ def run_process(argv: list[str], *, env: dict[str, str], cwd: Path, timeout: flo
         writer.write(stdin)
         writer.close()
     stop = _Stop(should_stop)
-    timed_out, stopped = False, None
     try:
-        deadline = started + timeout
         # the run lasts until the client exited and its output ended (a background
         # process of its group may still print), as communicate() waited before
-        while not (process.poll() is not None and out.done and err.done):
-            if time.monotonic() >= deadline:
-                timed_out = True
-                break
-            if (stopped := stop()) is not None:
-                break
-            time.sleep(POLL_INTERVAL)
+        timed_out, stopped = _wait(
+            lambda: process.poll() is not None and out.done and err.done,
+            started + timeout, stop)
     except BaseException:  # Ctrl-C: take the client down with us
         _kill_group(process)
         process.wait(KILL_GRACE)
@@ -249,13 +255,8 @@ def run_conversation(argv: list[str], *, env: dict[str, str], cwd: Path, timeout
             dialogue.end("stdin closed: the client ended its output" if eof else
                          "stdin closed: the run's timeout" if timed_out else
                          f"stdin closed: the run was stopped: {stopped}")
-        while eof and process.poll() is None:
-            if time.monotonic() >= deadline:
-                timed_out = True
-                break
-            if (stopped := stop()) is not None:
-                break
-            time.sleep(POLL_INTERVAL)
+        if eof:
+            timed_out, stopped = _wait(lambda: process.poll() is not None, deadline, stop)
     except BaseException:
         _kill_group(process)
         process.wait(KILL_GRACE)
