@@ -156,3 +156,39 @@ def test_reading_and_diffing_reports_loads_no_server() -> None:
     assert done.returncode == 0, done.stderr
     code, heavy = done.stdout.strip().split(" ", 1)
     assert code in ("0", "1") and heavy == "[]", done.stdout
+
+
+def _third_party(tree: ast.Module) -> set[str]:
+    """The top-level names of what a module imports that is neither ours nor the standard
+    library's (imports under ``if TYPE_CHECKING:`` never run and are left out)."""
+    typing_only = {id(n) for node in ast.walk(tree) if isinstance(node, ast.If)
+                   and "TYPE_CHECKING" in ast.unparse(node.test) for n in ast.walk(node)}
+    found = set()
+    for node in ast.walk(tree):
+        if id(node) in typing_only:
+            continue
+        if isinstance(node, ast.Import):
+            found |= {alias.name.split(".")[0] for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found.add(node.module.split(".")[0])
+    return {n for n in found if n not in sys.stdlib_module_names and n not in PACKAGES}
+
+
+def test_every_import_of_the_package_is_a_declared_dependency() -> None:
+    """A wheel installed alone (no test extras, which bring their own dependencies along)
+    must import: every third-party module the library imports is in [project]
+    dependencies."""
+    import tomllib
+    from importlib.metadata import packages_distributions
+
+    from packaging.requirements import Requirement
+    from packaging.utils import canonicalize_name
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    declared = {canonicalize_name(Requirement(r).name) for r in project["dependencies"]}
+    owners = packages_distributions()
+    # the pytest plugin is imported by pytest alone, which is there whenever it is
+    missing = sorted(
+        (module, name) for name in LIBRARY if name != "mockapi.testing"
+        for module in _third_party(TREES[name])
+        if not {canonicalize_name(d) for d in owners.get(module, [module])} & declared)
+    assert missing == [], "imported by the package, not in pyproject's dependencies"
