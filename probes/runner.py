@@ -15,13 +15,14 @@ import time
 import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import replace
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from types import TracebackType
 from typing import Any, Protocol
 
 from mockapi.journal import Journal, read_journal
 from mockapi.scenario import Scenario
 from probes import hook_recorder
+from probes.client_files import ClientFiles
 from probes.clients.base import Client, ClientBinary, Command, HookCommand, RunContext
 from probes.collector import Collector
 from probes.containment import Containment, Place, find_containment
@@ -40,8 +41,6 @@ from probes.verdicts import check_evidence
 __all__ = [
     "HOOK_EVENTS_RECORDED",
     "SECRET_ENV",
-    "SESSION_FILE_LIMIT",
-    "WORKSPACE_FILE_LIMIT",
     "Serve",
     "Served",
     "run_probe",
@@ -50,8 +49,6 @@ __all__ = [
 
 SECRET_ENV = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN")
 HOOK_EVENTS_RECORDED = ("PreToolUse", "PostToolUse", "Stop", "SubagentStop")
-SESSION_FILE_LIMIT = 16 * 1024 * 1024  # a transcript beyond this is kept cut, and said so
-WORKSPACE_FILE_LIMIT = 65536  # workspace files are kept whole up to this size
 
 
 class Served(Protocol):
@@ -97,42 +94,6 @@ def _hook_command(probe: Probe, place: Place) -> HookCommand | None:
         sys.executable, "-I", "-S", hook_recorder.__file__, str(place.record_socket())))
     events = tuple(sorted(set(HOOK_EVENTS_RECORDED) | set(probe.hooks.policy)))
     return HookCommand(command, events)
-
-
-def _shown(relative: str | PurePosixPath) -> str:
-    """A sandbox path as evidence shows it: a name that is not UTF-8 (the client chose it)
-    with its bytes escaped, so that every report can be written."""
-    return str(relative).encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
-
-
-def _digests(box: Sandbox, files: list[PurePosixPath]) -> dict[str, str]:
-    found = {}
-    for relative in files:
-        try:
-            found[_shown(relative)] = box.files.digest(relative)
-        except (FileNotFoundError, Refused) as why:
-            found[_shown(relative)] = f"unread: {_shown(str(why))}"
-    return found
-
-
-def _session_files(client: Client, box: Sandbox,
-                   refused: list[dict[str, str]] | None = None) -> list[PurePosixPath]:
-    """The client's session files (regular files only; what else is there goes to
-    ``refused``, with a session folder that is not one)."""
-    folder = client.session_folder(box)
-    if folder is None:
-        return []
-    found = []
-    try:
-        for entry in box.files.walk(box.inside(folder)):
-            if entry.regular:
-                found.append(PurePosixPath(entry.relative))
-            elif entry.kind != "a directory" and refused is not None:
-                refused.append({"path": _shown(entry.relative), "found": entry.kind})
-    except Refused as why:
-        if refused is not None:
-            refused.append({"path": _shown(why.relative), "found": _shown(why.found)})
-    return found
 
 
 def _redact_env(env: dict[str, str]) -> dict[str, str]:
@@ -265,7 +226,7 @@ def _run_one(probe: Probe, invocation: Invocation, client: Client, binary: Clien
     command = place.wrap(client.command(binary, invocation, context))
     for path, content in command.files.items():
         _write_input(box, Path(path), content)
-    before = _digests(box, _session_files(client, box))
+    before = ClientFiles(box).session_digests(client.session_folder(box))
     first_seq = mock.journal.last_seq
     progress(f"  run {invocation.name}: {invocation.prompt[:40]!r}")
     started = time.time()
@@ -282,7 +243,7 @@ def _run_one(probe: Probe, invocation: Invocation, client: Client, binary: Clien
         bounds_hit = bounds.hits(str(collector.run_end(invocation.name).get("tmp_full") or ""),
                                  result.exit_code)
     last_seq = mock.journal.last_seq
-    after = _digests(box, _session_files(client, box))
+    after = ClientFiles(box).session_digests(client.session_folder(box))
     changed = {path: {"before": before.get(path), "after": after.get(path)}
                for path in sorted(set(before) | set(after)) if before.get(path) != after.get(path)}
     output = client.read_output(result.stdout)
@@ -307,29 +268,6 @@ def _run_one(probe: Probe, invocation: Invocation, client: Client, binary: Clien
         stopped=result.stopped, bounds_hit=bounds_hit,
         protocol_faults=[f for c in conversation for f in c.protocol_faults],
     )
-
-
-def _workspace_files(box: Sandbox, refused: list[dict[str, str]]) -> dict[str, str]:
-    """The workspace's small regular files (relative path -> text); what else is there goes
-    to ``refused``."""
-    kept = {}
-    workspace = box.inside(box.workspace)
-    try:
-        for entry in box.files.walk(workspace):
-            shown = _shown(PurePosixPath(entry.relative).relative_to(workspace))
-            if not entry.regular:
-                if entry.kind != "a directory":
-                    refused.append({"path": _shown(entry.relative), "found": entry.kind})
-                continue
-            if entry.size >= WORKSPACE_FILE_LIMIT:
-                continue
-            try:
-                kept[shown] = box.files.read(entry.relative, limit=WORKSPACE_FILE_LIMIT).text()
-            except (FileNotFoundError, Refused) as why:
-                refused.append({"path": _shown(entry.relative), "found": _shown(str(why))})
-    except Refused as why:
-        refused.append({"path": _shown(why.relative), "found": _shown(why.found)})
-    return kept
 
 
 def _write_input(box: Sandbox, path: Path, content: str) -> None:
@@ -387,24 +325,14 @@ def _gather(probe: Probe, client: Client, binary: ClientBinary, box: Sandbox,
              for moment in (runs_started, time.time())}
     mcp_calls = {name: list(collector.mcp.get(name, []))
                  for name, run in runs.items() if run.invocation.mcp is not None}
-    refused: list[dict[str, str]] = []
-    session_files = {}
-    for relative in _session_files(client, box, refused):
-        try:
-            read = box.files.read(relative, limit=SESSION_FILE_LIMIT)
-        except (FileNotFoundError, Refused) as why:
-            refused.append({"path": _shown(relative), "found": _shown(str(why))})
-            continue
-        if read.truncated:
-            refused.append({"path": _shown(relative),
-                            "found": f"{read.size} bytes: kept the first {len(read.data)}"})
-        session_files[_shown(relative)] = read.text()
-    workspace_files = _workspace_files(box, refused)
+    left = ClientFiles(box)
+    session_files = left.sessions(client.session_folder(box))
+    workspace_files = left.workspace()
     return Evidence(
         probe=probe.name, client=binary.identity(), runs=runs, journal=journal.records,
         hook_calls=list(collector.hook_calls), session_files=session_files,
         workspace_files=workspace_files, torn_journal=journal.torn_tail, mcp_calls=mcp_calls,
-        sandbox_refusals=refused,
+        sandbox_refusals=left.refused,
         # a run the harness killed (its timeout) cuts its egress reporter off too
         evidence_faults=[f for f in collector.faults if not (
             f.get("kind") == "cut_off" and f.get("run") in runs
