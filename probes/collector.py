@@ -130,8 +130,7 @@ class Collector:
         self._total = 0
         self._dropped: dict[str, int] = {}
         self._run: str | None = None
-        self._egress_claimed = False
-        self._claimed_runs: set[str] = set()
+        self._claimed_runs: set[str] = set()  # runs whose egress stream is claimed
         self._server: _Server | None = None
         self._thread: threading.Thread | None = None
 
@@ -171,21 +170,18 @@ class Collector:
     def begin_run(self, name: str) -> None:
         """A run starts: its sandbox's first process may claim the egress stream, once."""
         with self._lock:
-            self._run, self._egress_claimed = name, False
+            self._run = name
             self._reporter_done[name] = threading.Event()
 
     def run_end(self, name: str, timeout: float = 3.0) -> dict[str, Any]:
         """What the run's egress reporter said last (its ``end`` line), once its stream is
         read to the end (``{}``: none came within ``timeout``, or the run had none)."""
-        done = self._reporter_done.get(name)
-        if done is not None and self._egress_claimed_by(name):
+        with self._lock:
+            done = self._reporter_done.get(name) if name in self._claimed_runs else None
+        if done is not None:
             done.wait(timeout)
         with self._lock:
             return dict(self.run_ends.get(name, {}))
-
-    def _egress_claimed_by(self, name: str) -> bool:
-        with self._lock:
-            return name in self._claimed_runs
 
     def end_run(self) -> None:
         with self._lock:
@@ -282,9 +278,9 @@ class Collector:
 
     def _egress_reports(self, rfile: BufferedIOBase, pid: int | None) -> None:
         with self._lock:
-            run, claimed = self._run, self._egress_claimed
-            self._egress_claimed = True
-            if run is not None and not claimed:
+            run = self._run
+            claimed = run in self._claimed_runs
+            if run is not None:
                 self._claimed_runs.add(run)
         if run is None or claimed:
             self._fault("egress", "a second egress reporter (a process inside the sandbox "

@@ -95,6 +95,14 @@ class Entry:
         return self.kind == "a regular file"
 
 
+def _found(name: str, parent: int) -> str:
+    """What is at ``name`` in the folder open at ``parent``, not following a link."""
+    try:
+        return kind_of(os.stat(name, dir_fd=parent, follow_symlinks=False).st_mode)
+    except OSError as error:
+        return f"unreadable ({error.strerror})"
+
+
 def _parts(relative: str | PurePosixPath) -> list[str]:
     text = str(relative)
     parts = [p for p in text.split("/") if p not in ("", ".")]
@@ -158,10 +166,7 @@ class SandboxFiles:
 
     @staticmethod
     def _refusal(part: str, parent: int, shown: str) -> Refused:
-        try:
-            found = kind_of(os.stat(part, dir_fd=parent, follow_symlinks=False).st_mode)
-        except OSError as error:
-            found = f"unreadable ({error.strerror})"
+        found = _found(part, parent)
         return Refused(shown, f"{part!r} on the way is {found}, expected a directory")
 
     # ---- writes -----------------------------------------------------------------------
@@ -194,18 +199,10 @@ class SandboxFiles:
                 os.replace(temporary, parts[-1], src_dir_fd=parent, dst_dir_fd=parent)
             except OSError:
                 os.unlink(temporary, dir_fd=parent)
-                raise self._refusal_of_file(parts[-1], parent, str(relative),
-                                            "expected a file or nothing") from None
+                raise Refused(str(relative), f"{_found(parts[-1], parent)}, expected a file or "
+                                             "nothing") from None
         finally:
             os.close(parent)
-
-    @staticmethod
-    def _refusal_of_file(name: str, parent: int, shown: str, expected: str) -> Refused:
-        try:
-            found = kind_of(os.stat(name, dir_fd=parent, follow_symlinks=False).st_mode)
-        except OSError as error:
-            found = f"unreadable ({error.strerror})"
-        return Refused(shown, f"{found}, {expected}")
 
     # ---- reads ------------------------------------------------------------------------
 
