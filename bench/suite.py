@@ -17,11 +17,11 @@ from typing import Any
 from probes.catalog import REPORTS
 from probes.clients import parse_client_spec
 from probes.clients.base import Client, ClientBinary
-from probes.containment import Containment, find_containment
-from probes.model import Probe
-from probes.outcome import ProbeOutcome
-from probes.runner import run_probe
-from probes.schedule import default_jobs, run_scheduled
+from probes.core.outcome import ProbeOutcome
+from probes.core.probe import Probe
+from probes.run.containment import Containment, find_containment
+from probes.run.runner import run_probe
+from probes.scale.schedule import default_jobs, run_scheduled
 
 __all__ = ["bench_suite", "render_suite"]
 

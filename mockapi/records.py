@@ -15,7 +15,7 @@ from typing import Any, Final, Literal, NotRequired
 
 import orjson
 
-# typing_extensions: pydantic builds JSON Schemas from it on Python 3.11 (probes.schemas)
+# typing_extensions: pydantic builds JSON Schemas from it on Python 3.11 (probes.report.schemas)
 from typing_extensions import TypedDict
 
 __all__ = [

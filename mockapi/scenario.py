@@ -327,7 +327,7 @@ def parse_scenario(data: Any, source: str = "<scenario>") -> Scenario:
     if not isinstance(data, dict):
         raise ScenarioError(source, [
             f"(top level): expected a mapping with `rules`, found {type(data).__name__}"])
-    # an editor's pointer to the scenario schema (probes/json_schemas/scenario.schema.json)
+    # an editor's pointer to the scenario schema (probes/report/json_schemas/scenario.schema.json)
     data = {k: v for k, v in data.items() if k != "$schema"}
     duplicates = _duplicate_ids(data)
     forms = _form_problems(data)

@@ -1,5 +1,5 @@
 import sys
 
-from probes.cli import main
+from probes.cli.commands import main
 
 sys.exit(main())

@@ -1,70 +1,26 @@
-"""Where a claim's expectation comes from, cited so a reader without this repository finds it.
+"""The public face of ``probes.core.provenance``: what your own catalog imports.
 
-A claim's expectation is either stated by the published analysis (its title, the
-version it analyses, the section, the line and a short quote in the original
-language) or a project expectation (why we expect it, and the public reference it
-rests on: a documentation page, an issue, a prior version's recorded behaviour).
+Catalogs (``loopprobe run --catalog FILE``) import from ``probes.model``, ``probes.checks``,
+``probes.evidence`` and ``probes.provenance``; these names stay here whatever moves inside
+``probes/``. The harness itself imports ``probes.core``.
 """
 
-from __future__ import annotations
+from probes.core.provenance import (
+    ANALYSIS_TITLE,
+    ANALYSIS_VERSION,
+    MAX_QUOTE,
+    Source,
+    from_analysis,
+    project_expectation,
+    unstated,
+)
 
-from dataclasses import dataclass
-from typing import Any, Literal
-
-__all__ = ["ANALYSIS_TITLE", "ANALYSIS_VERSION", "MAX_QUOTE", "Source", "from_analysis",
-           "project_expectation", "unstated"]
-
-ANALYSIS_TITLE = "Claude Code CLI 2.1.235 Agent Loop"
-ANALYSIS_VERSION = "2.1.235"
-MAX_QUOTE = 200
-
-
-@dataclass(frozen=True)
-class Source:
-    kind: Literal["analysis", "project", "unstated"]
-    # analysis: the section heading as published; project: the public reference
-    where: str
-    # analysis: a short quote of the passage, in its language; project: the reason
-    text: str
-    line: int | None = None  # analysis: the line of the quote in the published text
-
-    def __post_init__(self) -> None:
-        if self.kind == "analysis" and not (self.where and self.text):
-            raise ValueError("an analysis source needs its section and a quote")
-        if self.kind == "analysis" and len(self.text) > MAX_QUOTE:
-            raise ValueError(f"quote longer than {MAX_QUOTE} characters: {self.text[:40]!r}…")
-        if self.kind == "project" and not (self.where and self.text):
-            raise ValueError("a project expectation needs its reason and its reference")
-
-    def cite(self) -> str:
-        """One line a reader can follow without this repository."""
-        if self.kind == "analysis":
-            line = f", line {self.line}" if self.line is not None else ""
-            quote = " ".join(self.text.split())  # a quote across table rows, on one line
-            return (f"“{ANALYSIS_TITLE}” (analysis of Claude Code {ANALYSIS_VERSION}), "
-                    f"section “{self.where}”{line}: “{quote}”")
-        if self.kind == "project":
-            return f"project expectation: {self.text} (reference: {self.where})"
-        return "no source given for this expectation"
-
-    def to_json(self) -> dict[str, Any]:
-        if self.kind == "analysis":
-            return {"kind": "analysis", "title": ANALYSIS_TITLE, "version": ANALYSIS_VERSION,
-                    "section": self.where, "line": self.line, "quote": self.text,
-                    "citation": self.cite()}
-        if self.kind == "project":
-            return {"kind": "project", "reference": self.where, "reason": self.text,
-                    "citation": self.cite()}
-        return {"kind": "unstated", "citation": self.cite()}
-
-
-def from_analysis(section: str, quote: str, line: int | None = None) -> Source:
-    return Source("analysis", section, quote, line)
-
-
-def project_expectation(reason: str, reference: str) -> Source:
-    return Source("project", reference, reason)
-
-
-def unstated() -> Source:
-    return Source("unstated", "", "")
+__all__ = [
+    "ANALYSIS_TITLE",
+    "ANALYSIS_VERSION",
+    "MAX_QUOTE",
+    "Source",
+    "from_analysis",
+    "project_expectation",
+    "unstated",
+]

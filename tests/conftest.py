@@ -45,7 +45,7 @@ def bubblewrap(bounds: Any = None) -> Any:
     given, instead of the default ones)."""
     from dataclasses import replace
 
-    from probes.containment import Bubblewrap, ContainmentUnavailable
+    from probes.run.containment import Bubblewrap, ContainmentUnavailable
     try:
         found = Bubblewrap.find()
     except ContainmentUnavailable as error:

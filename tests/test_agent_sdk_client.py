@@ -8,7 +8,7 @@ import pytest
 
 from probes.catalog.tool_result_resume import PROBE
 from probes.clients import parse_client_spec
-from probes.runner import run_probe
+from probes.run.runner import run_probe
 from tests.conftest import missing_install
 
 pytestmark = pytest.mark.client

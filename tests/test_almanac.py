@@ -7,8 +7,8 @@ import gzip
 import json
 from pathlib import Path
 
-from probes import cli
-from probes.almanac import load_bisects, render_timeline
+from probes.cli import commands as cli
+from probes.scale.almanac import load_bisects, render_timeline
 from tests.fakeloop import FakeLoopClient
 from tests.fakeloop.catalog import REPORTS
 

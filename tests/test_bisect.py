@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from probes import cli
-from probes.bisect import BisectError, bisect_versions, order_versions, versions_between
+from probes.cli import commands as cli
 from probes.clients import registry
+from probes.scale.bisect import BisectError, bisect_versions, order_versions, versions_between
 from tests.fakeloop import FakeLoopClient
 from tests.fakeloop.client import DROPS_HOOKS_FROM
 

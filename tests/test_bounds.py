@@ -21,9 +21,10 @@ from typing import Any
 
 import pytest
 
-from probes import bounds as bounds_module
-from probes import sandbox_init
-from probes.bounds import (
+from probes.clients.base import ClientBinary, Command
+from probes.inside import sandbox_init
+from probes.run import bounds as bounds_module
+from probes.run.bounds import (
     Bounds,
     Limiter,
     MiB,
@@ -32,10 +33,9 @@ from probes.bounds import (
     find_limiter,
     tmp_hit_from_stderr,
 )
-from probes.clients.base import ClientBinary, Command
-from probes.collector import Collector
-from probes.containment import Bubblewrap, NoContainment
-from probes.sandbox import BASE_PATH, Sandbox
+from probes.run.collector import Collector
+from probes.run.containment import Bubblewrap, NoContainment
+from probes.sandbox.folders import BASE_PATH, Sandbox
 from tests.conftest import bubblewrap, missing_install
 
 SMALL = Bounds(memory_bytes=64 * MiB, processes=50, tmp_bytes=16 * MiB,

@@ -11,15 +11,15 @@ from pathlib import Path
 
 import pytest
 
-from probes import cli
+from probes.cli import commands as cli
+from probes.cli.progress import Reporter, choose_mode
 from probes.clients import registry
 from probes.clients.base import ClientBinary
-from probes.diff import diff_directories
-from probes.junit import junit_xml
-from probes.model import ReportSpec
-from probes.progress import Reporter, choose_mode
-from probes.report_format import load_report
-from probes.schemas import validate_path
+from probes.core.probe import ReportSpec
+from probes.report.diff import diff_directories
+from probes.report.format import load_report
+from probes.report.junit import junit_xml
+from probes.report.schemas import validate_path
 from tests.fakeloop import FakeLoopClient
 from tests.fakeloop import catalog as fake_catalog
 from tests.fakeloop.catalog import DENY, READ, read_probe

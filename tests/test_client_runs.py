@@ -13,11 +13,11 @@ import pytest
 
 from mockapi import Match, Rule, Scenario, load_scenario, text
 from probes.catalog import REPORTS
-from probes.checks import Checks
 from probes.clients.claude_code import ClaudeCode
-from probes.evidence import Evidence
-from probes.model import Claim, Invocation, Probe
-from probes.runner import run_probe
+from probes.core.checks import Checks
+from probes.core.evidence import Evidence
+from probes.core.probe import Claim, Invocation, Probe
+from probes.run.runner import run_probe
 
 pytestmark = pytest.mark.client
 
@@ -149,8 +149,8 @@ def test_a_probe_needing_a_flag_the_client_lacks_is_not_applicable(claude_code_b
 
     from probes.catalog.tool_result_resume import PROBE
     from probes.clients import claude_cli
-    from probes.model import ReportSpec
-    from probes.report import build_report
+    from probes.core.probe import ReportSpec
+    from probes.report.build import build_report
     monkeypatch.setitem(claude_cli.CAPABILITY_FLAGS, "fork", ("--flag-from-the-future",))
     probe = replace(PROBE)
     outcome = run_probe(probe, ClaudeCode(), claude_code_binary, tmp_path)

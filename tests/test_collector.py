@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from probes import collector as collector_module
-from probes.collector import Collector
+from probes.run import collector as collector_module
+from probes.run.collector import Collector
 
 
 @pytest.fixture

@@ -23,18 +23,18 @@ from pathlib import Path
 
 import pytest
 
-from probes import cli
+from probes.cli import commands as cli
 from probes.clients import registry
-from probes.containment import (
+from probes.core.outcome import ProbeOutcome
+from probes.inside.egress import dns_question
+from probes.run.containment import (
     Bubblewrap,
     Containment,
     ContainmentUnavailable,
     NoContainment,
     find_containment,
 )
-from probes.egress import dns_question
-from probes.outcome import ProbeOutcome
-from probes.runner import run_probe
+from probes.run.runner import run_probe
 from tests.conftest import bubblewrap
 from tests.fakeloop import FakeLoopClient
 from tests.fixtures.escape_catalog import escape_probe

@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 
 from probes.catalog import REPORTS
-from probes.checks import CheckResult
 from probes.clients.claude_code import ClaudeCode
-from probes.model import Counterfactual, Probe
-from probes.runner import run_probe
+from probes.core.checks import CheckResult
+from probes.core.probe import Counterfactual, Probe
+from probes.run.runner import run_probe
 
 # The fast coverage test below runs without a client, so the marker is per test, not the
 # module's pytestmark.

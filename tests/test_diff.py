@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from probes.almanac import load_bisects, render_timeline
-from probes.diff import diff_directories, render_markdown
-from probes.matrix import build_matrix, render_matrix
-from probes.report_format import ReportError
+from probes.report.diff import diff_directories, render_markdown
+from probes.report.format import ReportError
+from probes.report.matrix import build_matrix, render_matrix
+from probes.scale.almanac import load_bisects, render_timeline
 
 ROOT = Path(__file__).resolve().parent.parent
 REPORTS = ROOT / "reports"

@@ -17,15 +17,15 @@ from pathlib import Path
 import pytest
 
 from probes.clients.base import ClientBinary
-from probes.containment import (
+from probes.core.outcome import ProbeOutcome
+from probes.core.probe import ReportSpec
+from probes.report.build import build_report, write_report
+from probes.run.containment import (
     PROXY_PORT,
     Bubblewrap,
     NoContainment,
 )
-from probes.model import ReportSpec
-from probes.outcome import ProbeOutcome
-from probes.report import build_report, write_report
-from probes.runner import run_probe
+from probes.run.runner import run_probe
 from tests.conftest import bubblewrap
 from tests.fakeloop import FakeLoopClient
 from tests.fixtures.attack_catalog import attack_probe, forge_script

@@ -20,18 +20,18 @@ import pytest
 
 from mockapi import Match, Message, Rule, Scenario, TextBlock, ToolUseBlock, text, tool_use
 from mockapi.replies import StreamError
-from probes import cli
-from probes.checks import CheckResult, Checks
+from probes.cli import commands as cli
 from probes.clients import registry
-from probes.diff import diff_directories, render_markdown
-from probes.evidence import Evidence, blocks_of_type, messages
-from probes.guide import write_guide
-from probes.model import Claim, Hooks, Invocation, Probe, ReportSpec
-from probes.outcome import ProbeOutcome
-from probes.report import build_report, write_fingerprint, write_report
-from probes.report_format import TIMING_SUFFIX, load_folder
-from probes.runner import run_probe
-from probes.verdicts import check_evidence
+from probes.core.checks import CheckResult, Checks
+from probes.core.evidence import Evidence, blocks_of_type, messages
+from probes.core.outcome import ProbeOutcome
+from probes.core.probe import Claim, Hooks, Invocation, Probe, ReportSpec
+from probes.core.verdicts import check_evidence
+from probes.report.build import build_report, write_fingerprint, write_report
+from probes.report.diff import diff_directories, render_markdown
+from probes.report.format import TIMING_SUFFIX, load_folder
+from probes.report.guide import write_guide
+from probes.run.runner import run_probe
 from tests.fakeloop import FakeLoopClient
 from tests.fakeloop import catalog as fake_catalog
 from tests.fakeloop.catalog import DENY_REASON, READ, REPORTS, STOP_REASON, read_probe

@@ -20,11 +20,11 @@ from typing import Any
 import pytest
 
 from probes.clients.claude_code import ClaudeCode
-from probes.model import ReportSpec
-from probes.outcome import ProbeOutcome
-from probes.pipes import OUTPUT_CAP
-from probes.report import build_report
-from probes.runner import run_probe
+from probes.core.outcome import ProbeOutcome
+from probes.core.probe import ReportSpec
+from probes.report.build import build_report
+from probes.run.pipes import OUTPUT_CAP
+from probes.run.runner import run_probe
 from tests.fixtures.attack_catalog import attack_probe, client_output_script
 from tests.test_sandbox_files import _bubblewrap
 

@@ -23,26 +23,19 @@ from typing import Any
 import pytest
 
 from mockapi import Scenario
-from probes.checks import Checks
 from probes.clients.base import Capabilities, ClientBinary, Command, RunContext
-from probes.evidence import MAX_EVENT_DEPTH, Evidence, Output, RunRecord
-from probes.invocation import Invocation
-from probes.mcp import McpReply, McpServer, McpTool
-from probes.model import Claim, Probe, ReportSpec
-from probes.pipes import LINE_CAP, OUTPUT_CAP
-from probes.process import STOP_POLL, run_conversation, run_process
-from probes.report import build_report
-from probes.runner import run_probe
-from probes.streamed import (
-    KEPT_FAULTS,
-    KEPT_LINES,
-    Conversation,
-    PermissionAnswer,
-    Step,
-    StreamedInput,
-    user_message,
-)
-from probes.verdicts import harness_checks
+from probes.core.checks import Checks
+from probes.core.evidence import MAX_EVENT_DEPTH, Evidence, Output, RunRecord
+from probes.core.invocation import Invocation
+from probes.core.mcp import McpReply, McpServer, McpTool
+from probes.core.probe import Claim, Probe, ReportSpec
+from probes.core.streamed import PermissionAnswer, Step, StreamedInput, user_message
+from probes.core.verdicts import harness_checks
+from probes.report.build import build_report
+from probes.run.conversation import KEPT_FAULTS, KEPT_LINES, Conversation
+from probes.run.pipes import LINE_CAP, OUTPUT_CAP
+from probes.run.process import STOP_POLL, run_conversation, run_process
+from probes.run.runner import run_probe
 from tests.fakeloop import FakeLoopClient
 
 # ---- names a catalog gives ---------------------------------------------------------------

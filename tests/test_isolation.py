@@ -21,7 +21,7 @@ from probes.catalog.subagents import PROBE as SUBAGENT_PROBE
 from probes.catalog.tool_result_resume import PROBE as LOOP_PROBE
 from probes.clients.claude_code import ClaudeCode
 from probes.clients.npm import cache_root
-from probes.runner import run_probe
+from probes.run.runner import run_probe
 
 pytestmark = pytest.mark.client
 

@@ -1,7 +1,7 @@
 """The harness's MCP server, driven by the official MCP client (sdk tier) and its declarations.
 
 The client script runs on the MCP runtime (the same venv the sandbox gets), speaking to
-``probes/mcp_server.py`` over stdio exactly as Claude Code does; every wait has a timeout.
+``probes/inside/mcp_server.py`` over stdio exactly as Claude Code does; every wait has a timeout.
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
-from probes.collector import Collector
-from probes.mcp import SERVER_SCRIPT, McpReply, McpServer, McpTool, mcp_config
+from probes.core.mcp import SERVER_SCRIPT, McpReply, McpServer, McpTool, mcp_config
+from probes.run.collector import Collector
 from tests.conftest import missing_install
 
 CLIENT = textwrap.dedent('''
@@ -64,10 +64,10 @@ CLIENT = textwrap.dedent('''
 @pytest.fixture(scope="module")
 def runtime() -> Any:
     from probes.clients.npm import cache_root
-    from probes.mcp_runtime import MCP_VERSION, McpRuntime, install_mcp_runtime
+    from probes.run.mcp_runtime import MCP_VERSION, McpRuntime, install_mcp_runtime
     found = McpRuntime(cache_root() / "tools" / "mcp-server" / MCP_VERSION)
     if not found.python.is_file():
-        missing_install("the MCP runtime", "python -c 'from probes.mcp_runtime import "
+        missing_install("the MCP runtime", "python -c 'from probes.run.mcp_runtime import "
                                            "install_mcp_runtime; install_mcp_runtime()'")
     return install_mcp_runtime()
 

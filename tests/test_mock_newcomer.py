@@ -80,7 +80,7 @@ def test_a_builtin_reply_says_so_in_the_journal_and_the_state(mock_api: Any) -> 
 
 def test_journals_with_and_without_builtin_reply_validate(mock_api: Any, tmp_path: Path) -> None:
     """The journal-line schema knows the field, and older lines (without it) still pass."""
-    from probes.schemas import schema, validate_path
+    from probes.report.schemas import schema, validate_path
     properties = schema("journal-line")["$defs"]["RequestRecord"]["properties"]
     assert "builtin_reply" in properties
     mock = mock_api(Scenario(classifier="claude-code"), journal_path=tmp_path / "j.jsonl")
@@ -100,7 +100,7 @@ def test_the_harness_opts_its_claude_code_probes_in_and_reports_keep_their_shape
     own (the tool runner's plain) keeps it; the report shows the scenario as it always has."""
     from probes.catalog import REPORTS
     from probes.catalog.tool_runner import REPORTS as TOOL_RUNNER_REPORTS
-    from probes.model import served_scenario, shown_scenario
+    from probes.core.probe import served_scenario, shown_scenario
     folders = [(ROOT / "reports" / "2.1.235", REPORTS),
                (ROOT / "reports" / "anthropic-tool-runner-2.16.0", TOOL_RUNNER_REPORTS)]
     seen = 0
@@ -274,7 +274,7 @@ def test_the_readme_client_section_serves_its_scenarios(serve: Any, tmp_path: Pa
     commands = _fence("claude -p")
     assert "loopprobe serve --scenario claude.yaml" in commands
     from probes.clients.claude_code import ClaudeCode
-    from probes.sandbox import Sandbox
+    from probes.sandbox.folders import Sandbox
     harness = ClaudeCode(tmp_path / "cache").environment(
         Sandbox.create(tmp_path / "box", "readme"), "http://mock")
     for name in ("ANTHROPIC_BASE_URL", "ANTHROPIC_API_KEY",

@@ -16,9 +16,9 @@ from typing import Any
 import pytest
 
 from probes.catalog import REPORTS
-from probes.evidence import Evidence, blocks_of_type, messages
-from probes.outcome import ProbeOutcome
-from probes.verdicts import check_evidence
+from probes.core.evidence import Evidence, blocks_of_type, messages
+from probes.core.outcome import ProbeOutcome
+from probes.core.verdicts import check_evidence
 from tests.fixtures.suite_without_clock import CLOCKED
 
 pytestmark = pytest.mark.client
@@ -344,7 +344,7 @@ ALTERATIONS: list[tuple[str, str, Callable[[Evidence], Any], set[str]]] = [
 @pytest.fixture(scope="session")
 def real_outcomes(claude_code_binary, tmp_path_factory) -> dict[str, ProbeOutcome]:  # type: ignore[no-untyped-def]
     from probes.clients.claude_code import ClaudeCode
-    from probes.runner import run_probe
+    from probes.run.runner import run_probe
     work = tmp_path_factory.mktemp("probe-checks")
     return {name: run_probe(probe, ClaudeCode(), claude_code_binary, work)
             for name, probe in PROBES.items()}

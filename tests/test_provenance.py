@@ -16,8 +16,8 @@ from typing import Any
 import pytest
 
 from probes.catalog import REPORTS
-from probes.model import Claim
-from probes.provenance import MAX_QUOTE
+from probes.core.probe import Claim
+from probes.core.provenance import MAX_QUOTE
 
 ANALYSIS_FILE = "agent-loop-2.1.235.md"
 HEADING_END = "¶"

@@ -66,8 +66,8 @@ def test_readme_commands_exist() -> None:
 def test_readme_mechanism_table_is_rendered_from_the_committed_reports() -> None:
     import json
 
-    from probes.mechanism_table import render_mechanism_table, replace_section
-    from probes.report_format import load_folder
+    from probes.report.format import load_folder
+    from probes.report.mechanism_table import render_mechanism_table, replace_section
     root = Path(__file__).resolve().parent.parent
     table = render_mechanism_table(load_folder(root / "reports" / "2.1.235"),
                                    json.loads((root / "reports" / "matrix.json").read_text()))

@@ -21,7 +21,7 @@ from mockapi import Match, Rule, Scenario, api_error, load_scenario, message, te
 from mockapi.record import RecordingProxy, reply_from_exchange
 from mockapi.replies import EventCount, TextBlock, ThinkingBlock, ToolUseBlock, Usage
 from mockapi.server import MockServer
-from probes.schemas import validate_path
+from probes.report.schemas import validate_path
 
 ROOT = Path(__file__).resolve().parent.parent
 API_KEY = "sk-ant-loopprobe-canary-0123456789"
@@ -303,8 +303,8 @@ def test_a_real_client_recorded_then_replayed(claude_code_binary, tmp_path: Path
     from dataclasses import replace
 
     from probes.clients.claude_code import ClaudeCode
-    from probes.model import Invocation, Probe
-    from probes.runner import run_probe
+    from probes.core.probe import Invocation, Probe
+    from probes.run.runner import run_probe
 
     upstream = Scenario(name="read-then-answer", rules=[
         Rule(id="read", match=Match(kind="main", turn=1), reply=message(

@@ -17,9 +17,9 @@ from typing import Any
 
 import pytest
 
-from probes import cli
-from probes.render import render_diff, render_folder, render_matrix_page, write_page
-from probes.report_format import load_folder
+from probes.cli import commands as cli
+from probes.report.format import load_folder
+from probes.report.render import render_diff, render_folder, render_matrix_page, write_page
 from tests.conftest import missing_install
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from probes.sandbox import FIXTURE_MTIME, Sandbox
+from probes.sandbox.folders import FIXTURE_MTIME, Sandbox
 
 
 def test_fixtures_get_fixed_mtimes_in_the_order_given(tmp_path: Path) -> None:

@@ -20,13 +20,13 @@ from typing import Any
 
 import pytest
 
-from probes.bounds import Bounds
 from probes.clients.claude_code import ClaudeCode
-from probes.containment import PROXY_PORT, Bubblewrap
-from probes.model import ReportSpec
-from probes.outcome import ProbeOutcome
-from probes.report import build_report
-from probes.runner import run_probe
+from probes.core.outcome import ProbeOutcome
+from probes.core.probe import ReportSpec
+from probes.report.build import build_report
+from probes.run.bounds import Bounds
+from probes.run.containment import PROXY_PORT, Bubblewrap
+from probes.run.runner import run_probe
 from tests.fixtures.attack_catalog import PLANTS, attack_probe, forge_script, plant_script
 from tests.test_bounds import _needs_cgroup
 from tests.test_sandbox_files import _assert_held, _bubblewrap, _targets, _Touched, canary

@@ -1,5 +1,5 @@
 """Nothing the sandbox can write is trusted: every harness access to it goes through
-``probes.sandbox_files``, which follows no link, opens only regular files and caps reads.
+``probes.sandbox.files``, which follows no link, opens only regular files and caps reads.
 
 Three layers:
 - the module itself, with a link, a hard link, a FIFO, a device and a huge file planted at
@@ -10,7 +10,7 @@ Three layers:
   plant: no host file changes, no host secret reaches the evidence, the run ends; the same
   attack against a harness that follows links shows these assertions can fail;
 - an audit hook over a whole run: any access beneath the client's part of the sandbox made
-  from outside ``probes/sandbox_files.py`` fails the test (a new bypass is caught).
+  from outside ``probes/sandbox/files.py`` fails the test (a new bypass is caught).
 """
 
 from __future__ import annotations
@@ -27,11 +27,11 @@ from typing import Any
 
 import pytest
 
-from probes import sandbox_files
-from probes.containment import Bubblewrap, NoContainment
-from probes.outcome import ProbeOutcome
-from probes.runner import run_probe
-from probes.sandbox_files import Refused, SandboxFiles
+from probes.core.outcome import ProbeOutcome
+from probes.run.containment import Bubblewrap, NoContainment
+from probes.run.runner import run_probe
+from probes.sandbox import files as sandbox_files
+from probes.sandbox.files import Refused, SandboxFiles
 from tests.conftest import bubblewrap
 from tests.fakeloop import FakeLoopClient
 from tests.fixtures.attack_catalog import PLANTS, attack_probe, plant_script
@@ -379,7 +379,7 @@ def test_the_sandbox_is_enterable_whatever_the_umask(tmp_path: Path) -> None:
     """Probes run in threads and the umask is the process's: a folder made under another
     thread's umask must still let the client (without capabilities) in."""
     from mockapi.server import bind_unix_socket
-    from probes.sandbox import Sandbox
+    from probes.sandbox.folders import Sandbox
     previous = os.umask(0o177)
     try:
         box = Sandbox.create(tmp_path, "probe")

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from probes import cli
-from probes.model import Probe
-from probes.outcome import ProbeOutcome
-from probes.schedule import run_scheduled
+from probes.cli import commands as cli
+from probes.core.outcome import ProbeOutcome
+from probes.core.probe import Probe
+from probes.scale.schedule import run_scheduled
 from tests.fakeloop import FakeLoopClient
 from tests.fakeloop.catalog import READ, REPORTS
 

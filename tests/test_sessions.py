@@ -16,10 +16,10 @@ import pytest
 
 from probes.clients.base import ClientBinary
 from probes.clients.claude_code import ClaudeCode
-from probes.containment import CLIENT_DIR, _SandboxPlace
-from probes.runner import run_probe
-from probes.sandbox import Sandbox
-from probes.sessions import FORK_CLAIM, RESUME_CLAIM, compat_probe, pair_entry, render_table
+from probes.run.containment import CLIENT_DIR, _SandboxPlace
+from probes.run.runner import run_probe
+from probes.sandbox.folders import Sandbox
+from probes.scale.sessions import FORK_CLAIM, RESUME_CLAIM, compat_probe, pair_entry, render_table
 
 COMMITTED = Path(__file__).resolve().parent.parent / "reports" / "sessions" / "sessions.json"
 

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from probes import cli
+from probes.cli import commands as cli
 from probes.clients import registry
-from probes.shard import ShardError, merge_fingerprints, parse_shard, shard_of
+from probes.scale.shard import ShardError, merge_fingerprints, parse_shard, shard_of
 from tests.fakeloop import FakeLoopClient
 from tests.fakeloop.catalog import REPORTS
 

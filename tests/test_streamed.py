@@ -15,15 +15,9 @@ from typing import Any
 
 import pytest
 
-from probes.process import run_conversation
-from probes.streamed import (
-    Conversation,
-    PermissionAnswer,
-    Step,
-    StreamedInput,
-    control_request,
-    user_message,
-)
+from probes.core.streamed import PermissionAnswer, Step, StreamedInput, control_request, user_message
+from probes.run.conversation import Conversation
+from probes.run.process import run_conversation
 
 
 class Wire:

@@ -15,13 +15,13 @@ import pytest
 
 from probes.catalog import REPORTS as CLAUDE_CODE_REPORTS
 from probes.catalog.tool_runner import PROBES, REPORTS
-from probes.cli import catalog_for, run_suite
+from probes.cli.commands import catalog_for, run_suite
 from probes.clients.base import ClientBinary
 from probes.clients.claude_cli import NOT_CLAUDE_CODE
 from probes.clients.registry import client_for
 from probes.clients.tool_runner import AnthropicToolRunner
-from probes.model import Counterfactual, Probe
-from probes.runner import run_probe
+from probes.core.probe import Counterfactual, Probe
+from probes.run.runner import run_probe
 from tests.conftest import missing_install
 
 ROOT = Path(__file__).resolve().parent.parent

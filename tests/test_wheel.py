@@ -50,7 +50,9 @@ READ_AT_RUN_TIME = """
 import json, sys
 from pathlib import Path
 import mockapi, probes, mockapi.testing
-from probes import containment, mcp, schemas
+from probes.core import mcp
+from probes.report import schemas
+from probes.run import containment
 from probes.clients import agent_sdk, tool_runner
 paths = [*containment.TOOLS, agent_sdk.DRIVER, tool_runner.DRIVER, mcp.SERVER_SCRIPT,
          *sorted(schemas.SCHEMA_DIR.glob("*.schema.json")),
@@ -250,8 +252,8 @@ def test_the_wheel_holds_every_file_the_package_reads(installed: Installed) -> N
                      if p.is_file() and "__pycache__" not in p.parts)
     assert [s for s in sources if s not in names] == []
     assert {"probes/py.typed", "mockapi/py.typed"} <= names
-    schemas = {n for n in names if n.startswith("probes/json_schemas/") and n.endswith(".json")}
-    assert schemas and schemas == {s for s in sources if s.startswith("probes/json_schemas/")}
+    schemas = {n for n in names if n.startswith("probes/report/json_schemas/") and n.endswith(".json")}
+    assert schemas and schemas == {s for s in sources if s.startswith("probes/report/json_schemas/")}
     entry_points = zipfile.ZipFile(installed.wheel).read(f"{dist_info}/entry_points.txt").decode()
     assert "loopprobe = probes.cli:main" in entry_points
     assert "mockapi = mockapi.testing" in entry_points

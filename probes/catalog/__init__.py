@@ -1,4 +1,7 @@
-"""The probe suite: every report and the probes it groups."""
+"""The probe suite: every report and the probes it groups.
+
+May import: ``probes.core`` only (a catalog is declarations).
+"""
 
 from __future__ import annotations
 
@@ -17,7 +20,7 @@ from probes.catalog import (
     tool_scheduling,
 )
 from probes.catalog.counterfactuals import COUNTERFACTUALS
-from probes.model import Probe, ReportSpec
+from probes.core.probe import Probe, ReportSpec
 
 __all__ = ["REPORTS", "find_report"]
 

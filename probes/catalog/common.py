@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from probes.checks import Checks
-from probes.evidence import Evidence, RunRecord, block_text, blocks_of_type, locate, messages
+from probes.core.checks import Checks
+from probes.core.evidence import Evidence, RunRecord, block_text, blocks_of_type, locate, messages
 
 __all__ = ["body_text", "check_ended", "check_terminal", "last_user_locations", "result_of",
            "tool_pairs"]

@@ -37,9 +37,9 @@ from mockapi import (
     tool_use,
 )
 from mockapi.replies import PROMPT_TOO_LONG, Reply, StreamStall, Usage
-from probes.mcp import McpReply, McpServer
-from probes.model import Counterfactual, Hooks, Probe
-from probes.streamed import Step, user_message
+from probes.core.mcp import McpReply, McpServer
+from probes.core.probe import Counterfactual, Hooks, Probe
+from probes.core.streamed import Step, user_message
 
 __all__ = ["COUNTERFACTUALS"]
 

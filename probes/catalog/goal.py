@@ -13,10 +13,10 @@ from typing import Any
 
 from mockapi import Match, Rule, Scenario, text
 from probes.catalog.common import body_text, check_ended, last_user_locations
-from probes.checks import Checks
-from probes.evidence import Evidence
-from probes.model import Claim, Invocation, Probe
-from probes.provenance import from_analysis
+from probes.core.checks import Checks
+from probes.core.evidence import Evidence
+from probes.core.probe import Claim, Invocation, Probe
+from probes.core.provenance import from_analysis
 
 __all__ = ["ACHIEVED", "CONDITION", "EVALUATOR_SYSTEM", "GOAL_CLAIM", "IMPOSSIBLE_ANSWER",
            "IMPOSSIBLE_CLAIM", "IMPOSSIBLE_CONDITION", "IMPOSSIBLE_REASON", "NOT_YET", "PROBE",

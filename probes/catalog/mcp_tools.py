@@ -1,6 +1,6 @@
 """MCP tools and PostToolUse rewriting: the harness's own MCP server attached to the client.
 
-Each run given a server (``Invocation(mcp=...)``) starts ``probes/mcp_server.py`` over
+Each run given a server (``Invocation(mcp=...)``) starts ``probes/inside/mcp_server.py`` over
 stdio inside the sandbox; its log (every list, call, answer, crash and notification) is
 evidence beside the journal. PostToolUse rewriting is probed on an MCP tool
 (``updatedMCPToolOutput``) and on a built-in one (``updatedToolOutput``, valid and not).
@@ -12,12 +12,12 @@ from typing import Any
 
 from mockapi import Match, Rule, Scenario, text, tool_use
 from probes.catalog.common import check_ended
-from probes.checks import Checks
-from probes.evidence import Evidence, blocks_of_type
-from probes.mcp import McpReply, McpServer, McpTool
-from probes.model import Claim, Hooks, Invocation, Probe
-from probes.provenance import from_analysis, project_expectation
-from probes.streamed import Step, StreamedInput, user_message
+from probes.core.checks import Checks
+from probes.core.evidence import Evidence, blocks_of_type
+from probes.core.mcp import McpReply, McpServer, McpTool
+from probes.core.probe import Claim, Hooks, Invocation, Probe
+from probes.core.provenance import from_analysis, project_expectation
+from probes.core.streamed import Step, StreamedInput, user_message
 
 __all__ = ["CRASH_CLAIM", "FAILURE_PROBE", "FRESH", "GOOD_REWRITE", "HOOKS_DOCS",
            "INVALID_CLAIM", "MCP_DOCS", "MCP_REWRITE", "MCP_REWRITE_CLAIM", "PROBES",

@@ -29,10 +29,10 @@ from mockapi import (
 from mockapi.replies import EventCount, StreamError, StreamStall, Usage
 from mockapi.sse import encode_event
 from probes.catalog.common import body_text, check_ended, check_terminal, last_user_locations, result_of
-from probes.checks import Checks
-from probes.evidence import Evidence, messages
-from probes.model import Claim, Hooks, Invocation, Probe
-from probes.provenance import from_analysis, project_expectation
+from probes.core.checks import Checks
+from probes.core.evidence import Evidence, messages
+from probes.core.probe import Claim, Hooks, Invocation, Probe
+from probes.core.provenance import from_analysis, project_expectation
 
 __all__ = ["ABANDONED", "AUTO_COMPACT", "AUTO_COMPACT_PROBE", "BREAK_AFTER", "COMPACTION_GATE",
            "FALLBACK", "FALLBACK_PROBE", "FILLER_FILE", "GATE_COMPACTS", "GATE_PROBE", "GATE_TURNS",

@@ -8,10 +8,10 @@ from typing import Any
 from mockapi import Match, Rule, Scenario, text, tool_use
 from mockapi.records import RequestRecord
 from probes.catalog.common import body_text, check_ended, last_user_locations
-from probes.checks import Checks
-from probes.evidence import Evidence
-from probes.model import Claim, Hooks, Invocation, Probe
-from probes.provenance import from_analysis
+from probes.core.checks import Checks
+from probes.core.evidence import Evidence
+from probes.core.probe import Claim, Hooks, Invocation, Probe
+from probes.core.provenance import from_analysis
 
 __all__ = ["FIRST_ANSWER", "MAX_CLAIM", "MAX_FILE_MARKER", "MAX_PROMPT", "MAX_TOOL_ID", "MAX_TURNS_PROBE",
            "REENTER", "REENTRY_OK", "STOP_CLAIM", "STOP_PROBE", "STOP_PROMPT", "check_max_turns",

@@ -1,6 +1,6 @@
 """Streamed input: what a caller writes while the loop runs, as the Agent SDK does.
 
-Every run here reads stream-json on stdin (``probes.streamed``): a user message written
+Every run here reads stream-json on stdin (``probes.core.streamed``): a user message written
 while a tool runs, an ``interrupt`` while a tool runs or while the model streams, the
 client's ``can_use_tool`` requests answered by the caller, and ``set_model`` /
 ``set_permission_mode`` between turns.
@@ -13,11 +13,11 @@ from typing import Any
 from mockapi import Match, Rule, Scenario, text, tool_use
 from mockapi.replies import StreamStall
 from probes.catalog.common import body_text, check_ended, last_user_locations, result_of, tool_pairs
-from probes.checks import Checks
-from probes.evidence import Evidence, blocks_of_type
-from probes.model import Claim, Invocation, Probe
-from probes.provenance import from_analysis, project_expectation
-from probes.streamed import PermissionAnswer, Step, StreamedInput, control_request, user_message
+from probes.core.checks import Checks
+from probes.core.evidence import Evidence, blocks_of_type
+from probes.core.probe import Claim, Invocation, Probe
+from probes.core.provenance import from_analysis, project_expectation
+from probes.core.streamed import PermissionAnswer, Step, StreamedInput, control_request, user_message
 
 __all__ = ["ABSORBED_CLAIM", "ALLOWED_TOOL", "ASKED_CLAIM", "ASKED_FILE", "ASSISTANT",
            "BASH_DENIED_INPUT", "CANCELLED_CLAIM", "DENIED_FILE", "DENIED_TOOL", "DENY_CLAIM",

@@ -7,10 +7,10 @@ from typing import Any
 
 from mockapi import Match, Rule, Scenario, text, tool_use
 from probes.catalog.common import body_text, check_ended, last_user_locations
-from probes.checks import Checks
-from probes.evidence import Evidence, Location, block_text, blocks_of_type, locate, messages
-from probes.model import Claim, Invocation, Probe
-from probes.provenance import from_analysis
+from probes.core.checks import Checks
+from probes.core.evidence import Evidence, Location, block_text, blocks_of_type, locate, messages
+from probes.core.probe import Claim, Invocation, Probe
+from probes.core.provenance import from_analysis
 
 __all__ = ["CHILD_AGENT", "CHILD_DEFINITION", "CHILD_PROMPT", "CHILD_RESULT", "CHILD_SYSTEM", "FEEDBACK",
            "ISOLATION", "LAUNCH_INPUT", "NOTIFICATION", "PARENT_OK", "PARENT_PROMPT", "PROBE", "TOOL_ID",

@@ -8,10 +8,10 @@ from typing import Any
 from mockapi import Match, Message, Rule, Scenario, ToolUseBlock, api_error, text, tool_use
 from mockapi.replies import Usage
 from probes.catalog.common import check_ended, check_terminal, result_of
-from probes.checks import Checks
-from probes.evidence import Evidence, blocks_of_type
-from probes.model import Claim, Hooks, Invocation, Probe
-from probes.provenance import Source, from_analysis
+from probes.core.checks import Checks
+from probes.core.evidence import Evidence, blocks_of_type
+from probes.core.probe import Claim, Hooks, Invocation, Probe
+from probes.core.provenance import Source, from_analysis
 
 __all__ = ["BLOCKING", "BLOCKING_PROBE", "BUDGET", "BUDGET_PROBE", "CAP", "CAP_PROBE", "CAP_WARNING",
            "DEFERRED", "DEFERRED_PROBE", "HOOK_STOPPED", "HOOK_STOPPED_PROBE", "PROBES",

@@ -10,10 +10,10 @@ from typing import Any
 
 from mockapi import Match, Message, Rule, Scenario, ToolUseBlock, text
 from probes.catalog.common import check_ended
-from probes.checks import Checks
-from probes.evidence import Evidence, blocks_of_type
-from probes.model import Claim, Hooks, Invocation, Probe
-from probes.provenance import from_analysis
+from probes.core.checks import Checks
+from probes.core.evidence import Evidence, blocks_of_type
+from probes.core.probe import Claim, Hooks, Invocation, Probe
+from probes.core.provenance import from_analysis
 
 __all__ = ["DENIED", "FAILED", "IDS", "INVALID", "PROBE", "REWRITTEN", "UNKNOWN", "check"]
 

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from mockapi import Match, Rule, Scenario, text, tool_use
 from probes.catalog.common import body_text, check_ended, last_user_locations, tool_pairs
-from probes.checks import Checks
-from probes.evidence import Evidence, blocks_of_type, locate
-from probes.model import Claim, Invocation, Probe
-from probes.provenance import from_analysis
+from probes.core.checks import Checks
+from probes.core.evidence import Evidence, blocks_of_type, locate
+from probes.core.probe import Claim, Invocation, Probe
+from probes.core.provenance import from_analysis
 
 __all__ = ["CLAIMS", "COMPACTED", "FEEDBACK", "FILE_MARKER", "FINAL", "FIXTURE", "FORK", "FORKED",
            "FORK_OK", "INITIAL", "PROBE", "RESUME", "RESUMED", "RESUME_OK", "SCENARIO", "SUMMARY",

@@ -26,10 +26,10 @@ from mockapi import (
     text,
 )
 from probes.catalog.common import check_ended
-from probes.checks import Checks
-from probes.evidence import Evidence, blocks_of_type, messages
-from probes.model import Claim, Counterfactual, Invocation, Probe, ReportSpec
-from probes.provenance import project_expectation
+from probes.core.checks import Checks
+from probes.core.evidence import Evidence, blocks_of_type, messages
+from probes.core.probe import Claim, Counterfactual, Invocation, Probe, ReportSpec
+from probes.core.provenance import project_expectation
 
 __all__ = [
     "CALLS",

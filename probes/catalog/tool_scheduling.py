@@ -14,10 +14,10 @@ from typing import Any
 from mockapi import Match, Message, Rule, Scenario, ToolUseBlock, text
 from mockapi.replies import StreamStall
 from probes.catalog.common import check_ended, tool_pairs
-from probes.checks import Checks
-from probes.evidence import Evidence, blocks_of_type
-from probes.model import Claim, Hooks, Invocation, Probe
-from probes.provenance import from_analysis
+from probes.core.checks import Checks
+from probes.core.evidence import Evidence, blocks_of_type
+from probes.core.probe import Claim, Hooks, Invocation, Probe
+from probes.core.provenance import from_analysis
 
 __all__ = [
     "BARRIER",

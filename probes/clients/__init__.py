@@ -1,4 +1,7 @@
-"""Agent-loop clients the harness can install and run."""
+"""Agent-loop clients the harness can install and run.
+
+May import: ``probes.core``, ``probes.sandbox``.
+"""
 
 from __future__ import annotations
 

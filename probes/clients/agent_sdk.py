@@ -17,7 +17,7 @@ from probes.clients.base import ClientBinary, Command, RunContext, scan_installs
 from probes.clients.claude_cli import ClaudeCliBase
 from probes.clients.npm import InstallError, cache_root
 from probes.clients.pypi import install_venv, published_versions, venv_binary
-from probes.invocation import Invocation
+from probes.core.invocation import Invocation
 
 __all__ = ["DRIVER", "PACKAGE", "ClaudeAgentSdk"]
 

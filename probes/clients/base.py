@@ -14,9 +14,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from probes.evidence import Output
-from probes.invocation import Invocation
-from probes.sandbox import Sandbox
+from probes.core.evidence import Output
+from probes.core.invocation import Invocation
+from probes.sandbox.folders import Sandbox
 
 __all__ = ["Capabilities", "Client", "ClientBinary", "ClientKey", "Command", "HookCommand",
            "RunContext", "read_manifest", "scan_installs"]
@@ -57,7 +57,7 @@ class ClientBinary:
 
 @dataclass(frozen=True)
 class Capabilities:
-    """What one client version can do (names from ``probes.invocation.CAPABILITIES``).
+    """What one client version can do (names from ``probes.core.invocation.CAPABILITIES``).
 
     ``missing`` explains each capability it lacks, e.g. "no --fork-session in its --help".
     """
@@ -91,7 +91,7 @@ class RunContext:
     extra_env: Mapping[str, str] = field(default_factory=dict)  # the egress guard's proxy
     hooks: HookCommand | None = None
     mcp_python: str | None = None  # the harness's MCP runtime, for runs given an MCP server
-    record_socket: str = ""  # the harness's collector (probes.collector), on the host
+    record_socket: str = ""  # the harness's collector (probes.run.collector), on the host
 
     def resumed_session(self, invocation: Invocation) -> str | None:
         if invocation.session != "resume":

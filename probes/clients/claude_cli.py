@@ -16,10 +16,10 @@ from pathlib import Path
 from typing import Any
 
 from probes.clients.base import Capabilities, ClientBinary, HookCommand, RunContext
-from probes.evidence import Output
-from probes.invocation import CAPABILITIES, Invocation
-from probes.mcp import SERVER_SCRIPT, mcp_config
-from probes.sandbox import BASE_PATH, Sandbox, base_environment
+from probes.core.evidence import Output
+from probes.core.invocation import CAPABILITIES, Invocation
+from probes.core.mcp import SERVER_SCRIPT, mcp_config
+from probes.sandbox.folders import BASE_PATH, Sandbox, base_environment
 
 __all__ = ["CAPABILITY_FLAGS", "DUMMY_API_KEY", "NOT_CLAUDE_CODE", "ClaudeCliBase", "path_slug",
            "run_outside_a_sandbox"]

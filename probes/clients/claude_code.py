@@ -20,7 +20,7 @@ from probes.clients.npm import (
     published_versions,
     resolve_version,
 )
-from probes.invocation import Invocation
+from probes.core.invocation import Invocation
 
 __all__ = ["ELF_MAGIC", "PACKAGE", "ClaudeCode"]
 

@@ -25,9 +25,9 @@ from probes.clients.base import (
 from probes.clients.claude_cli import DUMMY_API_KEY
 from probes.clients.npm import InstallError, cache_root
 from probes.clients.pypi import install_venv, published_versions, venv_binary
-from probes.evidence import Output
-from probes.invocation import CAPABILITIES, Invocation
-from probes.sandbox import Sandbox, base_environment
+from probes.core.evidence import Output
+from probes.core.invocation import CAPABILITIES, Invocation
+from probes.sandbox.folders import Sandbox, base_environment
 
 __all__ = ["CATALOG", "DRIVER", "ENTRY", "PACKAGE", "SUPPORTED", "SYSTEM", "WHY_NOT",
            "AnthropicToolRunner"]

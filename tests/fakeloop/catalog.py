@@ -11,10 +11,10 @@ from typing import Any
 
 from mockapi import Match, Rule, Scenario, text, tool_use
 from probes.catalog.common import check_ended, last_user_locations, tool_pairs
-from probes.checks import Checks
-from probes.evidence import Evidence, block_text, blocks_of_type, messages
-from probes.model import Claim, Hooks, Invocation, Probe, ReportSpec
-from probes.provenance import project_expectation
+from probes.core.checks import Checks
+from probes.core.evidence import Evidence, block_text, blocks_of_type, messages
+from probes.core.probe import Claim, Hooks, Invocation, Probe, ReportSpec
+from probes.core.provenance import project_expectation
 
 __all__ = ["DENY", "DENY_REASON", "READ", "REPORTS", "RESUME", "STOP", "STOP_REASON", "read_probe"]
 

@@ -19,9 +19,9 @@ from pathlib import Path
 from typing import Any
 
 from probes.clients.base import Capabilities, ClientBinary, Command, RunContext
-from probes.evidence import Output
-from probes.invocation import CAPABILITIES, Invocation
-from probes.sandbox import Sandbox, base_environment
+from probes.core.evidence import Output
+from probes.core.invocation import CAPABILITIES, Invocation
+from probes.sandbox.folders import Sandbox, base_environment
 
 __all__ = ["DROPS_HOOKS_FROM", "DUMMY_API_KEY", "PROGRAM", "PUBLISHED", "FakeLoopClient"]
 

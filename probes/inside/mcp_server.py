@@ -1,0 +1,114 @@
+"""The harness's MCP server: scripted tools over stdio, every request it serves logged.
+
+Runs inside the client's sandbox as the client's child, on the harness's MCP runtime (a
+venv with the official ``mcp`` SDK, mounted read-only), so it imports nothing of loopprobe:
+``python mcp_server.py SPEC_JSON SOCKET RUN``. The spec (``probes.core.mcp.McpServer.to_json``)
+names the tools and, per tool, the replies used in order (the last repeats): a text, an
+error result, a crash of the whole server mid-call, a call never answered, an optional
+delay, and ``then_tools``: after answering, the tool list becomes these and the client is
+told (``notifications/tools/list_changed``). The log is one JSON line per event, sent as it
+happens to the harness's collector (``probes.run.collector``) on the Unix socket, which keeps it
+where the client cannot reach; a crash or a hang loses nothing already served.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import sys
+import time
+from typing import Any
+
+import anyio
+from mcp import types
+from mcp.server.lowlevel import NotificationOptions, Server
+from mcp.server.stdio import stdio_server
+
+
+class Script:
+    def __init__(self, spec: dict[str, Any], socket_path: str, run: str):
+        self.name = spec["name"]
+        self.tools: list[dict[str, Any]] = list(spec["tools"])
+        self.used: dict[str, int] = {}
+        self.channel = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.channel.connect(socket_path)
+        self.channel.sendall((json.dumps({"stream": "mcp", "run": run}) + "\n").encode())
+
+    def log(self, event: str, **fields: Any) -> None:
+        self.channel.sendall((json.dumps({"event": event, "time": time.time(), **fields},
+                                         sort_keys=True) + "\n").encode())
+
+    def tool(self, name: str) -> dict[str, Any] | None:
+        return next((t for t in self.tools if t["name"] == name), None)
+
+    def listed(self) -> list[types.Tool]:
+        return [types.Tool(name=t["name"], description=t.get("description", ""),
+                           input_schema=t.get("input_schema") or {"type": "object"})
+                for t in self.tools]
+
+    def next_reply(self, name: str) -> tuple[int, dict[str, Any]]:
+        tool = self.tool(name)
+        assert tool is not None
+        replies = tool["replies"]
+        index = min(self.used.get(name, 0), len(replies) - 1)
+        self.used[name] = self.used.get(name, 0) + 1
+        return index, replies[index]
+
+
+def build(script: Script) -> Server[Any]:
+    async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
+        script.log("tools/list", tools=[t["name"] for t in script.tools])
+        return types.ListToolsResult(tools=script.listed())
+
+    async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+        name, arguments = params.name, dict(params.arguments or {})
+        if script.tool(name) is None:
+            script.log("tools/call", tool=name, arguments=arguments, reply=None,
+                       outcome="unknown tool")
+            return types.CallToolResult(content=[types.TextContent(
+                type="text", text=f"unknown tool {name}")], is_error=True)
+        index, reply = script.next_reply(name)
+        script.log("tools/call", tool=name, arguments=arguments, reply=index,
+                   outcome=next(k for k in ("crash", "hang", "error", "text") if k in reply))
+        if reply.get("delay"):
+            await anyio.sleep(float(reply["delay"]))
+        if reply.get("crash"):
+            script.log("crash", tool=name)
+            os._exit(17)
+        if reply.get("hang"):
+            await anyio.sleep_forever()
+        error = "error" in reply
+        result = types.CallToolResult(content=[types.TextContent(
+            type="text", text=str(reply["error"] if error else reply["text"]))], is_error=error)
+        script.log("answered", tool=name, reply=index, is_error=error)
+        if reply.get("then_tools") is not None:
+            script.tools = list(reply["then_tools"])
+            await ctx.session.send_tool_list_changed()
+            script.log("notifications/tools/list_changed",
+                       tools=[t["name"] for t in script.tools])
+        return result
+
+    return Server(script.name, version="1", on_list_tools=list_tools, on_call_tool=call_tool)
+
+
+async def serve(script: Script) -> None:
+    server = build(script)
+    options = server.create_initialization_options(NotificationOptions(tools_changed=True))
+    async with stdio_server() as (read, write):
+        await server.run(read, write, options)
+
+
+def main(argv: list[str]) -> int:
+    spec = json.loads(open(argv[1], encoding="utf-8").read())
+    script = Script(spec, argv[2], argv[3])
+    script.log("start", pid=os.getpid(), tools=[t["name"] for t in script.tools])
+    try:
+        anyio.run(serve, script)
+    finally:
+        script.log("exit")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

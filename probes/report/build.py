@@ -1,0 +1,426 @@
+"""Reports: versioned JSON evidence per client binary, built from probe outcomes, written
+atomically.
+
+The report is the same for two runs of the same binary, byte for byte, wherever they
+ran: paths of the isolated run appear as placeholders (``$WORKSPACE``, ``$HOME``…),
+the mock's address as ``$MOCK_URL``/``$MOCK_HOST``, session ids as ``$SESSION[<run>]``,
+other client-made UUIDs, agent and device ids as ``$UUID_<n>``, ``$AGENT_<n>`` and
+``$DEVICE_<n>``, the date of the run as ``$RUN_DATE``; durations, timestamps, hashes of
+files that hold timestamps and durations the client writes into text are ``$VOLATILE`` in
+the report and kept, with the generation time, in ``<report>.timing.json`` beside it: a
+timeline per client run (requests, response ends and their body writes, hook calls, egress,
+in ms from the run's start), committed with the report but the one file that differs from
+run to run.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import re
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from probes import __version__
+from probes.clients.base import ClientBinary
+from probes.core.checks import CheckResult
+from probes.core.evidence import Evidence, RunRecord, message_outline
+from probes.core.files import write_bytes, write_json, write_lines
+from probes.core.outcome import ProbeOutcome
+from probes.core.probe import ReportSpec
+from probes.report.fingerprint import fingerprint
+from probes.report.format import (
+    FINGERPRINT_FILE,
+    FINGERPRINT_FILE_VERSION,
+    REPORT_SCHEMA_VERSION,
+    TIMING_SUFFIX,
+    ClaimEntry,
+    Report,
+)
+
+__all__ = ["JOURNAL_VOLATILE", "RANDOM_IDS", "REPORT_JOURNAL_OMITTED", "SHORT_AGENT_VALUE",
+           "TEXT_DURATION", "TRUST_CHECK", "UPHELD", "VOLATILE_KEYS", "build_report",
+           "report_status", "write_fingerprint", "write_report"]
+
+TRUST_CHECK = "harness.no-egress"
+# claim verdicts that do not fail a report: nothing the source states was seen otherwise
+UPHELD = ("confirmed", "not_observable", "not_applicable")
+# client-made random identifiers, each numbered by first appearance
+RANDOM_IDS = re.compile(
+    r"\b(?P<UUID>[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})\b"
+    r"|\b(?P<AGENT>a[0-9a-f]{16})\b"
+    r"|(?<=device_id\":\")(?P<DEVICE>[0-9a-f]{64})\b"
+    # the shorter agent ids of 2.0.x, in an agent's transcript name
+    r"|(?<=agent-)(?P<SHORT_AGENT>a[0-9a-f]{6,15})\b"
+    # a socket the client names by its process id
+    r"|(?<=/)(?P<PID>\d+)(?=\.sock\b)")
+# a value that is an agent id of 2.0.x on its own (a hook payload's agent_id)
+SHORT_AGENT_VALUE = re.compile(r"a[0-9a-f]{6,15}")
+# a duration the client writes into text it sends (a task notification's usage)
+TEXT_DURATION = re.compile(r"(?<=<duration_ms>)\d+(?=</duration_ms>)")
+JOURNAL_VOLATILE = ("time", "elapsed", "write_offsets_ms")
+# what a report's copy of a journal line leaves out (probes.report.build._journal_line)
+REPORT_JOURNAL_OMITTED = ("builtin_reply",)
+VOLATILE_KEYS = frozenset({"timestamp", "time", "elapsed", "started", "finished"})
+
+
+def _volatile(key: str) -> bool:
+    """Timing fields: kept out of the normalised output, so reruns compare equal."""
+    return key in VOLATILE_KEYS or key.endswith(("_ms", "Ms", "_time", "Time", "_at", "At"))
+
+
+class _Normaliser:
+    def __init__(self, evidence: Evidence | None):
+        self.pairs: list[tuple[str, str]] = []
+        self.ids: dict[str, str] = {}
+        self.counts: dict[str, int] = {}
+        if evidence is None:
+            return
+        pairs = dict(evidence.placeholders)
+        if evidence.mock_url:
+            pairs[evidence.mock_url] = "$MOCK_URL"
+            pairs[evidence.mock_url.split("://", 1)[-1]] = "$MOCK_HOST"
+        self.pairs = sorted(pairs.items(), key=lambda kv: -len(kv[0]))
+        for name, run in evidence.runs.items():
+            if run.session_id and run.session_id not in self.ids:
+                self.ids[run.session_id] = f"$SESSION[{name}]"
+
+    def text(self, value: str) -> str:
+        for real, placeholder in self.pairs:
+            if real in value:
+                value = value.replace(real, placeholder)
+        if SHORT_AGENT_VALUE.fullmatch(value):
+            return self._numbered(value, "AGENT")
+        return TEXT_DURATION.sub("$VOLATILE", RANDOM_IDS.sub(self._random_id, value))
+
+    def _random_id(self, match: re.Match[str]) -> str:
+        kind = str(match.lastgroup)
+        return self._numbered(match.group(0), "AGENT" if kind == "SHORT_AGENT" else kind)
+
+    def _numbered(self, found: str, kind: str) -> str:
+        if found not in self.ids:
+            self.counts[kind] = self.counts.get(kind, 0) + 1
+            self.ids[found] = f"${kind}_{self.counts[kind]}"
+        return self.ids[found]
+
+    def __call__(self, value: Any, *, volatile: bool = False) -> Any:
+        if isinstance(value, str):
+            return self.text(value)
+        if isinstance(value, list | tuple):
+            return [self(v, volatile=volatile) for v in value]
+        if isinstance(value, dict):
+            return {self.text(str(k)): ("$VOLATILE" if volatile and _volatile(k)
+                                        else self(v, volatile=volatile))
+                    for k, v in value.items()}
+        return value
+
+
+def _request_summary(record: Mapping[str, Any], run: str | None) -> dict[str, Any]:
+    body = record.get("body") if isinstance(record.get("body"), dict) else {}
+    return {
+        "seq": record.get("seq"), "run": run, "method": record.get("method"),
+        "path": record.get("path"), "kind": record.get("kind"), "turn": record.get("turn"),
+        "attempt": record.get("attempt"), "stream": record.get("stream"),
+        "rule": record.get("rule"), "reply_index": record.get("reply_index"),
+        "replay_of": record.get("replay_of"), "outcome": record.get("outcome"),
+        "status": record.get("status"), "error": record.get("error"),
+        "tools": [t.get("name") for t in body.get("tools", []) if isinstance(t, dict)]
+        if body else None,
+        "messages": message_outline(record) if body else None,
+    }
+
+
+def _change_kind(change: dict[str, str | None]) -> str:
+    if change.get("before") is None:
+        return "created"
+    return "deleted" if change.get("after") is None else "modified"
+
+
+def _hook_calls(evidence: Evidence, norm: _Normaliser) -> list[dict[str, Any]]:
+    """Each hook call as the client made it, in a stable order: concurrent calls race to the
+    recorder, so neither their arrival order nor their arrival index is evidence."""
+    calls = [norm({k: v for k, v in h.items() if k not in ("pid", "index")}, volatile=True)
+             for h in evidence.hook_calls if "input" in h]
+    return sorted(calls, key=lambda call: json.dumps(call, sort_keys=True))
+
+
+def _probe_section(outcome: ProbeOutcome,
+                   norm: _Normaliser) -> tuple[dict[str, Any], dict[str, Any]]:
+    probe, ev = outcome.probe, outcome.evidence
+    section: dict[str, Any] = {
+        "name": probe.name, "title": probe.title, "status": outcome.status,
+        "not_applicable": outcome.not_applicable, "error": norm(outcome.error),
+        "claims": [c.id for c in probe.claims],
+        "scenario": norm(outcome.scenario), "fixtures": dict(probe.fixtures),
+        "hook_policy": dict(probe.hooks.policy) if probe.hooks is not None else None,
+        "boundaries": list(probe.boundaries),
+        "runs": [], "requests": [], "hook_calls": [],
+    }
+    timing: dict[str, Any] = {}
+    if ev is not None:
+        for name, run in ev.runs.items():
+            section["runs"].append(norm({
+                "name": name, "argv": run.argv, "env": run.env,
+                "cwd": ev.path("$WORKSPACE"), "exit_code": run.exit_code,
+                "timed_out": run.timed_out, "session_id": run.session_id,
+                "result": norm(run.result, volatile=True),
+                "stdout": norm(run.output.events, volatile=True),
+                "stdout_unparsed": run.output.unparsed, "stderr": run.stderr,
+                "requests": [r["seq"] for r in ev.all_requests()
+                             if run.seqs[0] < r["seq"] <= run.seqs[1]],
+                "files_changed": {path: _change_kind(change)
+                                  for path, change in run.files_changed.items()},
+                **_streamed(run, norm),
+                **_bounds(run),
+                **({"client": run.client} if run.client is not None else {}),
+                **({"mcp_server": norm(run.invocation.mcp.to_json())}
+                   if run.invocation.mcp is not None else {}),
+            }))
+            timing[name] = {"duration_s": run.duration, "files_changed": norm(run.files_changed),
+                            "stdin_written_at_s": [e["at"] for e in run.stdin],
+                            "result_duration_ms": (run.result or {}).get("duration_ms"),
+                            "result_duration_api_ms": (run.result or {}).get("duration_api_ms")}
+        # normalised before it is outlined: the outline cuts texts short, paths included
+        section["requests"] = [_request_summary(norm(dict(r)), ev.run_of(r["seq"]))
+                               for r in ev.all_requests()]
+        section["hook_calls"] = _hook_calls(ev, norm)
+        section["journal_torn_tail"] = ev.torn_journal
+        if ev.mcp_calls:
+            section["mcp_calls"] = {run: [norm({k: v for k, v in e.items()
+                                                if k not in ("time", "pid")}, volatile=True)
+                                          for e in events]
+                                    for run, events in ev.mcp_calls.items()}
+        section["egress_attempts"] = [norm(a, volatile=True) for a in ev.egress]
+        # what the client left that the harness would not read, and what the collector
+        # refused (a forged reporter): only when there is some, as the client's doing
+        if ev.sandbox_refusals:
+            section["sandbox_refusals"] = norm(ev.sandbox_refusals, volatile=True)
+        if ev.runs_not_started:
+            section["runs_not_started"] = norm(ev.runs_not_started)
+        if ev.evidence_faults:
+            section["evidence_faults"] = [norm({k: v for k, v in f.items() if k != "time"},
+                                               volatile=True) for f in ev.evidence_faults]
+    return section, _timing(ev, timing)
+
+
+def _bounds(run: RunRecord) -> dict[str, Any]:
+    """What the harness cut short or the client got wrong; present only when there was
+    some, so reports of runs without any keep their shape."""
+    shown = {"stdout_dropped_bytes": run.stdout_dropped,
+             "stderr_dropped_bytes": run.stderr_dropped,
+             "stopped": run.stopped, "bounds_hit": run.bounds_hit,
+             "protocol_faults": run.protocol_faults}
+    return {key: value for key, value in shown.items() if value}
+
+
+def _streamed(run: RunRecord, norm: _Normaliser) -> dict[str, Any]:
+    """A streamed run's script and what the caller wrote (times are in the timing file)."""
+    script = run.invocation.streamed
+    if script is None:
+        return {}
+    return {"streamed_input": norm(script.shown()),
+            "stdin": [norm({k: v for k, v in e.items() if k != "at"}, volatile=True)
+                      for e in run.stdin],
+            "stdin_never_written": norm(run.stdin_pending)}
+
+
+def _ms(moment: float | None, start: float) -> float | None:
+    return None if moment is None else round((moment - start) * 1000, 1)
+
+
+def _timing(ev: Evidence | None, runs: dict[str, Any]) -> dict[str, Any]:
+    """What differs per run, as a timeline per client run: each request's arrival and its
+    response's end (with when each body write went out), each hook call's start and end per
+    tool_use_id, each refused egress attempt; ``t_ms`` counts from the start of that run's
+    client process. Every timing check names the entries it compares."""
+    if ev is None:
+        return {"runs": runs}
+    timelines: dict[str, list[dict[str, Any]]] = {}
+    for name, run in ev.runs.items():
+        start, end = run.started, run.started + run.duration
+        entries: list[dict[str, Any]] = []
+        seqs = {r["seq"] for r in ev.all_requests() if run.seqs[0] < r["seq"] <= run.seqs[1]}
+        for record in ev.journal:
+            if record.get("seq") not in seqs:
+                continue
+            if record["type"] == "request":
+                entries.append({"t_ms": _ms(record["time"], start), "what": "request",
+                                "seq": record["seq"], "path": record.get("path"),
+                                "kind": record.get("kind")})
+            elif record["type"] == "response_end":
+                entries.append({"t_ms": _ms(record["time"], start), "what": "response_end",
+                                "seq": record["seq"], "reason": record.get("reason"),
+                                "write_offsets_ms": record.get("write_offsets_ms")})
+        for call in ev.hook_calls:  # the recorder logs a call's start and end as two lines
+            what, moment = (("hook_start", call.get("started")) if "started" in call
+                            else ("hook_end", call.get("finished")))
+            if not isinstance(moment, (int, float)) or not start <= moment <= end + 1:
+                continue
+            tool = call.get("tool_use_id") or (call.get("input") or {}).get("tool_use_id")
+            entries.append({"t_ms": _ms(moment, start), "what": what,
+                            "event": call.get("event"), "tool_use_id": tool})
+        for attempt in ev.egress:
+            if start <= attempt.get("time", 0) <= end + 1:
+                entries.append({"t_ms": _ms(attempt["time"], start), "what": "egress",
+                                "method": attempt.get("method"), "host": attempt.get("host")})
+        entries.sort(key=lambda e: (e["t_ms"] is None, e["t_ms"] or 0, e["what"]))
+        timelines[name] = entries
+        runs[name]["duration_ms"] = round(run.duration * 1000, 1)
+    return {"runs": runs, "timelines": timelines}
+
+
+def _journal_line(probe: str, record: dict[str, Any], norm: _Normaliser) -> str:
+    # the report's copy keeps the line format reports were written with: a built-in reply is
+    # already named by its rule ("builtin:side", "builtin:warmup", "builtin:count_tokens")
+    shown = norm({k: v for k, v in record.items() if k not in REPORT_JOURNAL_OMITTED})
+    for key in JOURNAL_VOLATILE:
+        if key in shown:
+            shown[key] = "$VOLATILE"
+    if TEXT_DURATION.search(json.dumps(record.get("body"))):
+        # a duration the client wrote into the body: its digits change the raw size
+        shown["body_size"] = "$VOLATILE"
+        if isinstance(shown.get("headers"), dict) and "content-length" in shown["headers"]:
+            shown["headers"]["content-length"] = "$VOLATILE"
+    return json.dumps({"probe": probe, **shown}, sort_keys=True, ensure_ascii=False)
+
+
+def _check_entry(check: CheckResult, norm: _Normaliser,
+                 line_of: dict[int, int]) -> dict[str, Any]:
+    entry: dict[str, Any] = norm(check.to_json())
+    entry.pop("journal_seqs", None)
+    entry["journal_lines"] = [line_of[s] for s in check.journal_seqs if s in line_of]
+    return entry
+
+
+def _claim_entries(outcome: ProbeOutcome, probe_checks: list[dict[str, Any]],
+                   norm: _Normaliser) -> list[ClaimEntry]:
+    claims: list[ClaimEntry] = []
+    for claim in outcome.probe.claims:
+        own = [c for c in probe_checks if c["claim"] == claim.id]
+        failed = [c["id"] for c in own if c["status"] == "failed"]
+        hidden = [c["id"] for c in own if c["status"] == "not_observable"]
+        # a timeout or an unscripted request undermines the evidence of every claim of the
+        # probe; an egress attempt does not (it is reported on its own, in `trust`)
+        harness_failed = [c["id"] for c in probe_checks if c["claim"] is None
+                          and not c["passed"] and not c["id"].endswith(TRUST_CHECK)]
+        if outcome.not_applicable:
+            status, reason = "not_applicable", outcome.not_applicable
+        elif outcome.error:
+            status, reason = "error", norm(outcome.error)
+        elif not own:
+            status, reason = "error", "the probe produced no check for this claim"
+        elif failed or harness_failed:
+            status, reason = "contradicted", ("the stated behaviour was reachable and observed "
+                                              f"otherwise; failed checks: "
+                                              f"{', '.join(failed + harness_failed)}")
+        elif hidden:
+            status, reason = "not_observable", (
+                f"{len(own) - len(hidden)} of {len(own)} checks passed; not observable in this "
+                f"mode: {', '.join(hidden)}")
+        else:
+            status, reason = "confirmed", f"all {len(own)} checks passed"
+        counterfactuals = [cf.description for cf in outcome.probe.counterfactuals
+                           if claim.id in cf.claims]
+        claims.append({"id": claim.id, "statement": claim.statement,
+                       "source": claim.source.to_json(), "beyond_source": claim.beyond_source,
+                       "counterfactuals": counterfactuals or None,
+                       "probe": outcome.probe.name, "status": status,
+                       "passed": status == "confirmed", "reason": reason,
+                       "checks": [c["id"] for c in own]})
+    return claims
+
+
+def report_status(*, errors: bool, ran_any: bool, claims: list[ClaimEntry],
+                  egress_refused: list[str]) -> str:
+    """A complete report's status: a harness error, nothing applicable, or whether every
+    claim was upheld with no egress attempted."""
+    if errors:
+        return "error"
+    if not ran_any:
+        return "not_applicable"
+    upheld = all(c["status"] in UPHELD for c in claims)
+    return "passed" if upheld and not egress_refused else "failed"
+
+
+def build_report(spec: ReportSpec, outcomes: list[ProbeOutcome], binary: ClientBinary, *,
+                 complete: bool = True) -> tuple[Report, list[str], dict[str, Any]]:
+    """The report, the recorded requests as normalised journal lines for beside it, and
+    what differs per run (``<report>.timing.json``)."""
+    journal_lines: list[str] = []
+    checks: list[dict[str, Any]] = []
+    claims: list[ClaimEntry] = []
+    probes: list[dict[str, Any]] = []
+    timing: dict[str, Any] = {"generated_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                              "probes": {}}
+    for outcome in outcomes:
+        norm = _Normaliser(outcome.evidence)
+        records = outcome.evidence.journal if outcome.evidence else []
+        # where each request of this probe lands in <report>.journal.jsonl (1-based lines)
+        line_of = {r["seq"]: len(journal_lines) + number for number, r in enumerate(records, 1)
+                   if r["type"] == "request"}
+        probe_checks = [_check_entry(c, norm, line_of) for c in outcome.checks]
+        section, probe_timing = _probe_section(outcome, norm)
+        probes.append(section)
+        timing["probes"][outcome.probe.name] = probe_timing
+        for record in records:
+            journal_lines.append(_journal_line(outcome.probe.name, dict(record), norm))
+        checks += probe_checks
+        claims += _claim_entries(outcome, probe_checks, norm)
+    egress_refused = sorted({host for c in checks if c["id"].endswith(TRUST_CHECK)
+                             and not c["passed"] for host in c["observed"]})
+    trust = {"egress_refused": egress_refused,
+             "note": "connections the client tried to make to hosts other than the mock; "
+                     "all were refused by the egress guard",
+             # how the client runs were contained (the same for every probe of a run)
+             "containment": next((o.evidence.containment for o in outcomes
+                                  if o.evidence is not None and o.evidence.containment),
+                                 {"mode": "unknown"})}
+    status = "incomplete" if not complete else report_status(
+        errors=any(o.error for o in outcomes),
+        ran_any=any(not o.not_applicable for o in outcomes),
+        claims=claims, egress_refused=egress_refused)
+    terminal = [
+        {"probe": o.probe.name, "run": name, "terminal_reason": (run.result or {}).get(
+            "terminal_reason"), "subtype": (run.result or {}).get("subtype"),
+         "is_error": (run.result or {}).get("is_error"), "exit_code": run.exit_code,
+         "timed_out": run.timed_out}
+        for o in outcomes if o.evidence is not None for name, run in o.evidence.runs.items()]
+    report: Report = {
+        "schema_version": REPORT_SCHEMA_VERSION,
+        "report": spec.name, "title": spec.title, "summary": spec.summary,
+        "generator": {"name": "loopprobe", "version": __version__},
+        "client": binary.identity(),  # type: ignore[typeddict-item]
+        "status": status, "passed": status == "passed", "complete": complete,
+        "claims": claims, "checks": checks, "probes": probes,  # type: ignore[typeddict-item]
+        "terminal_reasons": terminal, "trust": trust,
+        "boundaries": sorted({b for o in outcomes for b in o.probe.boundaries}),
+        "journal": f"{spec.name}.journal.jsonl",
+        "timing": f"{spec.name}{TIMING_SUFFIX}",
+    }
+    return report, journal_lines, timing
+
+
+def write_report(report: Report, journal_lines: list[str], out_dir: Path,
+                 timing: dict[str, Any] | None = None, *, compress_journal: bool = False) -> Path:
+    """Write ``<report>.json``, the recorded requests beside it as ``<report>.journal.jsonl``
+    (``.jsonl.gz`` with ``compress_journal``: the same bytes gzipped, with no timestamp in the
+    gzip header, so it is as reproducible) and, if given, the timeline as
+    ``<report>.timing.json``."""
+    if compress_journal:
+        report["journal"] = f"{report['report']}.journal.jsonl.gz"
+        text = "".join(line + "\n" for line in journal_lines).encode()
+        write_bytes(out_dir / report["journal"], gzip.compress(text, 9, mtime=0))
+    else:
+        write_lines(out_dir / report["journal"], journal_lines)
+    if timing is not None:
+        write_json(out_dir / f"{report['report']}{TIMING_SUFFIX}", timing)
+    return write_json(out_dir / f"{report['report']}.json", report)
+
+
+def write_fingerprint(evidence: list[Evidence], binary: ClientBinary, out_dir: Path) -> Path:
+    return write_json(out_dir / FINGERPRINT_FILE, {
+        "schema_version": FINGERPRINT_FILE_VERSION, "kind": "fingerprint",
+        "client": binary.identity(),
+        "fingerprint": fingerprint(evidence)})

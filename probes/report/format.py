@@ -1,0 +1,204 @@
+"""The files of a report folder: their formats, versions, and the one loader for them.
+
+A report folder holds one ``<report>.json`` per report (with ``<report>.journal.jsonl``
+beside it), ``fingerprint.json`` and ``EVIDENCE.md``. Reading a folder needs nothing
+of the runner, the mock server or any client.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal, NotRequired
+
+from typing_extensions import TypedDict
+
+__all__ = ["FINGERPRINT_FILE", "FINGERPRINT_FILE_VERSION", "READABLE_REPORT_VERSIONS",
+           "REPORT_SCHEMA_VERSION", "TIMING_SUFFIX", "VERDICTS", "CheckEntry", "ClaimEntry",
+           "ClientIdentity", "FingerprintFile", "Report", "ReportError", "ReportFolder", "Status",
+           "load_fingerprint", "load_folder", "load_json_file", "load_report",
+           "read_journal_lines", "verdict"]
+
+# 2: run-specific values (timings, the generation time) moved out to <report>.timing.json
+# 3: claim verdicts confirmed / contradicted / not_observable / not_applicable / error;
+#    claim provenance and counterfactuals; check status
+# 4: "timing" names <report>.timing.json, now committed: a timeline per client run
+REPORT_SCHEMA_VERSION = 4
+READABLE_REPORT_VERSIONS = (1, 2, 3, 4)
+VERDICTS = ("confirmed", "contradicted", "not_observable", "not_applicable", "error")
+# how reports before schema 3 named the verdicts
+_OLD_VERDICTS = {"passed": "confirmed", "failed": "contradicted"}
+FINGERPRINT_FILE = "fingerprint.json"
+FINGERPRINT_FILE_VERSION = 1
+TIMING_SUFFIX = ".timing.json"
+
+Status = Literal["passed", "failed", "error", "not_applicable", "incomplete"]
+
+
+class ReportError(ValueError):
+    """A file or folder that is not what a loopprobe reader expects; says what and where."""
+
+
+class ClientIdentity(TypedDict):
+    name: str
+    version: str
+    platform: str
+    package: str
+    entry: str
+    binary_sha256: str
+
+
+class CheckEntry(TypedDict):
+    id: str
+    claim: str | None  # None for the harness's own checks
+    description: str
+    passed: bool
+    expected: Any
+    observed: Any
+    evidence: str
+    status: NotRequired[str]  # passed, failed or not_observable (schema 3)
+    observable: NotRequired[bool]
+    # lines of <report>.journal.jsonl the check function read since the check before this one
+    journal_lines: NotRequired[list[int]]
+
+
+class ClaimEntry(TypedDict):
+    id: str
+    statement: str
+    source: dict[str, Any]  # probes.core.provenance.Source.to_json()
+    beyond_source: str | None  # what the statement adds to its source, and why
+    # the setups in which the claimed behaviour cannot happen, whose runs make it fail
+    counterfactuals: list[str] | None
+    probe: str
+    status: str
+    passed: bool
+    reason: str
+    checks: list[str]
+
+
+class Report(TypedDict):
+    schema_version: int
+    timing: NotRequired[str]  # <report>.timing.json (schema 4)
+    report: str
+    title: str
+    summary: str
+    generator: dict[str, str]
+    client: ClientIdentity
+    status: str
+    passed: bool
+    complete: bool
+    claims: list[ClaimEntry]
+    checks: list[CheckEntry]
+    probes: list[dict[str, Any]]
+    terminal_reasons: list[dict[str, Any]]
+    trust: dict[str, Any]
+    boundaries: list[str]
+    journal: str
+    # a run of some of the report's probes: which ran, which did not (then not complete)
+    partial: NotRequired[dict[str, list[str]]]
+    # some probes run now into the report of the same binary written earlier: which is which
+    merged: NotRequired[dict[str, list[str]]]
+
+
+class FingerprintFile(TypedDict):
+    schema_version: int
+    kind: Literal["fingerprint"]
+    client: ClientIdentity
+    fingerprint: dict[str, Any]
+
+
+def load_json_file(path: Path, what: str, versions: tuple[int, ...]) -> dict[str, Any]:
+    """A loopprobe JSON file of one of ``versions``, or a ReportError saying what is wrong."""
+    try:
+        data = json.loads(path.read_text())
+    except FileNotFoundError:
+        raise ReportError(f"{path}: no such {what}") from None
+    except ValueError as error:
+        raise ReportError(f"{path}: not JSON: {error}") from None
+    if not isinstance(data, dict) or data.get("schema_version") not in versions:
+        found = data.get("schema_version") if isinstance(data, dict) else type(data).__name__
+        raise ReportError(f"{path}: expected a loopprobe {what} with schema_version "
+                          f"{' or '.join(map(str, versions))}, found {found!r}")
+    return data
+
+
+def read_journal_lines(path: Path) -> list[str]:
+    """A report's journal, plain (``.jsonl``) or gzipped (``.jsonl.gz``), as its lines."""
+    raw = path.read_bytes()
+    return (gzip.decompress(raw) if path.name.endswith(".gz") else raw).decode().splitlines()
+
+
+def verdict(status: str) -> str:
+    """A claim verdict in today's vocabulary (reports before schema 3 said passed/failed)."""
+    return _OLD_VERDICTS.get(status, status)
+
+
+def load_report(path: Path) -> Report:
+    data = load_json_file(path, "report", READABLE_REPORT_VERSIONS)
+    missing = [k for k in ("report", "client", "claims", "checks", "probes") if k not in data]
+    if missing:
+        raise ReportError(f"{path}: not a loopprobe report (no {', '.join(missing)})")
+    data.setdefault("trust", {})
+    data.setdefault("terminal_reasons", [])
+    if data["schema_version"] < 3:
+        for claim in data["claims"]:
+            claim["status"] = verdict(claim["status"])
+            claim["source"] = {"kind": "unstated",
+                               "citation": "no source recorded (a report before schema 3)"}
+            claim.setdefault("counterfactuals", None)
+            claim.setdefault("beyond_source", None)
+    unknown = sorted({c.get("status") for c in data["claims"]} - set(VERDICTS))
+    if unknown:
+        raise ReportError(f"{path}: unknown claim verdicts {unknown}; expected one of "
+                          f"{', '.join(VERDICTS)}")
+    return data  # type: ignore[return-value]
+
+
+def load_fingerprint(path: Path) -> FingerprintFile:
+    data = load_json_file(path, "fingerprint", (FINGERPRINT_FILE_VERSION,))
+    if data.get("kind") != "fingerprint" or "fingerprint" not in data:
+        raise ReportError(f"{path}: not a loopprobe fingerprint (expected kind 'fingerprint')")
+    return data  # type: ignore[return-value]
+
+
+@dataclass
+class ReportFolder:
+    """Every report of one client version, by report name, and its fingerprint."""
+
+    path: Path
+    reports: dict[str, Report] = field(default_factory=dict)
+    fingerprint: FingerprintFile | None = None
+
+    @property
+    def client(self) -> ClientIdentity:
+        return next(iter(self.reports.values()))["client"]
+
+
+def _report_files(directory: Path) -> list[Path]:
+    return [p for p in sorted(directory.glob("*.json"))
+            if p.name != FINGERPRINT_FILE and not p.name.endswith(TIMING_SUFFIX)]
+
+
+def load_folder(directory: Path, *, require_reports: bool = True) -> ReportFolder:
+    """Load a report folder; every report in it must be readable and of one client binary."""
+    if not directory.is_dir():
+        raise ReportError(f"{directory}: not a directory of reports")
+    folder = ReportFolder(directory)
+    for path in _report_files(directory):
+        report = load_report(path)
+        if folder.reports and report["client"] != folder.client:
+            raise ReportError(f"{path}: reports of two clients in one folder: "
+                              f"{_label(report['client'])} and {_label(folder.client)}")
+        folder.reports[report["report"]] = report
+    if require_reports and not folder.reports:
+        raise ReportError(f"{directory}: no loopprobe reports (*.json) found")
+    fingerprint = directory / FINGERPRINT_FILE
+    if fingerprint.exists():
+        folder.fingerprint = load_fingerprint(fingerprint)
+    return folder
+
+
+def _label(client: ClientIdentity) -> str:
+    return f"{client['name']}@{client['version']} ({client['binary_sha256'][:12]})"

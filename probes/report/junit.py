@@ -1,0 +1,54 @@
+"""Reports as JUnit XML, so CI systems show each claim as a test case."""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+from probes.core.files import write_bytes
+from probes.report.format import Report
+
+__all__ = ["junit_xml", "write_junit"]
+
+_SKIPPED = ("not_observable", "not_applicable")
+
+
+def junit_xml(reports: list[Report]) -> bytes:
+    """One test suite per report (named ``<client>@<version>/<report>``), one test case per
+    claim: contradicted is a failure, error an error, not observable / not applicable
+    skipped, each with the claim's reason."""
+    root = ET.Element("testsuites", name="loopprobe")
+    for report in reports:
+        client = report["client"]
+        claims = report["claims"]
+        suite = ET.SubElement(root, "testsuite", {
+            "name": f"{client['name']}@{client['version']}/{report['report']}",
+            "tests": str(len(claims)),
+            "failures": str(sum(c["status"] == "contradicted" for c in claims)),
+            "errors": str(sum(c["status"] == "error" for c in claims)),
+            "skipped": str(sum(c["status"] in _SKIPPED for c in claims))})
+        properties = ET.SubElement(suite, "properties")
+        for name, value in (("binary_sha256", client["binary_sha256"]),
+                            ("report_status", report["status"]),
+                            ("complete", str(report["complete"]).lower())):
+            ET.SubElement(properties, "property", name=name, value=value)
+        for claim in claims:
+            case = ET.SubElement(suite, "testcase", classname=f"{report['report']}.{claim['probe']}",
+                                 name=claim["id"])
+            detail = f"{claim['statement']}\n{claim['reason']}"
+            if claim["status"] == "contradicted":
+                ET.SubElement(case, "failure", message=claim["reason"][:500],
+                              type="contradicted").text = detail
+            elif claim["status"] == "error":
+                ET.SubElement(case, "error", message=claim["reason"][:500],
+                              type="error").text = detail
+            elif claim["status"] in _SKIPPED:
+                ET.SubElement(case, "skipped", message=f"{claim['status']}: "
+                              f"{claim['reason'][:480]}")
+    ET.indent(root)
+    data: bytes = ET.tostring(root, encoding="utf-8", xml_declaration=True)
+    return data + b"\n"
+
+
+def write_junit(path: Path, reports: list[Report]) -> Path:
+    return write_bytes(path, junit_xml(reports))

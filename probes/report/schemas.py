@@ -1,0 +1,260 @@
+"""JSON Schemas of every file loopprobe writes or reads, from the code's own models, and a
+validator that says where a file breaks them.
+
+Each schema is generated from the type the writers and readers use (pydantic's JSON Schema
+of a TypedDict or model), so it cannot drift from them; the generated files ship in the
+package (``probes/report/json_schemas/<kind>.schema.json``, a test keeps them current) for
+editors and other tools. ``validate_path`` checks a file, or every file in a folder, against them.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import jsonschema
+import yaml
+from pydantic import Field, TypeAdapter
+from typing_extensions import TypedDict
+
+from mockapi.records import JournalNote, RequestRecord, ResponseEndRecord
+from mockapi.scenario import Scenario
+from probes.report.build import JOURNAL_VOLATILE, REPORT_JOURNAL_OMITTED
+from probes.report.format import FingerprintFile, Report
+
+__all__ = ["DESCRIPTIONS", "DIALECT", "KINDS", "REPORT_JOURNAL_VOLATILE", "SCHEMA_DIR",
+           "BisectFile", "JournalLine", "MatrixCell", "MatrixClaim", "MatrixFile",
+           "MatrixVersion", "Problem", "SessionPair", "SessionSide", "SessionsFile",
+           "TimingFile", "kind_of", "schema", "validate_path", "write_schemas"]
+
+SCHEMA_DIR = Path(__file__).with_name("json_schemas")
+DIALECT = "https://json-schema.org/draft/2020-12/schema"
+
+
+class MatrixVersion(TypedDict):
+    client: str
+    kind: str
+    version: str
+    dir: str
+    binary_sha256: str
+
+
+class MatrixCell(TypedDict):
+    status: Literal["confirmed", "contradicted", "not_observable", "not_applicable", "error"]
+    reason: str
+    report: str
+
+
+class MatrixClaim(TypedDict):
+    id: str
+    statement: str
+    results: dict[str, MatrixCell]  # client label -> verdict; absent: not run there
+
+
+class MatrixFile(TypedDict):
+    schema_version: int
+    kind: Literal["matrix"]
+    versions: list[MatrixVersion]
+    claims: list[MatrixClaim]
+
+
+class TimingFile(TypedDict):
+    generated_at: str
+    probes: dict[str, Any]
+
+
+class SessionSide(TypedDict):
+    version: str
+    binary_sha256: str
+
+
+class SessionPair(TypedDict):
+    writer: SessionSide
+    reader: SessionSide
+    resume: Literal["ok", "fails", "error", "not applicable"]
+    fork: Literal["ok", "fails", "error", "not applicable"]
+    not_applicable: str | None
+    error: str | None
+    runs: list[dict[str, Any]]
+    failed_checks: list[dict[str, Any]]
+
+
+class SessionsFile(TypedDict):
+    claims: list[str]
+    sources: dict[str, Any]
+    pairs: list[SessionPair]
+
+
+class BisectFile(TypedDict):
+    claims: list[str]
+    client: str
+    good: str
+    good_verdict: Any
+    first_changed: Any
+    last_same: Any
+    changed_verdict: Any
+    candidates: list[Any]
+    skipped: list[Any]
+    flipped_checks: Any
+    reports: Any
+    note: Any
+
+
+JournalLine = Annotated[RequestRecord | ResponseEndRecord | JournalNote,
+                        Field(discriminator="type")]
+
+KINDS: dict[str, Any] = {
+    "report": Report, "fingerprint": FingerprintFile, "matrix": MatrixFile,
+    "timing": TimingFile, "sessions": SessionsFile, "bisect": BisectFile,
+    "journal-line": JournalLine, "report-journal-line": JournalLine, "scenario": Scenario,
+}
+# what a report's copy of the journal changes in each line (probes.report.build._journal_line)
+REPORT_JOURNAL_VOLATILE = (*JOURNAL_VOLATILE, "body_size")
+DESCRIPTIONS = {
+    "report": "a loopprobe report (<report>.json): claims, checks, probes, trust",
+    "fingerprint": "a client version's fingerprint (fingerprint.json)",
+    "matrix": "claims × client versions (matrix.json)",
+    "timing": "a report's timing (<report>.timing.json)",
+    "sessions": "the cross-version session table (sessions.json)",
+    "bisect": "a bisect result (bisect-<claim>.json)",
+    "journal-line": "one line of a mock's journal (JSONL, one record per line)",
+    "report-journal-line": "one line of a report's journal (<report>.journal.jsonl): the "
+                           "mock's record with its probe, timing fields \"$VOLATILE\"",
+    "scenario": "a mock scenario (YAML or JSON); point an editor at this with `$schema`",
+}
+
+
+@cache
+def schema(kind: str) -> dict[str, Any]:
+    """The JSON Schema of one kind of file."""
+    if kind not in KINDS:
+        raise KeyError(f"no schema {kind!r}; known: {', '.join(KINDS)}")
+    model = KINDS[kind]
+    generated: dict[str, Any] = (model.model_json_schema() if kind == "scenario"
+                                 else TypeAdapter(model).json_schema())
+    if kind == "scenario":  # an editor's pointer to this schema is allowed in the file
+        generated.setdefault("properties", {})["$schema"] = {"type": "string"}
+    if kind == "report-journal-line":
+        for record in generated["$defs"].values():
+            properties = record.get("properties", {})
+            if "type" not in properties:
+                continue
+            for key in REPORT_JOURNAL_VOLATILE:
+                if key in properties:
+                    properties[key] = {"anyOf": [properties[key], {"const": "$VOLATILE"}]}
+            for key in REPORT_JOURNAL_OMITTED:
+                properties.pop(key, None)
+            properties["probe"] = {"type": "string"}
+            record["required"] = [*record.get("required", []), "probe"]
+    return {"$schema": DIALECT, "$id": f"loopprobe:{kind}", "title": f"loopprobe {kind}",
+            "description": DESCRIPTIONS[kind], **generated}
+
+
+def write_schemas(directory: Path = SCHEMA_DIR) -> list[Path]:
+    directory.mkdir(parents=True, exist_ok=True)
+    written = []
+    for kind in KINDS:
+        path = directory / f"{kind}.schema.json"
+        path.write_text(json.dumps(schema(kind), indent=2, sort_keys=True) + "\n")
+        written.append(path)
+    return written
+
+
+@dataclass(frozen=True)
+class Problem:
+    path: Path
+    where: str  # line N (journals, YAML's document) and a JSON pointer
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.path}: {self.where}: {self.message}"
+
+
+def kind_of(path: Path, data: Any) -> str | None:
+    """What a decoded file is, from its name and its fields; None if not a loopprobe file."""
+    name = path.name
+    if name.endswith(".journal.jsonl"):
+        return "report-journal-line"
+    if name.endswith(".jsonl"):
+        return "journal-line"
+    if name.endswith(".timing.json"):
+        return "timing"
+    if not isinstance(data, dict):
+        return None
+    if data.get("kind") in ("fingerprint", "matrix"):
+        return str(data["kind"])
+    if "report" in data and "claims" in data:
+        return "report"
+    if "pairs" in data and "claims" in data:
+        return "sessions"
+    if "first_changed" in data and "good" in data:
+        return "bisect"
+    if "rules" in data or "$schema" in data:
+        return "scenario"
+    return None
+
+
+def _pointer(parts: Any) -> str:
+    return "/" + "/".join(str(p) for p in parts) if parts else "(top level)"
+
+
+def _check(path: Path, kind: str, data: Any, where: str = "") -> Iterator[Problem]:
+    validator = jsonschema.Draft202012Validator(schema(kind))
+    for error in sorted(validator.iter_errors(data), key=lambda e: list(e.absolute_path)):
+        yield Problem(path, f"{where}at {_pointer(list(error.absolute_path))}",
+                      f"{error.message[:300]} (expected by the {kind} schema)")
+
+
+def _files(target: Path) -> list[Path]:
+    if target.is_dir():
+        return sorted(p for p in target.rglob("*") if p.is_file() and (
+            p.name.endswith((".json", ".jsonl", ".yaml", ".yml"))))
+    return [target]
+
+
+def validate_path(target: Path) -> tuple[int, list[Problem]]:
+    """Every loopprobe file at ``target`` (a file, or a folder searched recursively) against
+    its schema: how many files were checked, and every problem found."""
+    if not target.exists():
+        return 0, [Problem(target, "(file)", "no such file or folder")]
+    checked, problems = 0, []
+    for path in _files(target):
+        found = list(_validate_file(path, explicit=path == target))
+        if found and found[0].message == "skipped":
+            continue
+        checked += 1
+        problems += found
+    return checked, problems
+
+
+def _validate_file(path: Path, *, explicit: bool) -> Iterator[Problem]:
+    text = path.read_text(errors="replace")
+    if path.name.endswith(".jsonl"):
+        kind = kind_of(path, None) or "journal-line"
+        for number, line in enumerate(text.splitlines(), 1):
+            try:
+                record = json.loads(line)
+            except ValueError as error:
+                yield Problem(path, f"line {number}", f"not JSON: {error}")
+                continue
+            yield from _check(path, kind, record, f"line {number} ")
+        return
+    try:
+        data = yaml.safe_load(text) if path.suffix in (".yaml", ".yml") else json.loads(text)
+    except (ValueError, yaml.YAMLError) as error:
+        yield Problem(path, "(file)", f"not {'YAML' if path.suffix != '.json' else 'JSON'}: "
+                                      f"{error}")
+        return
+    found = kind_of(path, data)
+    if found is None:
+        if explicit:
+            yield Problem(path, "(file)", "not a loopprobe file: expected one of "
+                          + ", ".join(DESCRIPTIONS.values()))
+        else:
+            yield Problem(path, "(file)", "skipped")
+        return
+    yield from _check(path, found, data)

@@ -1,0 +1,12 @@
+"""One probe run: a contained client against the mock, and the evidence it leaves.
+
+``runner`` (a probe: its invocations in one sandbox, the mock, the evidence, the verdict),
+``containment`` (the bubblewrap command), ``bounds`` (memory, processes, disk, time),
+``process`` and ``pipes`` (the client process and its bounded output), ``conversation``
+(streamed input carried out), ``collector`` and ``hook_policy`` (what hooks, MCP and egress
+report, on the host), ``mcp_runtime`` (the MCP server's venv).
+
+May import: ``probes.core``, ``probes.sandbox``, ``probes.inside`` (paths), ``probes.clients``.
+"""
+
+__all__: list[str] = []

@@ -1,0 +1,539 @@
+"""Bounds on one contained client run: memory, processes, /tmp, the sandbox folder, file size.
+
+``find_limiter(bounds)`` finds what can enforce each bound on this machine; its
+``describe()`` says so for the report, and ``confine(sandbox_root)`` gives the per-run
+``RunConfinement`` the runner uses: ``wrap`` starts bwrap inside the run's cgroups,
+``should_stop`` is the disk watchdog, ``hits`` names each bound the run reached.
+
+What enforces what, and why (tried on kernel 6.18, bwrap 0.8.0, bun 1.4 in Claude Code 2.1.235):
+
+- memory and processes: a cgroup per run, made under the harness's own cgroup (cgroup v1
+  ``memory.limit_in_bytes`` and ``pids.max``, or a cgroup2 whose ``cgroup.subtree_control``
+  lists the controller). Over the memory bound the kernel OOM-kills in the run's cgroup only
+  (a 256 MiB allocation under 64 MiB: exit 137, ``oom_kill 1``); over the process bound a
+  fork fails with EAGAIN (47 of 300 forks under 50) and ``pids.events`` counts it. Both
+  count threads, and /tmp's pages are charged to the memory bound too.
+- without a writable cgroup, processes fall back to RLIMIT_NPROC set in the sandbox: for a
+  user it counts in the run's user namespace only (48 forks under 50, with 60 processes of
+  the same user outside); for root it is not enforced at all, inside bwrap's user namespace
+  too (300 of 300 forks under 50). Memory is then not bounded: RLIMIT_AS and RLIMIT_DATA
+  bound each process's address space, not the run's memory (bun reserves 9.6 GiB of
+  address space for 313 MiB resident; ``claude.exe --version`` crashes with SIGSEGV or a
+  bun panic under RLIMIT_AS below 768 MiB and RLIMIT_DATA below 1 GiB), so a bound that
+  holds for a run of several processes would crash the client instead of bounding it.
+- /tmp: ``bwrap --size BYTES --tmpfs /tmp``; a write past it fails with ENOSPC, seen only
+  inside: the sandbox's first process says on stderr when it finds /tmp full after the
+  client (``tmp_hit_from_stderr``).
+- /sandbox is a host folder with no quota a user could set: RLIMIT_FSIZE bounds each file
+  (a longer write gets SIGXFSZ, or EFBIG where ignored; fallocate too), and a watchdog sums
+  ``st_blocks`` under it at most every 0.5 s (or 4 times its last walk's time) and stops
+  the run past the bound, or past 200,000 files. A walk takes 2.4 ms for 520 files and
+  0.4 s for 100,000.
+
+The defaults, against the 61 runs of the probe suite on Claude Code 2.1.235, each in its own
+cgroup (2 cores): at most 215 MiB (median 153) and 21 tasks (median 19); the sandbox
+folder at most 1.1 MiB in 57 entries; the same results as without bounds. bun starts
+threads per core, so more cores mean more tasks: 512 leaves room for that.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import re
+import signal
+import subprocess
+import time
+import uuid
+import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from probes.sandbox.files import SandboxFiles
+
+__all__ = ["MAX_ENTRIES", "Bounds", "DiskUsage", "GiB", "Limiter", "MiB", "RunConfinement",
+           "disk_usage", "find_limiter", "tmp_hit_from_stderr", "unbounded"]
+
+MiB = 1 << 20
+GiB = 1 << 30
+MAX_ENTRIES = 200_000
+_WALK_INTERVAL = 0.5
+_RELEASE_WAIT = 5.0  # seconds a run's cgroup may take to empty
+_TMP_MARKER = re.compile(r"^loopprobe sandbox: bound tmp reached: /(?:tmp|dev/shm) full "
+                        r"\((\d+) of (\d+) bytes used, (\d+) files free\)$", re.MULTILINE)
+_NO_CGROUP_HELP = ("run as root, or under a delegated cgroup2 whose cgroup.subtree_control "
+                  "lists memory and pids; or bound the whole harness with "
+                  "`systemd-run --user --scope -p MemoryMax=... -p TasksMax=... loopprobe ...`")
+
+
+@dataclass(frozen=True)
+class Bounds:
+    """What one client run may use; the defaults leave a real Claude Code run room."""
+
+    memory_bytes: int = 4 * GiB  # every process of the run together, /tmp's pages included
+    processes: int = 512  # tasks: threads count
+    tmp_bytes: int = 1 * GiB  # the run's private /tmp
+    sandbox_bytes: int = 2 * GiB  # disk used under the probe's sandbox folder
+    file_bytes: int = 1 * GiB  # the largest file the run may write
+
+    def __post_init__(self) -> None:
+        for name, value in vars(self).items():
+            if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+                raise ValueError(f"Bounds.{name}: expected a positive int, got {value!r}")
+
+
+# ---- cgroups ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Cgroup:
+    """Where a run's cgroup for one controller ("memory", "pids") is made."""
+
+    controller: str
+    version: int  # 1 or 2
+    parent: Path
+
+    def limit_file(self) -> str:
+        return "memory.limit_in_bytes" if (self.controller, self.version) == ("memory", 1) \
+            else f"{self.controller}.max"
+
+    def how(self) -> str:
+        return f"cgroup v{self.version} {self.limit_file()} on a cgroup per run"
+
+
+def _mounts() -> dict[str, tuple[Path, str]]:
+    """Controller ("" for cgroup2) -> (mount point, the hierarchy's path mounted there)."""
+    found: dict[str, tuple[Path, str]] = {}
+    with open("/proc/self/mountinfo") as info:
+        for line in info:
+            fields, _, tail = line.partition(" - ")
+            parts, kind = fields.split(), tail.split()
+            if kind[0] == "cgroup2":
+                found.setdefault("", (Path(parts[4]), parts[3]))
+            elif kind[0] == "cgroup":
+                for option in kind[2].split(","):
+                    found.setdefault(option, (Path(parts[4]), parts[3]))
+    return found
+
+
+def _own_paths() -> dict[str, str]:
+    """Controller ("" for cgroup2) -> this process's cgroup path in that hierarchy."""
+    paths: dict[str, str] = {}
+    for line in Path("/proc/self/cgroup").read_text().splitlines():
+        _, controllers, path = line.split(":", 2)
+        for controller in controllers.split(",") if controllers else [""]:
+            paths[controller] = path
+    return paths
+
+
+def _under(mount: tuple[Path, str], path: str) -> Path | None:
+    point, root = mount
+    relative = os.path.relpath(path, root)
+    return None if relative.startswith("..") else (point / relative).resolve()
+
+
+def _try_parent(controller: str, version: int, parent: Path) -> _Cgroup | str:
+    """The cgroup if a child can be made and limited there, else why not."""
+    place = _Cgroup(controller, version, parent)
+    probe = parent / f"loopprobe-probe-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+    try:
+        probe.mkdir()
+    except OSError as error:
+        return f"cgroup v{version} {parent}: cannot make a cgroup ({error.strerror})"
+    try:
+        if not os.access(probe / place.limit_file(), os.W_OK):
+            return f"cgroup v{version} {parent}: {place.limit_file()} is not writable"
+        return place
+    finally:
+        probe.rmdir()
+
+
+def _find_cgroup(controller: str) -> _Cgroup | str:
+    """A parent for per-run cgroups of ``controller``, or every reason none was found."""
+    mounts, own, reasons = _mounts(), _own_paths(), []
+    if controller in mounts and controller in own:
+        parent = _under(mounts[controller], own[controller])
+        if parent is not None:
+            found = _try_parent(controller, 1, parent)
+            if isinstance(found, _Cgroup):
+                return found
+            reasons.append(found)
+    if "" in mounts:
+        # the harness's own cgroup2, or the hierarchy's root (root only): the one whose
+        # children may get the controller
+        candidates = [p for p in (_under(mounts[""], own.get("", "/")), mounts[""][0])
+                      if p is not None]
+        for parent in dict.fromkeys(candidates):
+            enabled = (parent / "cgroup.subtree_control")
+            listed = enabled.is_file() and controller in enabled.read_text().split()
+            if not listed:
+                reasons.append(f"cgroup2 {parent}: {controller} is not in cgroup.subtree_control")
+                continue
+            found = _try_parent(controller, 2, parent)
+            if isinstance(found, _Cgroup):
+                return found
+            reasons.append(found)
+    return "; ".join(reasons) or "no cgroup hierarchy is mounted"
+
+
+def _read_int(path: Path) -> int | None:
+    try:
+        text = path.read_text().strip()
+    except OSError:
+        return None
+    return int(text) if text.isdigit() else None
+
+
+def _read_keyed(path: Path) -> dict[str, int]:
+    """A flat-keyed cgroup file ("oom_kill 1", "max 3") as a dict."""
+    try:
+        lines = path.read_text().splitlines()
+    except OSError:
+        return {}
+    return {k: int(v) for k, _, v in (line.partition(" ") for line in lines) if v.isdigit()}
+
+
+@dataclass
+class _RunCgroup:
+    place: _Cgroup
+    path: Path
+    counters: dict[str, int] = field(default_factory=dict)  # kept when it is removed
+
+    @classmethod
+    def make(cls, place: _Cgroup, run_id: str, limit: int) -> _RunCgroup:
+        path = place.parent / f"loopprobe-{run_id}"
+        path.mkdir()
+        made = cls(place, path)
+        try:
+            (path / place.limit_file()).write_text(str(limit))
+            # swap is memory too: without this a run over its bound would swap, not stop
+            if place.version == 1 and place.controller == "memory":
+                _write_if_present(path / "memory.memsw.limit_in_bytes", str(limit))
+            elif place.controller == "memory":
+                _write_if_present(path / "memory.swap.max", "0")
+        except OSError:
+            made.remove()
+            raise
+        return made
+
+    def read(self) -> dict[str, int]:
+        if self.counters:
+            return self.counters
+        if self.place.controller == "pids":
+            events = _read_keyed(self.path / "pids.events")
+            return {"refused": events.get("max", 0),
+                    "peak": _read_int(self.path / "pids.peak") or 0,
+                    "current": _read_int(self.path / "pids.current") or 0}
+        if self.place.version == 1:
+            oom = _read_keyed(self.path / "memory.oom_control")
+            return {"oom_kill": oom.get("oom_kill", 0),
+                    "at_limit": _read_int(self.path / "memory.failcnt") or 0,
+                    "peak": _read_int(self.path / "memory.max_usage_in_bytes") or 0}
+        events = _read_keyed(self.path / "memory.events")
+        return {"oom_kill": events.get("oom_kill", 0), "at_limit": events.get("max", 0),
+                "peak": _read_int(self.path / "memory.peak") or 0}
+
+    def remove(self) -> None:
+        """Keep the counters and remove the cgroup. Its tasks leave it shortly after bwrap
+        exits; a run still going when its confinement ends is killed, so nothing of it is
+        left outside its bounds."""
+        started = time.monotonic()
+        while True:
+            counters = self.read()
+            try:
+                self.path.rmdir()
+            except FileNotFoundError:
+                return
+            except OSError as error:
+                waited = time.monotonic() - started
+                if waited > _RELEASE_WAIT:
+                    warnings.warn(f"cannot remove the run's cgroup {self.path} "
+                                  f"({error.strerror}); tasks still in it: {self._tasks()}",
+                                  stacklevel=2)
+                    return
+                if waited > 1:
+                    self._kill()
+                time.sleep(0.05)
+                continue
+            self.counters = counters
+            return
+
+    def _tasks(self) -> list[int]:
+        try:
+            return [int(t) for t in (self.path / "cgroup.procs").read_text().split()]
+        except OSError:
+            return []
+
+    def _kill(self) -> None:
+        for pid in self._tasks():  # only the run's own processes are in its cgroup
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+
+def _write_if_present(path: Path, value: str) -> None:
+    if path.exists():
+        path.write_text(value)
+
+
+# ---- the sandbox folder ------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class DiskUsage:
+    bytes: int  # allocated (st_blocks), each inode once
+    entries: int
+    largest: tuple[str, int] | None  # (path relative to the root, st_size)
+    complete: bool  # False: the walk stopped at max_entries
+
+
+def disk_usage(root: Path, max_entries: int = MAX_ENTRIES) -> DiskUsage:
+    """The disk used under ``root``, walked as every harness access to a sandbox is
+    (``probes.sandbox.files``: by descriptor, no link followed), each inode once."""
+    total, entries, largest = 0, 0, None
+    seen: set[tuple[int, int]] = set()
+    for entry in SandboxFiles(root).walk(limit=max_entries):
+        if entry.allocated == 0 and entry.kind.startswith("more than"):
+            if entry.kind.endswith("the walk stopped"):
+                return DiskUsage(total, entries, largest, complete=False)
+            continue
+        entries += 1
+        if entry.links > 1 and entry.kind != "a directory":
+            if entry.inode in seen:
+                continue
+            seen.add(entry.inode)
+        total += entry.allocated
+        if entry.regular and (largest is None or entry.size > largest[1]):
+            largest = (entry.relative, entry.size)
+    return DiskUsage(total, entries, largest, complete=True)
+
+
+# ---- one run ---------------------------------------------------------------------------
+
+
+class RunConfinement:
+    """The bounds of one client run: how to start it, when to stop it, what it reached."""
+
+    def __init__(self, bounds: Bounds | None, sandbox_root: Path,
+                 cgroups: list[_RunCgroup]) -> None:
+        self.bounds = bounds
+        self.sandbox_root = sandbox_root
+        self.cgroups = {c.place.controller: c for c in cgroups}
+        self._next_walk = 0.0
+        self._last: DiskUsage | None = None
+        self._stopped: str | None = None
+        self._pids_seen = 0
+
+    def wrap(self, argv: list[str]) -> list[str]:
+        """The host argv: ``argv`` started inside the run's cgroups."""
+        if not self.cgroups:
+            return list(argv)
+        # a shell joins the cgroups and execs bwrap: everything of the run starts inside
+        join = ('while [ "$1" != -- ]; do echo $$ > "$1" || '
+                '{ echo "loopprobe: cannot join the cgroup $1" >&2; exit 125; }; shift; done; '
+                'shift; exec "$@"')
+        procs = [str(c.path / "cgroup.procs") for c in self.cgroups.values()]
+        return ["/bin/sh", "-c", join, "loopprobe-bounds", *procs, "--", *argv]
+
+    def should_stop(self) -> str | None:
+        """Why the run must be stopped (a bound only watched was passed), or ``None``.
+        Cheap to poll often: the sandbox folder is walked at most every 0.5 s."""
+        if self.bounds is None or self._stopped:
+            return self._stopped
+        if "pids" in self.cgroups:  # for a peak where the kernel keeps none (pids.peak)
+            self._pids_seen = max(self._pids_seen, self.cgroups["pids"].read()["current"])
+        now = time.monotonic()
+        if now < self._next_walk:
+            return None
+        usage = disk_usage(self.sandbox_root, MAX_ENTRIES)
+        # a big folder is walked less often: the watchdog takes at most a fifth of the time
+        self._next_walk = now + max(_WALK_INTERVAL, 4 * (time.monotonic() - now))
+        self._last = usage
+        self._stopped = self._over(usage)
+        return self._stopped
+
+    def _over(self, usage: DiskUsage) -> str | None:
+        assert self.bounds is not None
+        if not usage.complete:
+            return (f"bound sandbox reached: more than {MAX_ENTRIES} files and folders under "
+                    "the sandbox folder")
+        if usage.bytes > self.bounds.sandbox_bytes:
+            return (f"bound sandbox reached: the sandbox folder uses {usage.bytes} bytes, "
+                    f"expected at most {self.bounds.sandbox_bytes}")
+        return None
+
+    def usage(self) -> dict[str, int]:
+        """What the run used at its peak, as far as it is measured here."""
+        found: dict[str, int] = {}
+        if "memory" in self.cgroups:
+            found["memory_peak_bytes"] = self.cgroups["memory"].read()["peak"]
+        if "pids" in self.cgroups:
+            found["processes_peak"] = max(self.cgroups["pids"].read()["peak"], self._pids_seen)
+        if self._last is not None:
+            found["sandbox_bytes"] = self._last.bytes
+        return found
+
+    def hits(self, stderr: str = "", returncode: int | None = None) -> list[dict[str, Any]]:
+        """Each bound the run reached, with how it is known. ``stderr`` and ``returncode``
+        are the run's: /tmp full is reported there, and a client killed by SIGXFSZ."""
+        bounds = self.bounds
+        if bounds is None:
+            return []
+        found: list[dict[str, Any]] = []
+        if "memory" in self.cgroups:
+            memory = self.cgroups["memory"].read()
+            if memory["oom_kill"]:
+                found.append({"bound": "memory", "limit": bounds.memory_bytes,
+                              "observed": f"peak {memory['peak']} bytes",
+                              "how": f"cgroup: {memory['oom_kill']} process(es) OOM-killed, "
+                                     f"the limit reached {memory['at_limit']} times"})
+        if "pids" in self.cgroups:
+            pids = self.cgroups["pids"].read()
+            if pids["refused"]:
+                found.append({"bound": "processes", "limit": bounds.processes,
+                              "observed": f"peak {max(pids['peak'], self._pids_seen)} tasks",
+                              "how": f"cgroup pids.events: {pids['refused']} fork(s) or "
+                                     "thread creation(s) refused (EAGAIN)"})
+        if (tmp := tmp_hit_from_stderr(stderr)) is not None:
+            found.append(tmp | {"limit": bounds.tmp_bytes})
+        # the folder at the end of the run: it may have grown since the last poll
+        usage = disk_usage(self.sandbox_root, MAX_ENTRIES)
+        if (reason := self._stopped or self._over(usage)) is not None:
+            found.append({"bound": "sandbox", "limit": bounds.sandbox_bytes,
+                          "observed": f"{usage.bytes} bytes in {usage.entries} entries at "
+                                      "the end", "how": f"the disk watchdog: {reason}"})
+        found += self._file_hits(usage, returncode)
+        return found
+
+    def _file_hits(self, usage: DiskUsage, returncode: int | None) -> list[dict[str, Any]]:
+        assert self.bounds is not None
+        limit = self.bounds.file_bytes
+        hits = []
+        if returncode in (-signal.SIGXFSZ, 128 + signal.SIGXFSZ):
+            hits.append({"bound": "file", "limit": limit, "observed": f"exit {returncode}",
+                         "how": "the client was killed by SIGXFSZ (RLIMIT_FSIZE)"})
+        # a write cut at the bound leaves the file exactly at it
+        if usage.largest is not None and usage.largest[1] == limit:
+            hits.append({"bound": "file", "limit": limit,
+                         "observed": f"{usage.largest[0]}: {usage.largest[1]} bytes",
+                         "how": "a file in the sandbox folder reached RLIMIT_FSIZE: the write "
+                                "past it failed (SIGXFSZ or EFBIG)"})
+        return hits
+
+
+def tmp_hit_from_stderr(stderr: str) -> dict[str, Any] | None:
+    """The tmp bound as reported by the sandbox's first process (``sandbox_init``)."""
+    found = _TMP_MARKER.search(stderr)
+    if found is None:
+        return None
+    used, size, files_free = (int(g) for g in found.groups())
+    return {"bound": "tmp", "limit": size,
+            "observed": f"{used} of {size} bytes used, {files_free} files free",
+            "how": "the sandbox's first process found /tmp full after the client exited"}
+
+
+# ---- what enforces the bounds here -------------------------------------------------------
+
+
+def unbounded(reason: str) -> dict[str, Any]:
+    """``describe()`` of runs with no bounds at all."""
+    return {name: _not_enforced(None, reason) for name in ("memory", "processes", "tmp", "sandbox", "file")}
+
+
+@dataclass(frozen=True)
+class Limiter:
+    """How ``bounds`` are enforced on this machine (``find_limiter``)."""
+
+    bounds: Bounds
+    memory: _Cgroup | str  # where runs' cgroups go, or why there are none
+    pids: _Cgroup | str
+    tmp_size: bool  # bwrap takes --size
+    root: bool
+
+    def describe(self) -> dict[str, Any]:
+        b = self.bounds
+        if isinstance(self.memory, _Cgroup):
+            memory = _enforced(b.memory_bytes, self.memory.how(),
+                               "the kernel OOM-kills a process of the run")
+        else:
+            memory = _not_enforced(b.memory_bytes, (
+                f"no memory cgroup could be made ({self.memory}): {_NO_CGROUP_HELP}. RLIMIT_AS "
+                "and RLIMIT_DATA are not used: they bound each process's address space, "
+                "which the client reserves far beyond what it uses"))
+        if isinstance(self.pids, _Cgroup):
+            processes = _enforced(b.processes, self.pids.how(),
+                                  "a fork or new thread fails with EAGAIN")
+        elif not self.root:
+            processes = _enforced(b.processes, "RLIMIT_NPROC set in the sandbox (counted in "
+                                  "the run's user namespace)", "a fork or new thread fails "
+                                  "with EAGAIN, uncounted: the hit is not reported")
+        else:
+            processes = _not_enforced(b.processes, (
+                f"no pids cgroup could be made ({self.pids}): {_NO_CGROUP_HELP}; RLIMIT_NPROC "
+                "does not apply to root, inside bwrap's user namespace either"))
+        tmp = _enforced(b.tmp_bytes, "bwrap --size on the run's private /tmp tmpfs (its "
+                        "pages count as the run's memory too)", "a write fails with ENOSPC") \
+            if self.tmp_size else _not_enforced(b.tmp_bytes, "this bwrap has no --size")
+        return {"memory": memory, "processes": processes, "tmp": tmp,
+                "sandbox": _enforced(b.sandbox_bytes, (
+                    f"a watchdog summing the disk used under /sandbox every {_WALK_INTERVAL} s "
+                    f"or more (at most {MAX_ENTRIES} files)"), "the run is stopped"),
+                "file": _enforced(b.file_bytes, "RLIMIT_FSIZE, set in the sandbox before the "
+                                  "client starts", "the write fails: SIGXFSZ, or EFBIG where "
+                                  "the signal is ignored")}
+
+    def bwrap_args_for_tmp(self) -> list[str]:
+        """What goes right before ``--tmpfs /tmp``."""
+        return ["--size", str(self.bounds.tmp_bytes)] if self.tmp_size else []
+
+    def rlimits(self) -> dict[str, int]:
+        """Resource limits the sandbox's first process sets on itself before the client."""
+        limits = {"RLIMIT_FSIZE": self.bounds.file_bytes,
+                  # a core of a client killed by SIGXFSZ would be as large as the client
+                  "RLIMIT_CORE": 0}
+        if not isinstance(self.pids, _Cgroup) and not self.root:
+            limits["RLIMIT_NPROC"] = self.bounds.processes
+        return limits
+
+    @contextmanager
+    def confine(self, sandbox_root: Path) -> Iterator[RunConfinement]:
+        """One client run: its cgroups exist for the block and are removed after it."""
+        run_id = f"{os.getpid()}-{uuid.uuid4().hex[:12]}"
+        made: list[_RunCgroup] = []
+        try:
+            for place, limit in ((self.memory, self.bounds.memory_bytes),
+                                 (self.pids, self.bounds.processes)):
+                if isinstance(place, _Cgroup):
+                    made.append(_RunCgroup.make(place, run_id, limit))
+            yield RunConfinement(self.bounds, sandbox_root, made)
+        finally:
+            for cgroup in made:
+                cgroup.remove()
+
+
+def _enforced(limit: int, how: str, when_hit: str) -> dict[str, Any]:
+    return {"limit": limit, "enforced_by": how, "when_hit": when_hit}
+
+
+def _not_enforced(limit: int | None, why: str) -> dict[str, Any]:
+    return {"limit": limit, "enforced_by": None, "not_enforced_because": why}
+
+
+@functools.lru_cache(maxsize=8)
+def _bwrap_takes_size(bwrap: str) -> bool:
+    try:
+        shown = subprocess.run([bwrap, "--help"], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return "--size" in shown.stdout + shown.stderr
+
+
+@functools.lru_cache(maxsize=8)
+def find_limiter(bounds: Bounds, bwrap: str = "bwrap") -> Limiter:
+    """What can enforce ``bounds`` here (tries making a cgroup; remembered per bounds)."""
+    return Limiter(bounds, _find_cgroup("memory"), _find_cgroup("pids"),
+                   _bwrap_takes_size(bwrap), os.geteuid() == 0)

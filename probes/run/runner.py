@@ -1,0 +1,349 @@
+"""Run one probe: sandbox -> mock -> client invocations -> evidence -> checks.
+
+Data flows one way. The mock is started for the probe and stopped after it; the
+client runs once per invocation in the probe's sandbox, each run under a hard
+timeout that kills its whole process group.
+"""
+
+from __future__ import annotations
+
+import json
+import platform
+import shlex
+import sys
+import time
+import uuid
+from collections.abc import Callable, Mapping
+from dataclasses import replace
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Protocol
+
+from mockapi.journal import Journal, read_journal
+from mockapi.scenario import Scenario
+from probes.clients.base import Client, ClientBinary, Command, HookCommand, RunContext
+from probes.core.evidence import Evidence, RunRecord
+from probes.core.files import write_text
+from probes.core.invocation import Invocation
+from probes.core.outcome import ProbeOutcome
+from probes.core.probe import Probe, served_scenario, shown_scenario
+from probes.core.verdicts import check_evidence
+from probes.inside import hook_recorder
+from probes.run.collector import Collector
+from probes.run.containment import Containment, Place, find_containment
+from probes.run.conversation import Conversation
+from probes.run.mcp_runtime import McpRuntime, install_mcp_runtime
+from probes.run.process import Dialogue, ProcessResult, run_conversation, run_process
+from probes.sandbox.client_files import ClientFiles
+from probes.sandbox.files import Refused
+from probes.sandbox.folders import Sandbox
+
+__all__ = [
+    "HOOK_EVENTS_RECORDED",
+    "SECRET_ENV",
+    "Serve",
+    "Served",
+    "run_probe",
+    "session_id_for",
+]
+
+SECRET_ENV = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN")
+HOOK_EVENTS_RECORDED = ("PreToolUse", "PostToolUse", "Stop", "SubagentStop")
+
+
+class Served(Protocol):
+    """What answers a probe's runs: its mock, or a stand-in journaling the same way."""
+
+    url: str
+    journal: Journal
+
+    def __enter__(self) -> Served: ...
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None: ...
+
+
+# (place, the probe's scenario, the journal's path, the run's context) -> what answers
+Serve = Callable[[Place, Scenario, Path, Mapping[str, str]], Served]
+
+
+def _serve_mock(place: Place, scenario: Scenario, journal_path: Path,
+                context: Mapping[str, str]) -> Served:
+    return place.serve(scenario, journal_path, context=context)
+
+
+def session_id_for(probe: str, invocation: str) -> str:
+    """Fixed per probe and invocation, so two runs of a probe send the same ids."""
+    return str(uuid.uuid5(uuid.NAMESPACE_URL, f"loopprobe:{probe}:{invocation}"))
+
+
+def _hook_policy(probe: Probe, context: Mapping[str, str]) -> dict[str, Any]:
+    """The probe's hook policy, placeholders filled in (applied by the collector)."""
+    rendered = json.dumps(dict(probe.hooks.policy) if probe.hooks else {}, sort_keys=True)
+    for name, value in context.items():
+        rendered = rendered.replace("{" + name + "}", value)
+    policy: dict[str, Any] = json.loads(rendered)
+    return policy
+
+
+def _hook_command(probe: Probe, place: Place) -> HookCommand | None:
+    """The recorder as a hook command: a relay to the collector's socket."""
+    if probe.hooks is None:
+        return None
+    command = " ".join(shlex.quote(part) for part in (
+        sys.executable, "-I", "-S", hook_recorder.__file__, str(place.record_socket())))
+    events = tuple(sorted(set(HOOK_EVENTS_RECORDED) | set(probe.hooks.policy)))
+    return HookCommand(command, events)
+
+
+def _redact_env(env: dict[str, str]) -> dict[str, str]:
+    return {k: ("[redacted]" if k in SECRET_ENV else v) for k, v in sorted(env.items())}
+
+
+def _not_applicable(probe: Probe, client: Client, binary: ClientBinary,
+                    binaries: Mapping[str, ClientBinary]) -> str | None:
+    capabilities = client.capabilities(binary)
+    needed = probe.capabilities()
+    if capabilities.lacking(needed):
+        return (f"{binary.name} {binary.version} lacks what this probe needs: "
+                f"{capabilities.explain(needed)}")
+    for invocation in probe.invocations:
+        other = binaries[invocation.name]
+        if other == binary:
+            continue
+        capabilities = client.capabilities(other)
+        needed = sorted(invocation.capabilities())
+        if capabilities.lacking(needed):
+            return (f"{other.name} {other.version} (run {invocation.name}) lacks what it "
+                    f"needs: {capabilities.explain(needed)}")
+    return None
+
+
+def run_probe(probe: Probe, client: Client, binary: ClientBinary, work_dir: Path | None, *,
+              keep: bool = True, egress_guard: bool = True,
+              containment: Containment | None = None,
+              progress: Callable[[str], None] = lambda _: None,
+              serve: Serve = _serve_mock) -> ProbeOutcome:
+    """Run one probe in a fresh sandbox, each client run contained (``containment``; by
+    default bubblewrap, which must be available). ``egress_guard=False`` runs without the
+    refusing proxy (a proxy changes client behaviour: 2.1.235 then skips its HEAD /api/hello
+    warm-up). ``serve``: what answers the runs, listening where ``place.listen()`` says and
+    journaling to the path given (default: the mock on the probe's scenario; e.g. a
+    ``mockapi.record.RecordingProxy`` in front of another endpoint)."""
+    try:
+        binaries = _binaries(probe, client, binary)
+    except Exception as error:  # an install of another version failed
+        return ProbeOutcome(probe, None, [], None, error=f"{type(error).__name__}: {error}")
+    # its Claude Code requests told apart as ever (probes.core.probe.HARNESS_CLASSIFIER)
+    probe = replace(probe, scenario=served_scenario(probe.scenario))
+    not_applicable = _not_applicable(probe, client, binary, binaries)
+    if not_applicable:
+        return ProbeOutcome(probe, None, [], None, not_applicable=not_applicable)
+    containment = containment or find_containment(no_sandbox=False)
+    box = Sandbox.create(work_dir, probe.name)
+    box.write_files(probe.fixtures)
+    journal_path = box.evidence / "journal.jsonl"
+    session_ids: dict[str, str] = {}
+    runs: dict[str, RunRecord] = {}
+    not_started: dict[str, str] = {}
+    scenario = probe.scenario
+    started = time.time()
+    try:
+        mcp = install_mcp_runtime() if any(i.mcp for i in probe.invocations) else None
+        others = sorted({b.version: b for b in binaries.values() if b != binary}.values(),
+                        key=lambda b: b.version)
+        with containment.enter(box, binary, egress_guard, readonly=[mcp.venv] if mcp else [],
+                               others=others) as place:
+            client_paths = client.prepare(box, place.seen)
+            context = {"workspace": place.seen(box.workspace), "home": place.seen(box.home)}
+            scenario = probe.scenario.render(context)
+            hooks = _hook_command(probe, place)
+            with Collector(place.record_socket(), box.evidence,
+                           _hook_policy(probe, context)) as collector, \
+                    serve(place, probe.scenario, journal_path, context) as mock:
+                for invocation in probe.invocations:
+                    collector.begin_run(invocation.name)
+                    try:
+                        runs[invocation.name] = _run_one(probe, invocation, client,
+                                                         binaries[invocation.name], box, mock,
+                                                         session_ids, hooks, place, progress,
+                                                         context, mcp, collector)
+                    except Refused as refused:
+                        # an earlier run made a path this run's files go to unusable: this
+                        # run and the later ones are not started; what ran is kept
+                        not_started = {i.name: f"the client's sandbox refused a harness "
+                                               f"write: {refused}" for i in probe.invocations
+                                       if i.name not in runs}
+                        break
+                    finally:
+                        collector.end_run()
+            evidence = _gather(probe, client, binary, box, runs, journal_path, place,
+                               client_paths, started, collector)
+            evidence.runs_not_started = not_started
+            evidence.mock_url = mock.url
+            evidence.egress_guarded = egress_guard
+            evidence.egress = sorted([*place.egress_attempts(), *collector.egress],
+                                     key=lambda a: float(a.get("time") or 0))
+            evidence.containment = containment.describe()
+            evidence.client_paths = {name: place.seen(Path(host))
+                                     for host, name in box.placeholders().items()}
+    except KeyboardInterrupt:
+        raise
+    except Exception as error:
+        return ProbeOutcome(probe, None, [], box.root, scenario=_scripted(scenario),
+                            error=f"{type(error).__name__}: {error}")
+    results, check_error = check_evidence(probe, evidence)
+    if not keep:
+        box.remove()
+    return ProbeOutcome(probe, evidence, results, box.root if keep else None,
+                        error=check_error, scenario=_scripted(scenario))
+
+
+def _binaries(probe: Probe, client: Client, binary: ClientBinary) -> dict[str, ClientBinary]:
+    """The binary of each invocation: the probe's, or the other version it names."""
+    found = {binary.version: binary}
+    for invocation in probe.invocations:
+        version = invocation.client_version
+        if version is not None and version not in found:
+            found[version] = client.install(version)
+    return {i.name: found[i.client_version or binary.version] for i in probe.invocations}
+
+
+def _scripted(scenario: Any) -> dict[str, Any]:
+    """The scenario as the report shows it: what was scripted, without the defaults."""
+    return shown_scenario(scenario)
+
+
+def _run_one(probe: Probe, invocation: Invocation, client: Client, binary: ClientBinary,
+             box: Sandbox, mock: Served, session_ids: dict[str, str],
+             hooks: HookCommand | None, place: Place,
+             progress: Callable[[str], None], placeholders: Mapping[str, str],
+             mcp: McpRuntime | None, collector: Collector) -> RunRecord:
+    if invocation.session == "new":
+        session_ids[invocation.name] = session_id_for(probe.name, invocation.name)
+    context = RunContext(box, mock.url, dict(session_ids), place.proxy_environment(), hooks,
+                         str(mcp.python) if mcp else None, str(place.record_socket()))
+    command = place.wrap(client.command(binary, invocation, context))
+    for path, content in command.files.items():
+        _write_input(box, Path(path), content)
+    before = ClientFiles(box).session_digests(client.session_folder(box))
+    first_seq = mock.journal.last_seq
+    progress(f"  run {invocation.name}: {invocation.prompt[:40]!r}")
+    started = time.time()
+    conversation: list[Conversation] = []
+    with place.confine() as bounds:  # the run's own memory, process and disk bounds
+        argv = bounds.wrap(command.argv)
+        if invocation.streamed is None:
+            result = run_process(argv, env=command.env, cwd=command.cwd,
+                                 timeout=invocation.timeout, should_stop=bounds.should_stop)
+        else:
+            result = _converse(invocation, replace(command, argv=argv), box, mock, first_seq,
+                               started, placeholders, conversation, bounds.should_stop)
+        # /tmp full is said by the sandbox's first process, to the collector (not stderr)
+        bounds_hit = bounds.hits(str(collector.run_end(invocation.name).get("tmp_full") or ""),
+                                 result.exit_code)
+    last_seq = mock.journal.last_seq
+    after = ClientFiles(box).session_digests(client.session_folder(box))
+    changed = {path: {"before": before.get(path), "after": after.get(path)}
+               for path in sorted(set(before) | set(after)) if before.get(path) != after.get(path)}
+    output = client.read_output(result.stdout)
+    if output.session_id:
+        session_ids[invocation.name] = output.session_id
+    # kept where the client cannot reach (the invocation's name is a simple name)
+    runs_dir = box.evidence / "runs" / invocation.name
+    write_text(runs_dir / "stdout", result.stdout)
+    write_text(runs_dir / "stderr", result.stderr)
+    write_text(runs_dir / "argv.json", json.dumps(command.argv, indent=1))
+    return RunRecord(
+        name=invocation.name, invocation=invocation, argv=command.client_argv,
+        client=binary.identity() if invocation.client_version is not None else None,
+        env=_redact_env(command.env), exit_code=result.exit_code, timed_out=result.timed_out,
+        duration=result.duration, stdout=result.stdout, stderr=result.stderr, output=output,
+        session_id=session_ids.get(invocation.name), seqs=(first_seq, last_seq), pid=result.pid,
+        started=started,
+        stdin=[dict(entry) for c in conversation for entry in c.transcript],
+        stdin_pending=[step for c in conversation for step in c.pending],
+        files_changed={path: v for path, v in changed.items()},
+        stdout_dropped=result.stdout_dropped, stderr_dropped=result.stderr_dropped,
+        stopped=result.stopped, bounds_hit=bounds_hit,
+        protocol_faults=[f for c in conversation for f in c.protocol_faults],
+    )
+
+
+def _write_input(box: Sandbox, path: Path, content: str) -> None:
+    """A file a client's command needs: into the client's part through ``box.files`` (a
+    settings file in its home), or into the read-only inputs (MCP specs and configs)."""
+    if path.is_relative_to(box.client_root):
+        box.files.write(box.inside(path), content)
+    elif path.is_relative_to(box.inputs):
+        for folder in reversed(path.relative_to(box.inputs).parents[:-1]):
+            (box.inputs / folder).mkdir(exist_ok=True)
+            (box.inputs / folder).chmod(0o755)  # the client reads it, whatever the umask
+        write_text(path, content)
+    else:
+        raise ValueError(f"a command's file must be in the sandbox or its inputs, not {path}")
+
+
+def _converse(invocation: Invocation, command: Command, box: Sandbox, mock: Served,
+              first_seq: int, started: float, context: Mapping[str, str],
+              kept: list[Conversation],
+              should_stop: Callable[[], str | None] | None = None) -> ProcessResult:
+    """A streamed run: the invocation's script is written as its moments come (each new
+    request record of the run is shown to it as the mock journals it)."""
+    script = invocation.streamed
+    assert script is not None
+    seen = [first_seq]
+
+    def new_requests() -> list[Any]:
+        if mock.journal.last_seq == seen[0]:
+            return []
+        contents = mock.journal.read_after(seen[0])
+        seqs = [int(r["seq"]) for r in contents.records if r["type"] != "journal_note"]
+        seen[0] = max([seen[0], *seqs])
+        return list(contents.requests())
+
+    def start(write: Any, close: Any) -> Dialogue:
+        conversation = Conversation(invocation.prompt, script, write, close,
+                                    lambda: round(time.time() - started, 3),
+                                    lambda name: box.files.exists(
+                                        box.inside(box.workspace) / name), context)
+        kept.append(conversation)
+        return conversation
+
+    return run_conversation(command.argv, env=command.env, cwd=command.cwd,
+                            timeout=invocation.timeout, start=start, new_requests=new_requests,
+                            should_stop=should_stop)
+
+
+def _gather(probe: Probe, client: Client, binary: ClientBinary, box: Sandbox,
+            runs: dict[str, RunRecord], journal_path: Path, place: Place,
+            client_paths: dict[str, str], runs_started: float,
+            collector: Collector) -> Evidence:
+    journal = read_journal(journal_path)
+    # the run's calendar date (clients tell it to the model), as the client may have seen it
+    dates = {time.strftime("%Y-%m-%d", clock(moment)) for clock in (time.gmtime, time.localtime)
+             for moment in (runs_started, time.time())}
+    mcp_calls = {name: list(collector.mcp.get(name, []))
+                 for name, run in runs.items() if run.invocation.mcp is not None}
+    left = ClientFiles(box)
+    session_files = left.sessions(client.session_folder(box))
+    workspace_files = left.workspace()
+    return Evidence(
+        probe=probe.name, client=binary.identity(), runs=runs, journal=journal.records,
+        hook_calls=list(collector.hook_calls), session_files=session_files,
+        workspace_files=workspace_files, torn_journal=journal.torn_tail, mcp_calls=mcp_calls,
+        sandbox_refusals=left.refused,
+        # a run the harness killed (its timeout) cuts its egress reporter off too
+        evidence_faults=[f for f in collector.faults if not (
+            f.get("kind") == "cut_off" and f.get("run") in runs
+            and runs[str(f["run"])].timed_out)],
+        placeholders={**box.placeholders(), **place.placeholders(),
+                      **client_paths,
+                      **{seen: name for host, name in (
+                          (str(binary.entry), "$CLIENT"), (str(binary.root), "$CLIENT_DIR"),
+                          (hook_recorder.__file__, "$HOOK_RECORDER"), (sys.executable, "$PYTHON"))
+                         for seen in {host, place.seen(Path(host))}},
+                      # the machine's kernel, which clients put in their system prompt
+                      platform.release(): "$KERNEL_RELEASE",
+                      **dict.fromkeys(sorted(dates), "$RUN_DATE")},
+    )

@@ -1,0 +1,79 @@
+"""A timeline per claim across client versions: the version ranges where each verdict held,
+and where a bisect found the first version of a change, that version with a link.
+
+Pure rendering from ``matrix.json`` and the ``bisect-*.json`` results; versions of one client
+kind are ordered by number, each kind on its own line.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from packaging.version import Version
+
+from probes.scale.bisect import order_versions
+
+__all__ = ["load_bisects", "render_timeline"]
+
+
+def load_bisects(folder: Path) -> list[dict[str, Any]]:
+    """Every bisect result in ``folder`` (``bisect-*.json`` or ``<claim>.json``), with its path."""
+    found = []
+    for path in sorted(folder.glob("*.json")):
+        data = json.loads(path.read_text())
+        if isinstance(data, dict) and "first_changed" in data and "claims" in data:
+            found.append({**data, "path": str(path)})
+    return found
+
+
+def _segments(versions: Sequence[str], verdicts: dict[str, str]) -> list[tuple[str, str, str]]:
+    """(first version, last version, verdict) of each run of equal verdicts."""
+    segments: list[tuple[str, str, str]] = []
+    for version in versions:
+        verdict = verdicts.get(version, "not run")
+        if segments and segments[-1][2] == verdict:
+            segments[-1] = (segments[-1][0], version, verdict)
+        else:
+            segments.append((version, version, verdict))
+    return segments
+
+
+def render_timeline(matrix: dict[str, Any], bisects: Sequence[dict[str, Any]],
+                    out_dir: Path) -> str:
+    kinds: dict[str, list[str]] = {}
+    for entry in matrix["versions"]:
+        kinds.setdefault(entry["kind"], []).append(entry["version"])
+    out = ["## Timeline per claim", "",
+           "Where each verdict held, over the versions in this matrix (ordered by number); "
+           "→ **V** marks the first version of a change found by `loopprobe bisect`, with its "
+           "result.", ""]
+    for claim in matrix["claims"]:
+        lines = []
+        for kind, versions in kinds.items():
+            ordered = order_versions(versions)
+            verdicts = {v: claim["results"].get(f"{kind}@{v}", {}).get("status", "not run")
+                        for v in ordered}
+            parts: list[str] = []
+            previous = ""
+            for first, last, verdict in _segments(ordered, verdicts):
+                if previous:
+                    found = next((b for b in bisects if claim["id"] in b["claims"]
+                                  and b.get("client", kind) == kind
+                                  and _between(b.get("first_changed"), previous, first)), None)
+                    parts.append(f"→ **{found['first_changed']}** ([bisect]"
+                                 f"({os.path.relpath(found['path'], out_dir)}))" if found
+                                 else "→")
+                parts.append(f"{first if first == last else f'{first}–{last}'} {verdict}")
+                previous = last
+            lines.append(f"{kind}: " + " ".join(parts))
+        out.append(f"- `{claim['id']}`: " + "; ".join(lines))
+    return "\n".join(out) + "\n"
+
+
+def _between(version: str | None, low: str, high: str) -> bool:
+    """``low`` < ``version`` <= ``high``."""
+    return bool(version) and Version(low) < Version(str(version)) <= Version(high)
