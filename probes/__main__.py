@@ -1,5 +1,5 @@
 import sys
 
-from probes.cli.commands import main
+from probes.cli import main
 
 sys.exit(main())

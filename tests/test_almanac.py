@@ -7,7 +7,7 @@ import gzip
 import json
 from pathlib import Path
 
-from probes.cli import commands as cli
+from probes import cli
 from probes.scale.almanac import load_bisects, render_timeline
 from tests.fakeloop import FakeLoopClient
 from tests.fakeloop.catalog import REPORTS

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from probes.cli import commands as cli
+from probes import cli
 from probes.clients import registry
 from probes.scale.bisect import BisectError, bisect_versions, order_versions, versions_between
 from tests.fakeloop import FakeLoopClient

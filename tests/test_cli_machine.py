@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from probes.cli import commands as cli
+from probes import cli
 from probes.cli.progress import Reporter, choose_mode
 from probes.clients import registry
 from probes.clients.base import ClientBinary
@@ -119,7 +119,7 @@ def test_latest_is_resolved_to_the_version_it_names(
         fake_kind: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
         capsys: pytest.CaptureFixture[str]) -> None:
     ran: list[tuple[str, str]] = []
-    monkeypatch.setattr(cli, "run_suite",
+    monkeypatch.setattr("probes.cli.matrix.run_suite",
                         lambda spec, out, **_: ran.append((spec, out.name)) or cli.EXIT_PASSED)
     newest = FakeLoopClient().published()
     code = cli.main(["matrix", "--clients", "fake-loop@latest", "--out", str(tmp_path),

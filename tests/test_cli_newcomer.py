@@ -7,8 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from probes import __version__
-from probes.cli import commands as cli
+from probes import __version__, cli
 
 
 def test_version(capsys: pytest.CaptureFixture[str]) -> None:

@@ -142,7 +142,7 @@ def test_reading_and_diffing_reports_loads_no_server() -> None:
     script = (
         "import sys, io, contextlib\n"
         "from pathlib import Path\n"
-        "from probes.cli.commands import main\n"
+        "from probes.cli import main\n"
         "from probes.report.format import load_folder\n"
         "from probes.report.matrix import build_matrix\n"
         f"load_folder(Path({str(reports / '2.1.235')!r}))\n"

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from probes.cli import commands as cli
+from probes import cli
 from probes.clients import registry
 from probes.core.outcome import ProbeOutcome
 from probes.inside.egress import dns_question

@@ -20,7 +20,7 @@ import pytest
 
 from mockapi import Match, Message, Rule, Scenario, TextBlock, ToolUseBlock, text, tool_use
 from mockapi.replies import StreamError
-from probes.cli import commands as cli
+from probes import cli
 from probes.clients import registry
 from probes.core.checks import CheckResult, Checks
 from probes.core.evidence import Evidence, blocks_of_type, messages

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from probes.cli import commands as cli
+from probes import cli
 from probes.report.format import load_folder
 from probes.report.render import render_diff, render_folder, render_matrix_page, write_page
 from tests.conftest import missing_install

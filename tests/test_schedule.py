@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from probes.cli import commands as cli
+from probes import cli
 from probes.core.outcome import ProbeOutcome
 from probes.core.probe import Probe
 from probes.scale.schedule import run_scheduled

@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from mockapi import Rule, Scenario, load_scenario, text
-from probes.cli import commands as cli
+from probes import cli
 from probes.report.schemas import KINDS, SCHEMA_DIR, schema, validate_path
 from tests.fakeloop import FakeLoopClient
 from tests.fakeloop.catalog import REPORTS

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from probes.cli import commands as cli
+from probes import cli
 from probes.clients import registry
 from probes.scale.shard import ShardError, merge_fingerprints, parse_shard, shard_of
 from tests.fakeloop import FakeLoopClient

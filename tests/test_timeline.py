@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from probes.cli import commands as cli
+from probes import cli
 from tests.fakeloop import FakeLoopClient
 from tests.fakeloop.catalog import REPORTS
 

@@ -15,7 +15,7 @@ import pytest
 
 from probes.catalog import REPORTS as CLAUDE_CODE_REPORTS
 from probes.catalog.tool_runner import PROBES, REPORTS
-from probes.cli.commands import catalog_for, run_suite
+from probes.cli import catalog_for, run_suite
 from probes.clients.base import ClientBinary
 from probes.clients.claude_cli import NOT_CLAUDE_CODE
 from probes.clients.registry import client_for

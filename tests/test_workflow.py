@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 import yaml
 
-from probes.cli import commands as cli
+from probes import cli
 from probes.clients.npm import cache_root
 from tests.conftest import missing_install
 

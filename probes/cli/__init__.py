@@ -1,8 +1,77 @@
 """The ``loopprobe`` command: one module per command or command group.
 
+``common`` (exit codes, the one-line input error, progress, output paths), ``catalogs``
+(``--catalog``, ``--report``, ``--probe``), ``suite`` (one suite run); then the commands:
+``run`` (run, probes), ``matrix`` (matrix, merge), ``versions`` (versions, bisect),
+``sessions``, ``clients``, ``mock`` (serve, record), ``compare`` (diff, render, mechanisms,
+guide, validate, schemas).
+
 May import: every package of ``probes`` (the top floor); nothing imports it.
 """
 
-from probes.cli.commands import build_parser, main
+from __future__ import annotations
 
-__all__ = ["build_parser", "main"]
+import argparse
+import sys
+
+from probes import __version__
+from probes.cli import clients, compare, matrix, mock, run, sessions, versions
+from probes.cli.catalogs import catalog_for, load_catalog
+from probes.cli.common import (
+    EXIT_CODES,
+    EXIT_FAILED,
+    EXIT_HARNESS,
+    EXIT_INTERRUPTED,
+    EXIT_PASSED,
+    HarnessInputError,
+    reporting,
+)
+from probes.cli.progress import Reporter, choose_mode
+from probes.cli.sessions import COMMITTED_SESSION_VERSIONS
+from probes.cli.suite import SuiteResult, execute_suite, run_suite
+from probes.clients.registry import CLIENT_KINDS
+from probes.report.format import ReportError
+
+__all__ = [
+    "COMMITTED_SESSION_VERSIONS",
+    "EXIT_FAILED",
+    "EXIT_HARNESS",
+    "EXIT_INTERRUPTED",
+    "EXIT_PASSED",
+    "HarnessInputError",
+    "SuiteResult",
+    "build_parser",
+    "catalog_for",
+    "execute_suite",
+    "load_catalog",
+    "main",
+    "run_suite",
+]
+
+# the order --help lists them in: what a newcomer runs first, then comparing, then the rest
+_COMMANDS = (run.add_run, mock.add_serve, clients.add_clients, matrix.add_matrix,
+             matrix.add_merge, compare.add_diff, compare.add_mechanisms, versions.add_versions,
+             versions.add_bisect, sessions.add_sessions, run.add_probes, compare.add_validate,
+             compare.add_schemas, mock.add_record, compare.add_render, compare.add_guide)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="loopprobe", description="What an agent-loop client really does, with evidence. "
+        f"Client kinds: {', '.join(CLIENT_KINDS)}.", epilog=EXIT_CODES)
+    parser.add_argument("--version", action="version", version=f"loopprobe {__version__}")
+    commands = parser.add_subparsers(dest="command", required=True)
+    for add in _COMMANDS:
+        add(commands)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    stream = sys.stderr if getattr(args, "json", False) else sys.stdout
+    with reporting(Reporter(choose_mode(stream, quiet=getattr(args, "quiet", False)), stream)):
+        try:
+            return int(args.func(args))
+        except (HarnessInputError, ReportError) as error:
+            print(f"loopprobe: {error}", file=sys.stderr)
+            return EXIT_HARNESS

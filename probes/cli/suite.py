@@ -1,0 +1,227 @@
+"""One suite run: the selected probes on one client version, its reports written into one
+folder (``run``, and each version of ``matrix``, ``bisect``)."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from probes.catalog import REPORTS
+from probes.cli.catalogs import select
+from probes.cli.common import (
+    EXIT_FAILED,
+    EXIT_HARNESS,
+    EXIT_INTERRUPTED,
+    EXIT_PASSED,
+    HarnessInputError,
+    check_out,
+    detail,
+    say,
+    task,
+)
+from probes.clients import Client, InstallError, parse_client_spec
+from probes.clients.base import ClientBinary
+from probes.clients.npm import cache_root
+from probes.clients.registry import mark_used
+from probes.core.files import write_json
+from probes.core.outcome import ProbeOutcome
+from probes.core.probe import Probe, ReportSpec
+from probes.report.format import Report
+from probes.report.guide import write_guide
+from probes.report.partial import mark_partial, merge_into_earlier
+from probes.scale.schedule import run_scheduled
+from probes.scale.shard import SHARD_KEY, shard_of
+
+__all__ = ["SuiteResult", "execute_suite", "report_summary", "run_suite"]
+
+
+@dataclass
+class SuiteResult:
+    """What one suite run wrote, for the exit code and the ``--json`` summary."""
+
+    exit_code: int
+    client: str
+    out: Path
+    reports: list[Report] = field(default_factory=list)
+    error: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"command": "run", "exit_code": self.exit_code, "client": self.client,
+                "out": str(self.out), "error": self.error,
+                "binary": self.reports[0]["client"] if self.reports else None,
+                "reports": [report_summary(r) for r in self.reports]}
+
+
+def report_summary(report: Report) -> dict[str, Any]:
+    verdicts: dict[str, int] = {}
+    for claim in report["claims"]:
+        verdicts[claim["status"]] = verdicts.get(claim["status"], 0) + 1
+    return {"report": report["report"], "status": report["status"],
+            "complete": report["complete"], "claims": verdicts,
+            "contradicted": [c["id"] for c in report["claims"] if c["status"] == "contradicted"],
+            **({"partial": report["partial"]} if "partial" in report else {})}
+
+
+def run_suite(client_spec: str | tuple[Client, str], out: Path, **options: Any) -> int:
+    """``execute_suite``'s exit code: 0 every claim upheld, 1 one contradicted, 2 a harness
+    error, 130 interrupted."""
+    return execute_suite(client_spec, out, **options).exit_code
+
+
+def execute_suite(client_spec: str | tuple[Client, str], out: Path, *, probe: str | None = None,
+                  report: str | None = None, work_dir: str | None = None,
+                  catalog: tuple[ReportSpec, ...] = REPORTS, no_sandbox: bool = False,
+                  jobs: int = 1, shard: tuple[int, int] | None = None,
+                  compress_journals: bool = False) -> SuiteResult:
+    """Run the selected probes on one client version and write its report directory.
+
+    Every client run is contained (bubblewrap); ``no_sandbox`` runs them on the host, and the
+    reports say so. ``jobs`` probes run at once (each in its own sandbox and mock); the
+    reports are the same as a serial run's. Input errors raise ``HarnessInputError`` before
+    any probe runs. ``shard`` (i, n) runs every n-th report from the i-th and notes the shard
+    in its partial fingerprint (``loopprobe merge`` joins the shards).
+    """
+    # the run machinery (the mock server: uvicorn, starlette) loads only for commands that run
+    from probes.report.build import build_report, write_fingerprint, write_report
+    from probes.run.containment import ContainmentUnavailable, find_containment
+    from probes.run.runner import run_probe
+    specs = select(catalog, probe, report)
+    first_report = 0
+    if shard is not None:
+        first_report = shard[0] - 1
+        specs = shard_of(specs, *shard)
+        if not specs:
+            raise HarnessInputError(f"--shard {shard[0]}/{shard[1]}: the suite has fewer "
+                                    "reports than shards")
+    try:
+        containment = find_containment(no_sandbox)
+    except ContainmentUnavailable as error:
+        raise HarnessInputError(f"cannot contain the client: {error}") from None
+    check_out(out)
+    if work_dir is not None:
+        check_out(Path(work_dir), "--work-dir")
+    label = client_spec if isinstance(client_spec, str) else \
+        f"{client_spec[0].name}@{client_spec[1]}"
+    try:
+        client, version = (parse_client_spec(client_spec) if isinstance(client_spec, str)
+                           else client_spec)
+        say(f"loopprobe: client {client.name}@{version}")
+        binary = _install(client, version)
+    except InstallError as error:
+        print(f"loopprobe: {error}", file=sys.stderr)
+        return SuiteResult(EXIT_HARNESS, label, out, error=str(error))
+    say(f"  binary {binary.entry} sha256 {binary.sha256}")
+    mark_used(binary)
+    if no_sandbox:
+        say("  WARNING: runs are NOT contained (--no-sandbox): the client runs on this host "
+             "with bypassed permissions; the reports say so")
+    else:
+        detail(f"  contained: {getattr(containment, 'version', containment.name)}")
+    work = Path(work_dir) if work_dir else (
+        cache_root() / "runs" / f"{binary.version}-{time.strftime('%Y%m%d-%H%M%S')}")
+    detail(f"  sandboxes under {work}")
+    written: list[tuple[str, Report]] = []
+    evidence = []
+    everything = [one for spec in specs for one in spec.probes]
+    if jobs > 1:
+        detail(f"  {len(everything)} probe(s), up to {jobs} at a time")
+
+    started: set[str] = set()
+
+    def run_one(one: Probe) -> ProbeOutcome:
+        started.add(one.name)
+        detail(f"probe {one.name}")
+        return run_probe(one, client, binary, work, containment=containment,
+                         progress=(lambda line: detail(f"  [{one.name}] {line.strip()}"))
+                         if jobs > 1 else detail)
+
+    with task(f"{binary.name}@{binary.version}", len(everything)) as bar:
+        def finished(outcome: ProbeOutcome) -> None:
+            bar.advance()
+            say(f"  -> {outcome.probe.name}: {_verdict(outcome)}")
+            for check in outcome.checks:
+                if check.status == "failed":
+                    say(f"     FAIL {check.id}: expected {check.expected!r}, observed "
+                         f"{str(check.observed)[:160]!r}")
+
+        scheduled = run_scheduled(everything, run_one, jobs, finished)
+    interrupted = scheduled.interrupted
+    if interrupted:
+        say("loopprobe: interrupted; writing what was gathered, marked incomplete")
+    by_probe = iter(scheduled.outcomes)
+    for spec in specs:
+        gathered = [next(by_probe) for _ in spec.probes]
+        outcomes = [o for o in gathered if o is not None]
+        if not started.intersection(p.name for p in spec.probes):
+            continue
+        evidence += [o.evidence for o in outcomes if o.evidence is not None]
+        built, journal, timing = build_report(spec, outcomes, binary,
+                                              complete=len(outcomes) == len(gathered))
+        full = next((s for s in catalog if s.name == spec.name), spec)
+        if len(spec.probes) < len(full.probes) and not interrupted:
+            merged = merge_into_earlier(built, journal, timing, full, out)
+            if merged is not None:
+                built, journal, timing = merged
+                say(f"  {spec.name}: {', '.join(built['merged']['probes_run_now'])} run "
+                     f"now, merged into the report of the same binary already in {out}")
+            else:
+                mark_partial(built, full)
+                say(f"  {spec.name}: partial report ({len(spec.probes)} of "
+                     f"{len(full.probes)} probes), marked so")
+        written_report = write_report(built, journal, out, timing,
+                                      compress_journal=compress_journals)
+        say(f"  wrote {written_report}")
+        written.append((spec.name, built))
+    if evidence and probe is None and report is None and not interrupted:
+        fingerprinted = {one.name for one in everything if one.fingerprinted}
+        written_print = write_fingerprint([e for e in evidence if e.probe in fingerprinted],
+                                          binary, out)
+        if shard is not None:
+            partial = json.loads(written_print.read_text())
+            partial[SHARD_KEY] = {"index": shard[0], "count": shard[1],
+                                  "first_report": first_report}
+            write_json(written_print, partial)
+        say(f"  wrote {written_print}")
+    say(f"  wrote {write_guide(out)}")
+    say("")
+    say(f"{'report':<40} {'status':<15} claims confirmed")
+    for name, built in written:
+        claims = built["claims"]
+        say(f"{name:<40} {built['status']:<15} {sum(c['passed'] for c in claims)}/{len(claims)}")
+    result = SuiteResult(EXIT_PASSED, label, out, [built for _, built in written])
+    statuses = {built["status"] for _, built in written}
+    if interrupted:
+        result.exit_code = EXIT_INTERRUPTED
+    elif "error" in statuses:
+        result.exit_code = EXIT_HARNESS
+    elif "failed" in statuses:
+        result.exit_code = EXIT_FAILED
+    return result
+
+
+def _install(client: Client, version: str) -> ClientBinary:
+    """The install of ``version``, saying first when it has to be fetched (~330 MB for the
+    CLI) and which version a tag such as ``latest`` names."""
+    if not any(b.version == version for b in client.installed()):
+        say(f"  installing {client.package} {version} (not in the cache "
+             f"{cache_root() / 'clients'}; this downloads it once)")
+        with task(f"installing {client.name}@{version}", None):
+            binary = client.install(version)
+    else:
+        binary = client.install(version)
+    if binary.version != version:
+        say(f"  {client.name}@{version} is {binary.version}")
+    return binary
+
+
+def _verdict(outcome: ProbeOutcome) -> str:
+    if outcome.not_applicable:
+        return "NOT APPLICABLE: " + outcome.not_applicable
+    if outcome.error:
+        return "HARNESS ERROR: " + outcome.error
+    failed = sum(1 for c in outcome.checks if not c.passed)
+    return f"{len(outcome.checks) - failed}/{len(outcome.checks)} checks passed"
