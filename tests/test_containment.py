@@ -220,9 +220,11 @@ def test_harness_input_errors_exit_2_before_any_probe(args: list[str], expected:
     monkeypatch.setitem(registry.CLIENT_KINDS, "fake-loop", FakeLoopClient)
     a_file = tmp_path / "a-file"
     a_file.write_text("")
-    code = cli.main(["run", "--client", "fake-loop@1", "--catalog", "tests.fakeloop.catalog",
-                     "--out", str(tmp_path / "out"), "--work-dir", str(tmp_path / "work"),
-                     *[a.format(file=a_file) for a in args]])
+    # each option once: a repeated one is refused before these errors could be
+    options = {"--catalog": "tests.fakeloop.catalog", "--out": str(tmp_path / "out"),
+               **dict(zip(args[::2], [a.format(file=a_file) for a in args[1::2]], strict=True))}
+    code = cli.main(["run", "--client", "fake-loop@1", "--work-dir", str(tmp_path / "work"),
+                     *[part for option in options.items() for part in option]])
     printed = capsys.readouterr()
     assert code == 2, printed
     assert expected in printed.err

@@ -24,11 +24,15 @@ from probes.cli.common import (
     EXIT_INTERRUPTED,
     EXIT_PASSED,
     HarnessInputError,
+    Parser,
+    check_given_once,
+    check_output_files,
     reporting,
 )
 from probes.cli.progress import Reporter, choose_mode
 from probes.cli.sessions import COMMITTED_SESSION_VERSIONS
 from probes.cli.suite import SuiteResult, execute_suite, run_suite
+from probes.clients import InstallError
 from probes.clients.registry import CLIENT_KINDS
 from probes.report.format import ReportError
 
@@ -56,7 +60,7 @@ _COMMANDS = (run.add_run, mock.add_serve, clients.add_clients, matrix.add_matrix
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="loopprobe", description="What an agent-loop client really does, with evidence. "
         f"Client kinds: {', '.join(CLIENT_KINDS)}.", epilog=EXIT_CODES)
     parser.add_argument("--version", action="version", version=f"loopprobe {__version__}")
@@ -71,7 +75,10 @@ def main(argv: list[str] | None = None) -> int:
     stream = sys.stderr if getattr(args, "json", False) else sys.stdout
     with reporting(Reporter(choose_mode(stream, quiet=getattr(args, "quiet", False)), stream)):
         try:
+            check_given_once(args)
+            check_output_files(args)
             return int(args.func(args))
-        except (HarnessInputError, ReportError) as error:
+        except (HarnessInputError, ReportError, InstallError) as error:
+            # InstallError: a client spec that names no client, or an install that failed
             print(f"loopprobe: {error}", file=sys.stderr)
             return EXIT_HARNESS

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+from collections.abc import Sequence
 from pathlib import Path
 
 from probes.catalog import REPORTS
@@ -13,7 +14,7 @@ from probes.clients import parse_client_spec
 from probes.core.probe import ReportSpec
 from probes.sandbox.folders import fixture_problem
 
-__all__ = ["catalog_for", "load_catalog", "select"]
+__all__ = ["catalog_for", "load_catalog", "names", "select"]
 
 
 def load_catalog(name: str | None) -> tuple[ReportSpec, ...]:
@@ -54,22 +55,43 @@ def catalog_for(client_spec: str, name: str | None) -> tuple[ReportSpec, ...]:
     return load_catalog(name)
 
 
-def select(reports: tuple[ReportSpec, ...], probe: str | None,
-           report: str | None) -> list[ReportSpec]:
+def names(given: str | Sequence[str] | None) -> tuple[str, ...]:
+    """A repeatable flag's values, each once, in the order given."""
+    if given is None:
+        return ()
+    return (given,) if isinstance(given, str) else tuple(dict.fromkeys(given))
+
+
+def select(reports: tuple[ReportSpec, ...], probe: str | Sequence[str] | None,
+           report: str | Sequence[str] | None) -> list[ReportSpec]:
+    """The reports (``--report``, repeatable) and the probes in them (``--probe``,
+    repeatable): each flag a union, both together what both name. Reports come in the order
+    first named; a report's probes keep the catalog's order, the order of its file."""
+    probes, wanted = names(probe), names(report)
+    known = sorted({p.name for s in reports for p in s.probes})
+    report_names = [s.name for s in reports]
+    for flag, kind, given, valid in (("--probe", "probe", probes, known),
+                                     ("--report", "report", wanted, report_names)):
+        for name in given:
+            if name not in valid:
+                raise HarnessInputError(
+                    f"no {kind} matches {flag} {name!r}{did_you_mean(name, valid)}; expected "
+                    f"one of the probes: {', '.join(known)}; or reports: {', '.join(report_names)}")
     chosen = []
     for spec in reports:
-        if report and spec.name != report:
+        if wanted and spec.name not in wanted:
             continue
-        probes = tuple(p for p in spec.probes if probe is None or p.name == probe)
-        if probes:
-            chosen.append(ReportSpec(spec.name, spec.title, probes, spec.summary))
+        kept = tuple(p for p in spec.probes if not probes or p.name in probes)
+        if kept:
+            chosen.append(ReportSpec(spec.name, spec.title, kept, spec.summary))
     if not chosen:
-        known = sorted({p.name for s in reports for p in s.probes})
-        names = [s.name for s in reports]
-        guess = did_you_mean(probe, known) or did_you_mean(report, names)
-        raise HarnessInputError(f"no probe matches --probe {probe!r} --report {report!r}"
-                                f"{guess}; expected one of the probes: {', '.join(known)}; or "
-                                f"reports: {', '.join(names)}")
+        raise HarnessInputError(f"no probe matches --probe {', '.join(probes)} in --report "
+                                f"{', '.join(wanted)}: expected probes of those reports: "
+                                + "; ".join(f"{s.name}: {', '.join(p.name for p in s.probes)}"
+                                            for s in reports if s.name in wanted))
+    report_of = {p.name: s.name for s in reports for p in s.probes}
+    first = [*wanted, *(report_of[name] for name in probes)]
+    chosen.sort(key=lambda spec: first.index(spec.name) if spec.name in first else len(first))
     for spec in chosen:
         for one in spec.probes:
             for relative in one.fixtures:

@@ -27,11 +27,16 @@ __all__ = [
     "JOBS_HELP",
     "NO_SANDBOX_HELP",
     "HarnessInputError",
+    "Parser",
+    "check_given_once",
     "check_out",
+    "check_out_file",
+    "check_output_files",
     "command",
     "detail",
     "did_you_mean",
     "jobs",
+    "mark_output_files",
     "output_options",
     "reporting",
     "say",
@@ -106,6 +111,77 @@ def check_out(out: Path, flag: str = "--out") -> None:
                                 f"{error.strerror or error}") from None
 
 
+def check_out_file(path: Path, flag: str) -> None:
+    """Say in one line why ``path`` cannot be written, before any work: the writers replace
+    the file by a temporary one made beside it, so its folder must take a new file."""
+    if path.is_dir():
+        raise HarnessInputError(f"{flag} {path}: expected a file to write, found a directory")
+    folder = path.parent
+    if not folder.exists():
+        raise HarnessInputError(f"{flag} {path}: expected a file in an existing folder, but "
+                                f"{folder} does not exist")
+    if not folder.is_dir():
+        raise HarnessInputError(f"{flag} {path}: expected a file in a folder, but {folder} is "
+                                "not a folder")
+    try:
+        with tempfile.TemporaryFile(dir=folder):
+            pass
+    except OSError as error:
+        raise HarnessInputError(f"{flag} {path}: expected a file in a writable folder, but "
+                                f"no file can be made in {folder}: {error.strerror or error}"
+                                ) from None
+
+
+_OUTPUT_FILES = "_output_files"
+
+
+def mark_output_files(parser: argparse.ArgumentParser, *flags: str) -> None:
+    """``flags`` of ``parser`` name a file to write: ``check_output_files`` checks them before
+    the command starts (also those added by others, e.g. ``serve --journal``)."""
+    by_flag = {flag: action for action in parser._actions for flag in action.option_strings}
+    marked = tuple(parser.get_default(_OUTPUT_FILES) or ())
+    parser.set_defaults(**{_OUTPUT_FILES: (*marked, *((by_flag[f].dest, f) for f in flags))})
+
+
+def check_output_files(args: argparse.Namespace) -> None:
+    for dest, flag in getattr(args, _OUTPUT_FILES, ()):
+        if getattr(args, dest, None):
+            check_out_file(Path(getattr(args, dest)), flag)
+
+
+_REPEATED = "_repeated"
+
+
+class _StoreOnce(argparse._StoreAction):
+    """A single-value option: given twice, the command would silently take the last, so the
+    repeat is noted and refused in one line after parsing (argparse's own error would print
+    the whole usage)."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+                 values: Any, option_string: str | None = None) -> None:
+        given = namespace.__dict__.setdefault("_given", {})
+        if self.dest in given and option_string is not None:
+            namespace.__dict__.setdefault(_REPEATED, []).append(
+                (parser.prog.partition(" ")[2], option_string, given[self.dest], values))
+        given.setdefault(self.dest, values)
+        super().__call__(parser, namespace, values, option_string)
+
+
+class Parser(argparse.ArgumentParser):
+    """``loopprobe``'s parsers: every plain option (``store``) takes one value, once."""
+
+    def __init__(self, *args: Any, **kwargs: Any):
+        super().__init__(*args, **kwargs)
+        self.register("action", None, _StoreOnce)
+        self.register("action", "store", _StoreOnce)
+
+
+def check_given_once(args: argparse.Namespace) -> None:
+    for prog, flag, first, again in getattr(args, _REPEATED, ())[:1]:
+        raise HarnessInputError(f"{prog} {flag}: expected once (it takes one value), given "
+                                f"twice: {first!r}, then {again!r}")
+
+
 def jobs(value: int | None) -> int:
     if value is None:
         return default_jobs()
@@ -137,3 +213,4 @@ def output_options(parser: argparse.ArgumentParser, *, junit: bool = False) -> N
         parser.add_argument("--junit", metavar="FILE", help="also write a JUnit XML file: "
                             "one test case per claim (contradicted: failure; error: error; "
                             "not observable / not applicable: skipped)")
+        mark_output_files(parser, "--junit")

@@ -15,7 +15,9 @@ from probes.cli.common import (
     EXIT_HARNESS,
     EXIT_PASSED,
     HarnessInputError,
+    check_out,
     command,
+    mark_output_files,
     say,
 )
 from probes.core.files import write_text
@@ -61,18 +63,42 @@ def cmd_diff(args: argparse.Namespace) -> int:
 
 
 def cmd_mechanisms(args: argparse.Namespace) -> int:
+    target = Path(args.write) if args.write else None
+    if target is not None and not target.is_file():
+        raise HarnessInputError(f"--write {target}: expected an existing file holding the "
+                                "generated section (e.g. README.md), found nothing")
     folder = load_folder(Path(args.reports))
-    matrix_path = Path(args.matrix) if args.matrix else None
-    matrix = json.loads(matrix_path.read_text()) if matrix_path else None
+    matrix = _load_matrix(Path(args.matrix)) if args.matrix else None
     table = render_mechanism_table(folder, matrix)
-    if args.write:
-        target = Path(args.write)
-        write_text(target, replace_section(target.read_text(), table, target))
+    if target is not None:
+        try:
+            text = replace_section(target.read_text(), table, target)
+        except ValueError as error:  # the file lacks the section's markers
+            raise HarnessInputError(f"--write {error}") from None
+        write_text(target, text)
         say(f"wrote {target}")
     else:
         sys.stdout.write(table + "\n")
     return EXIT_PASSED
 
+
+
+def _load_matrix(path: Path) -> dict[str, Any]:
+    """``--matrix``: a matrix.json, or a folder holding one (as ``render`` takes)."""
+    given = path
+    if path.is_dir():
+        path = path / "matrix.json"
+    try:
+        matrix = json.loads(path.read_text())
+    except (OSError, ValueError) as error:
+        found = (f"{error.strerror}" if isinstance(error, OSError) else f"not JSON: {error}")
+        raise HarnessInputError(f"--matrix {given}: expected a matrix.json (or a folder holding "
+                                f"one) written by `loopprobe matrix`, but {path}: {found}") from None
+    if not isinstance(matrix, dict) or not isinstance(matrix.get("claims"), list):
+        raise HarnessInputError(f"--matrix {given}: expected a matrix.json written by "
+                                f"`loopprobe matrix` (an object with claims), found "
+                                f"{type(matrix).__name__} without claims")
+    return matrix
 
 
 def cmd_guide(args: argparse.Namespace) -> int:
@@ -117,6 +143,8 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 def cmd_schemas(args: argparse.Namespace) -> int:
     from probes.report.schemas import SCHEMA_DIR, write_schemas
+    if args.out:
+        check_out(Path(args.out))
     for path in write_schemas(Path(args.out) if args.out else SCHEMA_DIR):
         say(f"wrote {path}")
     return 0
@@ -131,6 +159,7 @@ def add_diff(commands: Any) -> None:
     diff.add_argument("b", help="reports of the version to check")
     diff.add_argument("--json", action="store_true", help="machine-readable output")
     diff.add_argument("--out", help="write to this file instead of stdout")
+    mark_output_files(diff, "--out")
     diff.set_defaults(func=cmd_diff)
 
 
@@ -140,9 +169,11 @@ def add_mechanisms(commands: Any) -> None:
     mechanisms = command(
         commands, "mechanisms", help="the analysis' mechanisms with each claim's verdict (README table)")
     mechanisms.add_argument("reports", help="the report folder whose verdicts are shown")
-    mechanisms.add_argument("--matrix", help="matrix.json: also name versions that differ")
+    mechanisms.add_argument("--matrix", help="matrix.json, or a folder holding one: also name "
+                            "versions that differ")
     mechanisms.add_argument("--write", metavar="FILE",
                             help="replace the generated section of FILE (e.g. README.md)")
+    mark_output_files(mechanisms, "--write")
     mechanisms.set_defaults(func=cmd_mechanisms)
 
 
@@ -179,6 +210,7 @@ def add_render(commands: Any) -> None:
     render.add_argument("--diff", nargs=2, metavar=("A", "B"), help="compare two report folders "
                         "(default out: diff-A-to-B.html beside B)")
     render.add_argument("--out", metavar="FILE", help="write the page here instead")
+    mark_output_files(render, "--out")
     render.set_defaults(func=cmd_render)
 
 

@@ -74,6 +74,10 @@ def cmd_matrix(args: argparse.Namespace) -> int:
     except (InstallError, BisectError) as error:
         print(f"loopprobe: {error}", file=sys.stderr)
         return EXIT_HARNESS
+    if not keys:
+        raise HarnessInputError(f"--clients {args.clients!r}: expected comma-separated "
+                                "clients, e.g. 2.0.77,2.1.235, found none")
+    bisects = _bisects(Path(args.bisects)) if args.bisects else None
     out = Path(args.out)
     shard = _shard(args.shard)
     if args.cache_budget is not None and args.cache_budget < 1:
@@ -97,7 +101,7 @@ def cmd_matrix(args: argparse.Namespace) -> int:
     if shard is not None:  # a slice: `loopprobe merge` tabulates the whole
         code = worst(list(codes.values()))
     else:
-        regressed = _tabulate(out, folders, baseline, Path(args.bisects) if args.bisects else None)
+        regressed = _tabulate(out, folders, baseline, bisects)
         code = worst([*codes.values(), regressed])
         summary.update(matrix=str(out / "matrix.json"), diffs=sorted(
             str(p) for p in out.glob(f"diff-{baseline}-to-*.md")) if baseline else [])
@@ -122,13 +126,25 @@ def _shard(text: str | None) -> tuple[int, int] | None:
         raise HarnessInputError(str(error)) from None
 
 
+def _bisects(folder: Path) -> list[dict[str, Any]]:
+    """``--bisects``, read before any version runs."""
+    if not folder.is_dir():
+        raise HarnessInputError(f"--bisects {folder}: expected a folder of bisect-*.json "
+                                f"results, found {'a file' if folder.exists() else 'nothing'}")
+    try:
+        return load_bisects(folder)
+    except (OSError, ValueError) as error:
+        raise HarnessInputError(f"--bisects {folder}: expected bisect results (JSON), but "
+                                f"{error}") from None
+
+
 def _tabulate(out: Path, folders: list[str], baseline: str | None,
-              bisects: Path | None = None) -> int:
+              bisects: list[dict[str, Any]] | None = None) -> int:
     """MATRIX.md, matrix.json and the diffs against the baseline from the version folders;
     the worst status of their reports (1: a claim failed, 2: a harness error)."""
     matrix = build_matrix([out / f for f in folders if (out / f).is_dir()])
     write_json(out / "matrix.json", matrix)
-    timeline = render_timeline(matrix, load_bisects(bisects) if bisects else [], out)
+    timeline = render_timeline(matrix, bisects or [], out)
     write_text(out / "MATRIX.md", render_matrix(matrix) + "\n" + timeline)
     say(f"wrote {out / 'MATRIX.md'}")
     regressed = False

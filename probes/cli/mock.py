@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from mockapi.cli import add_serve_arguments
-from probes.cli.common import EXIT_HARNESS, command
+from probes.cli.common import EXIT_HARNESS, check_out, command, mark_output_files
 
 __all__ = ["add_record", "add_serve", "cmd_record", "cmd_serve"]
 
@@ -27,15 +27,16 @@ def cmd_record(args: argparse.Namespace) -> int:
     except UpstreamError as error:
         print(f"loopprobe record: {error}", file=sys.stderr)
         return EXIT_HARNESS
+    check_out(Path(args.out))
     return record(args.upstream, Path(args.out), host=args.host, port=args.port,
                   classifier=args.classifier)
-
 
 
 def add_serve(commands: Any) -> None:
     """``serve``"""
     serve_cmd = command(commands, "serve", help="run the Messages API mock")
     add_serve_arguments(serve_cmd)
+    mark_output_files(serve_cmd, "--journal")
     serve_cmd.set_defaults(func=cmd_serve)
 
 

@@ -65,8 +65,11 @@ def add_run(commands: Any) -> None:
     run.add_argument("--client", default="2.1.235",
                      help=CLIENT_HELP + " (default: %(default)s)")
     run.add_argument("--out", required=True, help="directory for the reports")
-    run.add_argument("--probe", help="run only this probe")
-    run.add_argument("--report", help="run only the probes of this report")
+    run.add_argument("--probe", action="append", help="run only this probe (repeatable: "
+                     "each named probe, once)")
+    run.add_argument("--report", action="append", help="run only the probes of this report "
+                     "(repeatable: each named report, once, in the order given; with --probe: "
+                     "the named probes of the named reports)")
     run.add_argument("--work-dir", help="where sandboxes go (default: under the cache)")
     run.add_argument("--catalog", help="a module whose REPORTS replace the built-in probes")
     run.add_argument("--no-sandbox", action="store_true", help=NO_SANDBOX_HELP)

@@ -36,6 +36,9 @@ def cmd_sessions(args: argparse.Namespace) -> int:
     from probes.run.runner import run_probe
     from probes.scale.sessions import run_table
     versions = [v.strip() for v in args.clients.split(",") if v.strip()]
+    if not versions:
+        raise HarnessInputError(f"--clients {args.clients!r}: expected comma-separated "
+                                "claude-code versions, found none")
     try:
         containment = find_containment(args.no_sandbox)
     except ContainmentUnavailable as error:

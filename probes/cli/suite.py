@@ -6,12 +6,13 @@ from __future__ import annotations
 import json
 import sys
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from probes.catalog import REPORTS
-from probes.cli.catalogs import select
+from probes.cli.catalogs import names, select
 from probes.cli.common import (
     EXIT_FAILED,
     EXIT_HARNESS,
@@ -72,8 +73,9 @@ def run_suite(client_spec: str | tuple[Client, str], out: Path, **options: Any) 
     return execute_suite(client_spec, out, **options).exit_code
 
 
-def execute_suite(client_spec: str | tuple[Client, str], out: Path, *, probe: str | None = None,
-                  report: str | None = None, work_dir: str | None = None,
+def execute_suite(client_spec: str | tuple[Client, str], out: Path, *,
+                  probe: str | Sequence[str] | None = None,
+                  report: str | Sequence[str] | None = None, work_dir: str | None = None,
                   catalog: tuple[ReportSpec, ...] = REPORTS, no_sandbox: bool = False,
                   jobs: int = 1, shard: tuple[int, int] | None = None,
                   compress_journals: bool = False) -> SuiteResult:
@@ -81,7 +83,8 @@ def execute_suite(client_spec: str | tuple[Client, str], out: Path, *, probe: st
 
     Every client run is contained (bubblewrap); ``no_sandbox`` runs them on the host, and the
     reports say so. ``jobs`` probes run at once (each in its own sandbox and mock); the
-    reports are the same as a serial run's. Input errors raise ``HarnessInputError`` before
+    reports are the same as a serial run's. ``probe`` and ``report`` are names or lists of
+    names (see ``select``). Input errors raise ``HarnessInputError`` before
     any probe runs. ``shard`` (i, n) runs every n-th report from the i-th and notes the shard
     in its partial fingerprint (``loopprobe merge`` joins the shards).
     """
@@ -176,7 +179,7 @@ def execute_suite(client_spec: str | tuple[Client, str], out: Path, *, probe: st
                                       compress_journal=compress_journals)
         say(f"  wrote {written_report}")
         written.append((spec.name, built))
-    if evidence and probe is None and report is None and not interrupted:
+    if evidence and not names(probe) and not names(report) and not interrupted:
         fingerprinted = {one.name for one in everything if one.fingerprinted}
         written_print = write_fingerprint([e for e in evidence if e.probe in fingerprinted],
                                           binary, out)

@@ -41,6 +41,9 @@ __all__ = ["add_bisect", "add_versions", "cmd_bisect", "cmd_versions"]
 
 
 def cmd_versions(args: argparse.Namespace) -> int:
+    if args.latest is not None and args.latest < 1:
+        # versions[-0:] would be every version
+        raise HarnessInputError(f"--latest: expected a count >= 1, found {args.latest}")
     try:
         client = client_for(args.client)
         versions = order_versions(client.published())
@@ -51,7 +54,7 @@ def cmd_versions(args: argparse.Namespace) -> int:
             raise HarnessInputError(f"--since {args.since}: not a published version of "
                                     f"{client.name}")
         versions = versions[versions.index(args.since):]
-    if args.latest:
+    if args.latest is not None:
         versions = versions[-args.latest:]
     if args.json:
         print(json.dumps({"client": client.name, "versions": versions}))
