@@ -7,10 +7,15 @@ is a new one made by ``python -m venv`` (not the project's), and everything then
 its cwd in a temporary directory outside the checkout and without PYTHONPATH. The client
 comes from the same cache as the rest of the suite (``LOOPPROBE_CACHE`` set to it), so the
 real 2.1.235 binary is not installed again.
+
+The wheel is also installed alone, without extras and without pytest beside it (which once
+supplied a dependency the package did not declare), and every command's --help and
+``loopprobe probes`` must run there.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import re
@@ -19,6 +24,7 @@ import subprocess
 import sys
 import tomllib
 import zipfile
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -27,7 +33,9 @@ import pytest
 from probes.clients.npm import cache_root
 from tests.conftest import DEFAULT_CLIENT_VERSION, tiers_required
 
-pytestmark = pytest.mark.client
+# the tests of the wheel installed with pytest and anthropic are of the client tier (one runs
+# the cached client); the wheel installed alone needs no client
+client = pytest.mark.client
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("mockapi", "probes")
@@ -160,9 +168,9 @@ def _step(what: str, argv: list[str], cwd: Path, env: dict[str, str]) -> None:
     pytest.fail(message, pytrace=False)
 
 
-@pytest.fixture(scope="module")
-def installed(tmp_path_factory: pytest.TempPathFactory) -> Installed:
-    base = tmp_path_factory.mktemp("wheel")
+def _build(base: Path) -> tuple[Installed, str, Path]:
+    """The wheel built from a copy of the checkout and a fresh venv, nothing installed yet;
+    the venv's python and the folder the wheel is in."""
     assert not base.resolve().is_relative_to(ROOT), "the temporary directory is in the checkout"
     source, wheels, venv, cwd = base / "source", base / "wheels", base / "venv", base / "cwd"
     shutil.copytree(ROOT, source, ignore=NOT_COPIED)
@@ -177,16 +185,55 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Installed:
     _step("build the wheel", [python, "-m", "pip", "wheel", "--no-deps", "--quiet", "-w",
                               str(wheels), str(source)], cwd, env)
     (wheel,) = wheels.glob("loopprobe-*.whl")
+    return Installed(wheel, source, venv, cwd, env), python, wheels
+
+
+@pytest.fixture(scope="module")
+def installed(tmp_path_factory: pytest.TempPathFactory) -> Installed:
+    built, python, wheels = _build(tmp_path_factory.mktemp("wheel"))
     _step("install the wheel, pytest and anthropic", [
-        python, "-m", "pip", "install", "--quiet", "--find-links", str(wheels), str(wheel),
-        "pytest", "anthropic"], cwd, env)
-    return Installed(wheel, source, venv, cwd, env)
+        python, "-m", "pip", "install", "--quiet", "--find-links", str(wheels), str(built.wheel),
+        "pytest", "anthropic"], built.cwd, built.env)
+    return built
+
+
+@pytest.fixture(scope="module")
+def alone(tmp_path_factory: pytest.TempPathFactory) -> Installed:
+    """The wheel and only what it declares (its dependencies, from the index)."""
+    built, python, _ = _build(tmp_path_factory.mktemp("wheel-alone"))
+    _step("install the wheel alone", [python, "-m", "pip", "install", "--quiet",
+                                      str(built.wheel)], built.cwd, built.env)
+    return built
+
+
+def _commands(parser: argparse.ArgumentParser, path: tuple[str, ...] = ()) -> Iterator[list[str]]:
+    """Every subcommand and sub-subcommand of ``parser``, as the words that name it."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                yield [*path, name]
+                yield from _commands(sub, (*path, name))
+
+
+@pytest.mark.slow
+def test_the_wheel_alone_runs_every_command_s_help_and_lists_the_probes(alone: Installed) -> None:
+    from probes.cli import build_parser
+    nothing_else = alone.run(alone.bin("python"), "-c", "import pytest")
+    assert nothing_else.returncode != 0, "pytest is in the venv: the wheel is not alone"
+    commands = list(_commands(build_parser()))
+    assert ["run"] in commands and ["clients", "install"] in commands
+    for argv in [["--help"], *([*words, "--help"] for words in commands), ["probes"]]:
+        done = alone.run(alone.bin("loopprobe"), *argv)
+        shown = f"loopprobe {' '.join(argv)} exited {done.returncode}:\n{done.stderr[-3000:]}"
+        assert done.returncode == 0 and "Traceback" not in done.stderr, shown
+        assert done.stdout.strip(), shown
 
 
 def _in_checkout(text: str) -> list[str]:
     return sorted({line.strip() for line in text.splitlines() if str(ROOT) in line})
 
 
+@client
 def test_the_installed_cli_prints_the_package_version(installed: Installed) -> None:
     done = installed.run(installed.bin("loopprobe"), "--version")
     assert done.returncode == 0, done.stderr
@@ -200,6 +247,7 @@ def test_the_installed_cli_prints_the_package_version(installed: Installed) -> N
     assert installed.wheel.name.startswith(f"loopprobe-{VERSION}-")
 
 
+@client
 def test_the_installed_cli_runs_a_probe_on_the_cached_client(installed: Installed,
                                                              claude_code_binary) -> None:
     out, work = installed.cwd / "out", installed.cwd / "work"
@@ -227,6 +275,7 @@ def test_the_installed_cli_runs_a_probe_on_the_cached_client(installed: Installe
                    for p in work.rglob("*") if p.is_file() and p.stat().st_size < 1 << 20)
 
 
+@client
 def test_the_pytest_plugin_is_loaded_from_the_installed_entry_point(installed: Installed) -> None:
     tests = installed.cwd / "plugin_tests"
     tests.mkdir()
@@ -241,6 +290,7 @@ def test_the_pytest_plugin_is_loaded_from_the_installed_entry_point(installed: I
     assert plugins.stdout.strip() == "['mockapi.testing']"
 
 
+@client
 def test_the_wheel_holds_every_file_the_package_reads(installed: Installed) -> None:
     names = set(zipfile.ZipFile(installed.wheel).namelist())
     dist_info = f"loopprobe-{VERSION}.dist-info"
