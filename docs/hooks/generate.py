@@ -12,9 +12,14 @@ import json
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[2]
-SCHEMAS = ROOT / "probes" / "report" / "json_schemas"
 WIDTH = 100
+
+
+def _schemas() -> Path:
+    """The shipped schemas, found through the package (the site may be built from a copy)."""
+    import probes
+
+    return Path(probes.__file__).resolve().parent / "report" / "json_schemas"
 
 
 def _cell(text: object) -> str:
@@ -68,7 +73,7 @@ def _command(parser: argparse.ArgumentParser, summary: str, level: int) -> list[
     lines += ["```text", _usage(parser), "```", "", *_options(parser)]
     if parser.epilog:
         lines += ["```text", parser.epilog.strip(), "```", ""]
-    for name, help_text, sub in _subcommands(parser):
+    for _name, help_text, sub in _subcommands(parser):
         lines += _command(sub, help_text, min(level + 1, 4))
     return lines
 
@@ -82,14 +87,14 @@ def cli_reference() -> str:
     lines += [f"- [`{name}`](#{parser.prog}-{name}): {help_text}"
               for name, help_text, _ in _subcommands(parser)]
     lines.append("")
-    for name, help_text, sub in _subcommands(parser):
+    for _name, help_text, sub in _subcommands(parser):
         lines += _command(sub, help_text, 2)
     return "\n".join(lines)
 
 
 def _type(spec: dict[str, Any]) -> str:
     if "$ref" in spec:
-        return "`" + spec["$ref"].rsplit("/", 1)[-1] + "`"
+        return "`" + str(spec["$ref"]).rsplit("/", 1)[-1] + "`"
     if "anyOf" in spec:
         return " or ".join(_type(s) for s in spec["anyOf"])
     if "enum" in spec:
@@ -117,11 +122,11 @@ def _properties(schema: dict[str, Any]) -> list[str]:
 def schemas_reference() -> str:
     """Markdown for every shipped JSON Schema: its fields, and its definitions."""
     lines: list[str] = []
-    for path in sorted(SCHEMAS.glob("*.schema.json")):
+    for path in sorted(_schemas().glob("*.schema.json")):
         schema = json.loads(path.read_text())
+        title = f": {schema['title']}" if "title" in schema else ""
         lines += [f"## {path.name.removesuffix('.schema.json')}", "",
-                  f"`{path.relative_to(ROOT)}`" + (f": {schema['title']}" if "title" in schema else ""),
-                  ""]
+                  f"`probes/report/json_schemas/{path.name}`{title}", ""]
         if schema.get("description"):
             lines += [schema["description"].strip(), ""]
         lines += _properties(schema)
