@@ -6,7 +6,8 @@ scenario shown before it); ``sh`` lines name a known program, their ``loopprobe`
 ``python -m mockapi``) commands are parsed by the real parser, and every repository path
 they name exists; ``yaml`` and ``json`` blocks parse, scenarios through the scenario loader;
 ``text`` blocks are output or diagrams, never commands, and the loader's error listing is
-what the loader says. The checkers are shown failing on planted bad snippets.
+what the loader says. Every repository path the prose names exists. The checkers are shown
+failing on planted bad snippets.
 """
 
 from __future__ import annotations
@@ -213,6 +214,21 @@ def test_the_error_listing_shown_is_what_the_loader_says() -> None:
         parse_scenario({"rules": [{"match": {"turn": "one"}, "reply": {"text": "x"}},
                                   {"match": {}}]}, "bad.yaml")
     assert str(caught.value).strip() == shown.text.strip()
+
+
+def test_every_repository_path_named_in_the_prose_exists() -> None:
+    """`probes/clients/base.py`, `reports/MATRIX.md`…: a module moved or a report renamed
+    leaves no page pointing at nothing (patterns and placeholders aside)."""
+    import re
+
+    missing = []
+    for page in PAGES:
+        prose = re.sub(r"^```.*?^```", "", page.read_text(), flags=re.S | re.M)
+        for span in re.findall(r"`([^`\s]+)`", prose):
+            path = None if re.search(r"[*<{]", span) else _repository_path(span)
+            if path is not None and not path.exists():
+                missing.append(f"{page.relative_to(ROOT)}: {span}")
+    assert missing == []
 
 
 # ---- the checkers catch bad snippets ---------------------------------------------------------
