@@ -67,9 +67,8 @@ def _subcommands(parser: argparse.ArgumentParser) -> list[tuple[str, str, argpar
 
 def _command(parser: argparse.ArgumentParser, summary: str, level: int) -> list[str]:
     lines = [f"{'#' * level} `{parser.prog}`", ""]
-    for text in (summary, parser.description):
-        if text:
-            lines += [text.strip(), ""]
+    for text in dict.fromkeys(t.strip() for t in (summary, parser.description or "") if t):
+        lines += [text, ""]
     lines += ["```text", _usage(parser), "```", "", *_options(parser)]
     if parser.epilog:
         lines += ["```text", parser.epilog.strip(), "```", ""]
