@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 from mockapi import (
+    ApiError,
     Match,
     Message,
     Raw,
@@ -26,12 +28,13 @@ from mockapi import (
     text,
     tool_use,
 )
-from mockapi.replies import EventCount, StreamError, StreamStall, Usage
+from mockapi.replies import PROMPT_TOO_LONG, EventCount, StreamError, StreamStall, Usage
 from mockapi.sse import encode_event
 from probes.catalog.common import body_text, check_ended, check_terminal, last_user_locations, result_of
+from probes.catalog.variants import answering, scripted_rule, with_rules, with_runs
 from probes.core.checks import Checks
 from probes.core.evidence import Evidence, messages
-from probes.core.probe import Claim, Hooks, Invocation, Probe
+from probes.core.probe import Claim, Counterfactual, Hooks, Invocation, Probe
 from probes.core.provenance import from_analysis, project_expectation
 
 __all__ = ["ABANDONED", "AUTO_COMPACT", "AUTO_COMPACT_PROBE", "BREAK_AFTER", "COMPACTION_GATE",
@@ -109,6 +112,14 @@ MAX_TOKENS_PROBE = Probe(
     check=check_max_tokens,
     boundaries=("Every answer is truncated; a recovery that succeeds is not shown here.",
                 "The incomplete-thinking resumption path is behind a server-side gate."),
+    counterfactuals=(
+        Counterfactual(
+            "complete-answer",
+            "Every answer ends with end_turn instead of max_tokens, so nothing is truncated: no "
+            "recovery request, no surfaced error.",
+            (MAX_TOKENS,),
+            lambda p: with_rules(p, [answering(p, "always-truncated", text("COMPLETE_ANSWER"))])),
+    ),
 )
 
 
@@ -154,6 +165,13 @@ def check_malformed(ev: Evidence, c: Checks) -> None:
             evidence="hook log: PreToolUse; run malformed: stream-json tool_result blocks")
 
 
+def _well_formed_tool_use(p: Probe) -> Probe:
+    changed = with_rules(p, [answering(
+        p, "no-block", tool_use("Read", {"file_path": "{workspace}/malformed.txt"}),
+        text("WELL_FORMED_DONE"), repeat="once")])
+    return replace(changed, fixtures={**p.fixtures, "malformed.txt": "MALFORMED_FIXTURE\n"})
+
+
 MALFORMED_PROBE = Probe(
     name="malformed-tool-use",
     title="stop_reason tool_use without a complete tool_use block: one retry, then exhausted",
@@ -176,6 +194,14 @@ MALFORMED_PROBE = Probe(
     boundaries=("Both answers name a Read of an existing file with a valid input, but the "
                 "tool_use block is never closed (no content_block_stop) before stop_reason "
                 "tool_use: a complete block would have run.",),
+    counterfactuals=(
+        Counterfactual(
+            "well-formed-tool-use",
+            "The stop_reason tool_use comes with a complete tool_use block (a Read), so the "
+            "response is well formed: the tool runs and the turn completes.",
+            (MALFORMED,),
+            _well_formed_tool_use),
+    ),
 )
 
 
@@ -211,6 +237,15 @@ THINKING_PROBE = Probe(
     ]),
     invocations=(Invocation("thinking", "THINKING_ONLY_PROMPT"),),
     check=check_thinking,
+    counterfactuals=(
+        Counterfactual(
+            "thinking-with-answer",
+            "The thinking block comes with a visible text answer, so there is nothing to nudge "
+            "for: one request.",
+            (THINKING,),
+            lambda p: with_rules(p, [answering(p, "thinking-only", Message(content=[
+                ThinkingBlock(thinking="THINKING_WITH_ANSWER"), TextBlock(text="VISIBLE_ANSWER")]))])),
+    ),
 )
 
 
@@ -287,6 +322,15 @@ def check_ptl_recovered(ev: Evidence, c: Checks) -> None:
     check_ended(c, PTL_RECOVERED, ev, "ptl", final_text="PTL_RECOVERED", prefix="result")
 
 
+def _other_400(p: Probe) -> Probe:
+    too_long = PROMPT_TOO_LONG.split(":")[0]
+    turns = scripted_rule(p, "turns").reply_list()
+    others = [api_error(400, "loopprobe: an ordinary invalid request")
+              if isinstance(r, ApiError) and too_long in r.error.message else r for r in turns]
+    assert others != turns, "the prompt-too-long reply was not found"
+    return with_rules(p, [answering(p, "turns", *others)])
+
+
 PTL_PROBE = Probe(
     name="prompt-too-long-recovered",
     title="400 prompt-too-long: reactive compaction and a retry; the error is not surfaced",
@@ -309,6 +353,20 @@ PTL_PROBE = Probe(
     fixtures={f"ptl{i}.txt": FILLER_FILE for i in range(1, GROUPS + 1)},
     invocations=(Invocation("ptl", "PTL_PROMPT"),),
     check=check_ptl_recovered,
+    counterfactuals=(
+        Counterfactual(
+            "ordinary-400",
+            "The rejected request gets an ordinary 400 invalid_request_error instead of 'prompt is "
+            "too long', so compacting cannot help and the client has no reason to.",
+            (PTL_RECOVERED,),
+            _other_400),
+        Counterfactual(
+            "compaction-too-long",
+            "The summary request is itself rejected as too long, so reactive compaction cannot "
+            "succeed: no boundary, no retry from a summary, and the error is surfaced.",
+            (PTL_RECOVERED,),
+            lambda p: with_rules(p, [answering(p, "summary", prompt_too_long(), repeat="always")])),
+    ),
 )
 
 
@@ -358,6 +416,13 @@ PTL_FAIL_PROBE = Probe(
     boundaries=(f"The history holds {PTL_FAIL_TURNS} tool turns, so the client does try to "
                 "compact; every later request, the summary request included, is rejected as "
                 "too long.",),
+    counterfactuals=(
+        Counterfactual(
+            "answered",
+            "Every request is answered normally, so there is no prompt-too-long error to surface.",
+            (PTL_SURFACED,),
+            lambda p: with_rules(p, [answering(p, "always-too-long", text("ANSWERED_NORMALLY"))])),
+    ),
 )
 
 
@@ -405,6 +470,14 @@ AUTO_COMPACT_PROBE = Probe(
                 f"The history holds {GROUPS} tool turns, more than the client's compaction "
                 "gate needs: a single tool turn is not compacted at all (compact_error "
                 "too_few_groups), two are (measured by the compaction-gate probe)."),
+    counterfactuals=(
+        Counterfactual(
+            "default-window",
+            "No context window is configured, so the 99000 reported input tokens stay far below "
+            "the model's own auto-compaction threshold: nothing is compacted.",
+            (AUTO_COMPACT,),
+            lambda p: with_runs(p, changes={"auto": {"env": {}}})),
+    ),
 )
 
 
@@ -486,6 +559,14 @@ GATE_PROBE = Probe(
     boundaries=("reactive-N: after N Read turns the next request is rejected as too long; "
                 "auto-N: the Nth Read reports 99000 input tokens against a 100000 window "
                 "(CLAUDE_CODE_AUTO_COMPACT_WINDOW).",),
+    counterfactuals=(
+        Counterfactual(
+            "summary-rejected",
+            "Every summary request is itself rejected as too long, so no history, of any length, "
+            "can be compacted.",
+            (COMPACTION_GATE,),
+            lambda p: with_rules(p, [answering(p, "summary", prompt_too_long(), repeat="always")])),
+    ),
 )
 
 
@@ -559,6 +640,13 @@ RETRIES_PROBE = Probe(
                 "The reply broken by the mid-stream error is not replayed to a non-streaming "
                 "re-send (replay_to_fallback: false): whatever the client sends next gets the "
                 "next scripted reply."),
+    counterfactuals=(
+        Counterfactual(
+            "no-failure",
+            "The first attempt succeeds, so there is nothing to retry and no retry-after to honour.",
+            (RETRIES,),
+            lambda p: with_rules(p, [answering(p, "flaky", text("RETRIED_OK"))])),
+    ),
 )
 
 
@@ -616,6 +704,15 @@ NO_STREAM_FALLBACK_PROBE = Probe(
     boundaries=("Each run's first attempt breaks with an overloaded_error event: before-content "
                 "after message_start and ping, after-content once the first text block has "
                 "started; any further attempt is answered RETRIED_OK.",),
+    counterfactuals=(
+        Counterfactual(
+            "variable-unset",
+            "CLAUDE_CODE_DISABLE_NONSTREAMING_FALLBACK is not set, so the client may fall back to "
+            "a non-streaming re-send of the broken stream.",
+            (NO_STREAM_FALLBACK,),
+            lambda p: with_runs(p, changes={run: {"env": {"CLAUDE_CODE_MAX_RETRIES": "3"}}
+                                            for run in BREAK_AFTER})),
+    ),
 )
 
 
@@ -698,6 +795,13 @@ FALLBACK_PROBE = Probe(
                 "A complete text or tool_use block before a mid-stream overloaded_error is not "
                 "abandoned: 2.1.235 keeps it as a finished response ('… may be incomplete'), "
                 "runs a tool in it, and switches models only on a later request."),
+    counterfactuals=(
+        Counterfactual(
+            "primary-answers",
+            "The primary model answers at once, so there is no overload to switch models on.",
+            (FALLBACK,),
+            lambda p: with_rules(p, [answering(p, "primary-overloaded", text("PRIMARY_OK"))])),
+    ),
 )
 
 PROBES = (MAX_TOKENS_PROBE, MALFORMED_PROBE, THINKING_PROBE, PTL_PROBE, PTL_FAIL_PROBE,

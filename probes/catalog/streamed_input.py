@@ -13,9 +13,10 @@ from typing import Any
 from mockapi import Match, Rule, Scenario, text, tool_use
 from mockapi.replies import StreamStall
 from probes.catalog.common import body_text, check_ended, last_user_locations, result_of, tool_pairs
+from probes.catalog.variants import answering, with_rules, with_runs, with_steps
 from probes.core.checks import Checks
 from probes.core.evidence import Evidence, blocks_of_type
-from probes.core.probe import Claim, Invocation, Probe
+from probes.core.probe import Claim, Counterfactual, Invocation, Probe
 from probes.core.provenance import from_analysis, project_expectation
 from probes.core.streamed import PermissionAnswer, Step, StreamedInput, control_request, user_message
 
@@ -225,6 +226,16 @@ QUEUE_PROBE = Probe(
                 "message must be read.",
                 "Bash is a blocking tool (interruptBehavior block in the analysis): what a "
                 "cancel-type tool does with a new message is not shown here."),
+    counterfactuals=(Counterfactual(
+        "message-after-the-turn",
+        "The user message is written only after the turn's result, when no tool runs and no "
+        "request is pending: it cannot join the running turn, so it starts a turn of its own.",
+        (QUEUE_CLAIM, ABSORBED_CLAIM),
+        lambda p: with_rules(with_steps(p, "queue", Step(user_message(QUEUED),
+                                                         after_event={"type": "result"})),
+                             added=[Rule(id="late-message",
+                                     match=Match(last_user_text_contains=QUEUED),
+                                     reply=text("LATE_MESSAGE_ANSWER"))])),),
 )
 
 
@@ -338,6 +349,24 @@ INTERRUPT_TOOLS_PROBE = Probe(
     fingerprinted=False,
     boundaries=("The interrupt is written once the tool has started (it creates a file "
                 "first); the tool would run 30 s more, so its end cannot come first.",),
+    counterfactuals=(
+        Counterfactual(
+            "no-interrupt",
+            "Nothing is written after the prompt and the tool ends at once: there is nothing to "
+            "cancel, so the turn goes on to the next request and completes.",
+            (TOOLS_CLAIM, CANCELLED_CLAIM),
+            lambda p: with_rules(with_runs(with_steps(p, "interrupted"), keep=("interrupted",)), [
+                answering(p, "run-tool", tool_use("Bash", {
+                    "command": f"touch {INTERRUPT_STARTED} "
+                               f"{INTERRUPT_FINISHED}",
+                    "description": "a tool that ends at once"}, id=INTERRUPT_TOOL))])),
+        Counterfactual(
+            "resume-as-new-session",
+            "The second run starts a new session instead of resuming the interrupted one, so "
+            "its request cannot hold the interrupted call.",
+            (RESUME_CLAIM,),
+            lambda p: with_runs(p, changes={"resumed": {"session": "new", "resume_from": None}})),
+    ),
 )
 
 
@@ -391,6 +420,17 @@ INTERRUPT_STREAMING_PROBE = Probe(
     boundaries=("The stream pauses 60 s before its first content block; the interrupt is "
                 "written once the request reached the mock, so it lands while the client "
                 "waits on the stream.",),
+    counterfactuals=(Counterfactual(
+        "no-interrupt",
+        "Nothing is written after the prompt and the stream does not pause: the answer arrives "
+        "whole, its tool runs and the turn completes.",
+        (STREAM_CLAIM,),
+        lambda p: with_rules(with_steps(p, "streaming"), [
+            answering(p, "stalled-stream", tool_use("Bash", {"command": "touch never-run",
+                                                             "description": "never"},
+                                                    id="toolu_interrupt_stream_probe"))],
+            added=[Rule(id="after-tool", match=Match(tool_result_for="toolu_interrupt_stream_probe"),
+                        reply=text("STREAM_NOT_INTERRUPTED"))])),),
 )
 
 
@@ -513,6 +553,12 @@ PERMISSIONS_PROBE = Probe(
     fingerprinted=False,
     boundaries=("Permission mode default with no allow or deny rules configured: every "
                 "decision that reaches the caller is the client's own classification.",),
+    counterfactuals=(Counterfactual(
+        "permissions-bypassed",
+        "The run bypasses permissions (no --permission-prompt-tool): the caller is never asked, "
+        "so it cannot deny the command or change the write.",
+        (ASKED_CLAIM, DENY_CLAIM, UPDATED_CLAIM),
+        lambda p: with_steps(p, "permissions", permissions=None)),),
 )
 
 
@@ -563,6 +609,12 @@ SET_MODEL_PROBE = Probe(
             Step(user_message(MODEL_SECOND)),))),),
     check=check_set_model,
     fingerprinted=False,
+    counterfactuals=(Counterfactual(
+        "no-set-model",
+        "The second turn follows without a set_model request, so nothing can change its model.",
+        (MODEL_CLAIM,),
+        lambda p: with_steps(p, "model", Step(user_message(MODEL_SECOND),
+                                              after_event={"type": "result"}))),),
 )
 
 
@@ -619,6 +671,13 @@ SET_MODE_PROBE = Probe(
             permissions=(PermissionAnswer("Write", "allow"),))),),
     check=check_set_mode,
     fingerprinted=False,
+    counterfactuals=(Counterfactual(
+        "no-set-permission-mode",
+        "The second turn follows without a set_permission_mode request: the mode stays default, "
+        "so its write must be asked for too.",
+        (MODE_CLAIM,),
+        lambda p: with_steps(p, "mode", Step(user_message(MODE_SECOND),
+                                             after_event={"type": "result"}))),),
 )
 
 
@@ -733,6 +792,12 @@ LOOP_PROBE = Probe(
                 "the prompt (the delay, a minute of rounding and 15 s of slack).",
                 "The dynamic mode only (ScheduleWakeup); /loop with an interval schedules a "
                 "cron job (CronCreate) whose least period is a minute, not probed."),
+    counterfactuals=(Counterfactual(
+        "input-closed-after-the-turn",
+        "Input is closed at the scheduling turn's result: the session ends before any wake-up "
+        "is due, so no turn can start by itself.",
+        (WAKEUP_CLAIM, LIFECYCLE_CLAIM),
+        lambda p: with_steps(p, "loop", close_on={"type": "result"}, close_after=None)),),
 )
 
 

@@ -8,9 +8,10 @@ from typing import Any
 from mockapi import Match, Message, Rule, Scenario, ToolUseBlock, api_error, text, tool_use
 from mockapi.replies import Usage
 from probes.catalog.common import check_ended, check_terminal, result_of
+from probes.catalog.variants import answering, recording_hooks, with_rules, with_runs
 from probes.core.checks import Checks
 from probes.core.evidence import Evidence, blocks_of_type
-from probes.core.probe import Claim, Hooks, Invocation, Probe
+from probes.core.probe import Claim, Counterfactual, Hooks, Invocation, Probe
 from probes.core.provenance import Source, from_analysis
 
 __all__ = ["BLOCKING", "BLOCKING_PROBE", "BUDGET", "BUDGET_PROBE", "CAP", "CAP_PROBE", "CAP_WARNING",
@@ -92,6 +93,14 @@ CAP_PROBE = Probe(
     boundaries=("The hook blocks its first 15 calls only (both runs together need 13 with a "
                 "cap), so a client without a cap ends instead of looping: its counts then "
                 "show 16 requests, not a cap.",),
+    counterfactuals=(
+        Counterfactual(
+            "stop-hook-never-blocks",
+            "The Stop hook only records and never blocks, so each run ends after its first answer: "
+            "there is no block to cap and nothing to override.",
+            (CAP,),
+            recording_hooks),
+    ),
 )
 
 
@@ -114,6 +123,11 @@ def check_turns(ev: Evidence, c: Checks) -> None:
         c.equal(f"{run}.subtype", TURNS, "the run ends with error_max_turns",
                 expected="error_max_turns", observed=result_of(ev, run).get("subtype"),
                 evidence=f"run {run}: result.subtype")
+
+
+def _text_only_turns(p: Probe) -> Probe:
+    return with_rules(p, [answering(p, "two-tools", text("TURNS_DONE")),
+                          answering(p, "one-tool", text("TURNS_DONE"))])
 
 
 TURNS_PROBE = Probe(
@@ -161,6 +175,22 @@ TURNS_PROBE = Probe(
                 "(CLAUDE_CODE_MAX_RETRIES=1, the client's own short backoff); recovery-in-turn: "
                 "the first answer stops at max_tokens and the client's recovery request gets "
                 "the Read.",),
+    counterfactuals=(
+        Counterfactual(
+            "text-answers",
+            "The model answers every prompt with text only, so each run ends by itself after one "
+            "request, before any turn limit, and no tool runs.",
+            (TURNS,),
+            _text_only_turns),
+        Counterfactual(
+            "one-tool-per-response",
+            "The TWO_TOOLS prompt is answered with one Read per response, so its two turns run "
+            "two tools, not the three that two calls in one response would give.",
+            (TURNS,),
+            lambda p: with_runs(with_rules(p, [answering(
+                p, "two-tools", tool_use("Read", {"file_path": "{workspace}/turns.txt"}))]),
+                                keep=("two-tools",))),
+    ),
 )
 
 
@@ -172,6 +202,12 @@ def check_budget(ev: Evidence, c: Checks) -> None:
     check_terminal(c, BUDGET, ev, "budget", "budget_exhausted")
     check_ended(c, BUDGET, ev, "budget", final_text=None, subtype="error_max_budget_usd",
                 exit_code=1, is_error=True, prefix="result")
+
+
+def _cheap_turns(p: Probe) -> Probe:
+    return with_rules(p, [answering(
+        p, "expensive", tool_use("Read", {"file_path": "{workspace}/budget.txt"}, usage=Usage()),
+        text("BUDGET_DONE"))])
 
 
 BUDGET_PROBE = Probe(
@@ -198,13 +234,22 @@ BUDGET_PROBE = Probe(
     requires=("max_budget_usd",),
     boundaries=("The cost is the client's own estimate from the scripted usage "
                 "(1,000,000 input tokens per response).",),
+    counterfactuals=(
+        Counterfactual(
+            "cheap-turns",
+            "The responses report 100 input tokens instead of a million, so the run costs far less "
+            "than the budget and ends with the scripted answer.",
+            (BUDGET,),
+            _cheap_turns),
+    ),
 )
 
 
 # ---- terminal reasons caused by hooks ---------------------------------------------------------
 
 def _hook_probe(name: str, claim: str, statement: str, hooks: dict[str, Any], terminal: str,
-                title: str, *, source: Source) -> Probe:
+                title: str, *, source: Source,
+                counterfactuals: tuple[Counterfactual, ...] = ()) -> Probe:
     def check(ev: Evidence, c: Checks) -> None:
         check_terminal(c, claim, ev, "run", terminal)
         c.equal("requests", claim, "no model request after the hook's decision",
@@ -217,7 +262,8 @@ def _hook_probe(name: str, claim: str, statement: str, hooks: dict[str, Any], te
             Rule(id="after", match=Match(), reply=text("AFTER_THE_HOOK"), repeat="always"),
         ]),
         fixtures={"hook.txt": "HOOK\n"}, hooks=Hooks(hooks),
-        invocations=(Invocation("run", "HOOK_TERMINAL_PROMPT"),), check=check)
+        invocations=(Invocation("run", "HOOK_TERMINAL_PROMPT"),), check=check,
+        counterfactuals=counterfactuals)
 
 
 HOOK_STOPPED_PROBE = _hook_probe(
@@ -228,7 +274,15 @@ HOOK_STOPPED_PROBE = _hook_probe(
                     "output": {"continue": False, "stopReason": "HOOK_STOPPED_MARKER"}}},
     "hook_stopped", "A hook's continue:false ends the loop after the tool batch",
     source=from_analysis("有工具调用时的后半程",
-                         "hook stopped continuation?\n-> hook_stopped", 297))
+                         "hook stopped continuation?\n-> hook_stopped", 297),
+    counterfactuals=(
+        Counterfactual(
+            "hook-records-only",
+            "The PreToolUse hook only records (no continue:false), so the loop goes on to the next "
+            "request and completes.",
+            (HOOK_STOPPED,),
+            recording_hooks),
+    ))
 
 def _check_single_stop(ev: Evidence, c: Checks, claim: str, terminal: str) -> None:
     check_terminal(c, claim, ev, "run", terminal)
@@ -250,6 +304,13 @@ STOP_PREVENTED_PROBE = Probe(
                     "output": {"continue": False, "stopReason": "STOP_PREVENTED_MARKER"}}}),
     invocations=(Invocation("run", "STOP_PREVENTED_PROMPT"),),
     check=lambda ev, c: _check_single_stop(ev, c, STOP_PREVENTED, "stop_hook_prevented"),
+    counterfactuals=(
+        Counterfactual(
+            "stop-hook-records-only",
+            "The Stop hook only records (no continue:false), so the run ends as completed.",
+            (STOP_PREVENTED,),
+            recording_hooks),
+    ),
 )
 
 DEFERRED_PROBE = _hook_probe(
@@ -260,7 +321,15 @@ DEFERRED_PROBE = _hook_probe(
         "hookEventName": "PreToolUse", "permissionDecision": "defer"}}}},
     "tool_deferred", "A PreToolUse defer suspends the only tool call",
     source=from_analysis("有工具调用时的后半程",
-                         "PreToolUse defer?\n-> tool_deferred", 295))
+                         "PreToolUse defer?\n-> tool_deferred", 295),
+    counterfactuals=(
+        Counterfactual(
+            "hook-records-only",
+            "The PreToolUse hook only records (no defer), so the tool runs and the loop goes on to "
+            "the next request and completes.",
+            (DEFERRED,),
+            recording_hooks),
+    ))
 
 def check_blocking(ev: Evidence, c: Checks) -> None:
     c.equal("requests", BLOCKING, "the request known to be too large is never sent",
@@ -268,6 +337,11 @@ def check_blocking(ev: Evidence, c: Checks) -> None:
     check_terminal(c, BLOCKING, ev, "blocked", "blocking_limit")
     c.equal("is-error", BLOCKING, "the run ends as an error", expected=True,
             observed=result_of(ev, "blocked").get("is_error"), evidence="run blocked: result")
+
+
+def _small_context(p: Probe) -> Probe:
+    return with_rules(p, [answering(
+        p, "huge-turn", tool_use("Read", {"file_path": "{workspace}/blocking.txt"}))])
 
 
 BLOCKING_PROBE = Probe(
@@ -294,6 +368,14 @@ BLOCKING_PROBE = Probe(
     check=check_blocking,
     boundaries=("The context size is the scripted usage (190000 input tokens) against a "
                 "100000 window; automatic compaction is switched off with DISABLE_AUTO_COMPACT.",),
+    counterfactuals=(
+        Counterfactual(
+            "small-context",
+            "The large turn reports 100 input tokens instead of 190000, so the context is far "
+            "below the blocking line and the next request is sent.",
+            (BLOCKING,),
+            _small_context),
+    ),
 )
 
 STRUCTURED = "probe.structured-output-retry-exhausted"
@@ -348,6 +430,12 @@ STRUCTURED_PROBE = Probe(
     check=check_structured,
     fingerprinted=False,
     boundaries=("The schema asks for one string field; every call gives another field.",),
+    counterfactuals=(Counterfactual(
+        "valid-second-time",
+        "The model's second StructuredOutput call fits the schema: nothing is exhausted.",
+        (STRUCTURED,),
+        lambda p: with_rules(p, [answering(p, "invalid-again", tool_use(
+            "StructuredOutput", {"answer": "VALID"}))])),),
 )
 
 PROBES = (CAP_PROBE, TURNS_PROBE, BUDGET_PROBE, HOOK_STOPPED_PROBE, STOP_PREVENTED_PROBE,
