@@ -32,7 +32,7 @@ from probes.clients.registry import (
 )
 from probes.core.files import write_json, write_text
 from probes.core.outcome import ProbeOutcome
-from probes.core.probe import Probe, ReportSpec
+from probes.core.probe import CatalogError, Probe, ReportSpec
 from probes.report.diff import diff_directories, render_markdown
 from probes.report.format import Report, ReportError, load_folder
 from probes.report.guide import write_guide
@@ -159,6 +159,8 @@ def load_catalog(name: str | None) -> tuple[ReportSpec, ...]:
             spec.loader.exec_module(module)
         else:
             module = importlib.import_module(name)
+    except CatalogError as error:  # a declaration's mistake, found as the module loaded
+        raise HarnessInputError(f"--catalog {name!r}: {error}") from None
     except Exception as error:  # the user's module: any failure of it is their input's
         where = f" (line {error.lineno})" if isinstance(error, SyntaxError) else ""
         raise HarnessInputError(f"--catalog {name!r}: expected a module defining REPORTS, "
