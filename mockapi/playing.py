@@ -24,8 +24,7 @@ from mockapi.records import END_CLIENT_DISCONNECTED, END_COMPLETE, EndReason
 from mockapi.transport import TRANSPORT_EXTENSION, Connection, delivery
 
 __all__ = ["SSE_HEADERS", "DeliberateDisconnect", "Host", "Played", "Playing", "WholeStream",
-           "play", "stall",
-           "transport_of"]
+           "play", "stall", "transport_of"]
 
 
 class Host(Protocol):
