@@ -1,8 +1,13 @@
 """The Starlette application: the Messages API routes, each recorded before its reply starts.
 
-Requests are checked by ``requests``, records built by ``records``; a streamed
-body is played from its plan (``plan``) by one loop here. The admin prefix is
-in ``admin``. Deliberate divergences from the real API:
+Long because ``MockApp`` is one request's path from arrival to answer (read, check,
+admit, decide, journal, reply), and its other routes journal the same way: split, a
+reader would follow one request across modules.
+
+Requests are checked by ``requests``, records built by ``records``; a reply's body is
+played from its plan (``plan``) by ``playing``; the gate in front of every route
+(``Origin``, ``Host``, an unjournaled request) is ``gate``; the admin prefix is in
+``admin``. Deliberate divergences from the real API:
 
 - ``x-api-key``/``authorization`` must be present but any value is accepted.
 - ids are deterministic (``msg_loopprobe_<seq>``, ``req_loopprobe_<seq>``) and
@@ -19,10 +24,8 @@ the server stopping says so.
 
 from __future__ import annotations
 
-import asyncio
-import logging
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Mapping
+from collections.abc import Collection, Mapping
 from typing import Any
 
 import orjson
@@ -31,17 +34,25 @@ from starlette.applications import Starlette
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
-from starlette.types import Receive, Scope
-from starlette.types import Send as ASGISend
 
 from mockapi.admin import ADMIN_PREFIX, admin_routes
 from mockapi.events import PreparedError, PreparedRaw, error_body
+from mockapi.gate import AnyMethod, Guard, Unrecorded, unrecorded
+from mockapi.gate import json_response as _json
 from mockapi.journal import Journal, JournalError, redact_headers
 from mockapi.matching import RequestFacts, facts_from_body
-from mockapi.plan import Abort, Plan, Send, Sleep
+from mockapi.playing import (
+    SSE_HEADERS,
+    DeliberateDisconnect,
+    Played,
+    Playing,
+    WholeStream,
+    play,
+    stall,
+    transport_of,
+)
 from mockapi.records import (
     END_CLIENT_DISCONNECTED,
-    END_COMPLETE,
     END_SERVER_SHUTDOWN,
     OUTCOME_CLIENT_DISCONNECTED,
     OUTCOME_HELLO,
@@ -66,200 +77,14 @@ from mockapi.requests import MAX_BODY_BYTES, BadRequest, is_json, parse_body, re
 from mockapi.scenario import Scenario
 from mockapi.script import Decision, Script
 from mockapi.threads import PendingTurn, Threads
-from mockapi.transport import BODY_TIMED_OUT, TRANSPORT_EXTENSION, Connection, delivery
+from mockapi.transport import BODY_TIMED_OUT
 from mockapi.validation import check
 
+# SSE_HEADERS, DeliberateDisconnect (mockapi.playing) and Unrecorded (mockapi.gate) are
+# re-exported: this module was their home
 __all__ = ["DELIVERY_TIMEOUT", "SSE_HEADERS", "DeliberateDisconnect", "MockApp", "Unrecorded"]
 
 DELIVERY_TIMEOUT = 2.0  # how long a finished stream waits to see its bytes acknowledged
-
-
-class Unrecorded(Exception):
-    """The journal could not take this request's line: it is answered 500, unscripted."""
-
-    def __init__(self, seq: int, why: str):
-        super().__init__(why)
-        self.seq, self.why = seq, why
-
-
-async def _unrecorded(request: Request, error: Exception) -> Response:
-    if not isinstance(error, Unrecorded):
-        raise error
-    request_id = f"req_loopprobe_{error.seq:06d}"
-    message = (f"loopprobe mock: this request could not be journaled, so it was not "
-               f"answered from the script: {error.why}")
-    return _json(error_body("api_error", message, request_id), 500,
-                 {"request-id": request_id, "x-should-retry": "false"})
-
-
-class _Playing:
-    """A reply being played: its ``response_end`` is journaled exactly once, by whichever
-    comes first (the reply's own end, or the end of its ASGI call when the client left
-    before the body began), with the progress made so far; its ``max_streams`` slot, if
-    it holds one, is given back then."""
-
-    __slots__ = ("app", "ended", "offsets", "run", "sent", "seq", "size", "slot")
-
-    def __init__(self, app: MockApp, seq: int, run: int, *, slot: bool):
-        self.app, self.seq, self.run, self.slot = app, seq, run, slot
-        self.sent = self.size = 0
-        self.offsets: list[float] = []
-        self.ended = False
-        if slot:
-            app.open_streams += 1
-
-    def release(self) -> None:
-        """Give back the slot without a ``response_end`` (no body was played)."""
-        if self.slot:
-            self.slot = False
-            self.app.open_streams -= 1
-
-    def end(self, reason: EndReason, delivered: tuple[str, int] | None = None) -> None:
-        if self.ended:
-            return
-        self.ended = True
-        self.release()
-        self.app._record_end(self.seq, self.run, self.app.cut_short(reason), self.sent,
-                             self.size, self.offsets, delivered)
-
-
-class _Played(Response):
-    """``inner``, ending ``playing`` when its ASGI call ends if it did not end it itself."""
-
-    def __init__(self, inner: Response, playing: _Playing):
-        super().__init__()
-        self.inner, self.playing = inner, playing
-
-    async def __call__(self, scope: Scope, receive: Receive, send: ASGISend) -> None:
-        try:
-            await self.inner(scope, receive, send)
-        finally:
-            self.playing.end(END_CLIENT_DISCONNECTED)
-
-
-class DeliberateDisconnect(Exception):
-    """Raised inside a response to drop the connection, as a scripted fault."""
-
-
-class _QuietDeliberateDisconnects(logging.Filter):
-    def filter(self, record: logging.LogRecord) -> bool:
-        exc = record.exc_info[1] if record.exc_info else None
-        if isinstance(exc, BaseExceptionGroup):
-            return not all(isinstance(e, DeliberateDisconnect) for e in exc.exceptions)
-        if isinstance(exc, DeliberateDisconnect):
-            return False
-        # uvicorn's note for a deliberately unfinished response
-        return "returned without completing response" not in record.getMessage()
-
-
-logging.getLogger("uvicorn.error").addFilter(_QuietDeliberateDisconnects())
-
-
-class _AnyMethod:
-    """Serve ``endpoint`` for any HTTP method, so that every request is recorded."""
-
-    def __init__(self, endpoint: Callable[[Request], Awaitable[Response]]):
-        self.endpoint = endpoint
-
-    async def __call__(self, scope: Scope, receive: Receive, send: ASGISend) -> None:
-        response = await self.endpoint(Request(scope, receive))
-        await response(scope, receive, send)
-
-
-SSE_HEADERS = {"content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache",
-               "connection": "keep-alive", "x-accel-buffering": "no"}
-
-
-class _WholeStream(Response):
-    """A stream whose plan is one write: every event in one chunked body write.
-
-    Same bytes and headers as the sse-starlette path used for other plans, without
-    its per-response task group, which costs more than everything else of a request.
-    """
-
-    def __init__(self, body: bytes, sends: int, headers: Mapping[str, str],
-                 playing: _Playing):
-        super().__init__(status_code=200)
-        self.body, self.sends = body, sends
-        # no content-length: the body goes out chunked, as a stream does
-        self.raw_headers = [(k.lower().encode("latin-1"), v.encode("latin-1"))
-                            for k, v in headers.items()]
-        self.playing = playing
-
-    async def __call__(self, scope: Scope, receive: Receive, send: ASGISend) -> None:
-        playing = self.playing
-        reason: EndReason = END_CLIENT_DISCONNECTED
-        delivered: tuple[str, int] | None = None
-        try:
-            await send({"type": "http.response.start", "status": 200,
-                        "headers": self.raw_headers})
-            playing.offsets.append(0.0)
-            await send({"type": "http.response.body", "body": self.body, "more_body": False})
-            delivered = await delivery(_transport(scope), playing.app.delivery_timeout)
-            if delivered is None or delivered[0] == "acknowledged":
-                reason = END_COMPLETE
-                playing.sent, playing.size = self.sends, len(self.body)
-        except OSError:
-            pass
-        finally:
-            playing.end(reason, delivered)
-
-
-def _transport(scope: Scope) -> Connection | None:
-    """The connection, where the transport is ours (not an in-process ASGI client)."""
-    connection = scope.get("extensions", {}).get(TRANSPORT_EXTENSION)
-    return connection if isinstance(connection, Connection) else None
-
-
-def _json(body: bytes, status: int = 200, headers: Mapping[str, str] | None = None) -> Response:
-    return Response(body, status_code=status, headers=dict(headers or {}),
-                    media_type="application/json")
-
-
-class _Guard:
-    """Refuse, on every route, a request from a web page (it carries ``Origin``) or one whose
-    ``Host`` is not the mock's own address (DNS rebinding); the mock's API refusals are
-    journaled by ``refused`` (nothing is read of the body, no scripted reply is used)."""
-
-    def __init__(self, app: Starlette, allowed_hosts: Collection[str] | None,
-                 refused: Callable[[Request, str], Awaitable[Response]],
-                 messages: Callable[[Request], Awaitable[Response]]):
-        self.app = app
-        self.messages = messages
-        self.allowed = None if allowed_hosts is None else frozenset(
-            h.lower().encode("latin-1") for h in allowed_hosts)
-        self.refused = refused
-
-    async def __call__(self, scope: Scope, receive: Receive, send: ASGISend) -> None:
-        if scope["type"] == "http":
-            host = b""
-            for name, value in scope["headers"]:
-                if name == b"origin":
-                    why = (f"requests from web pages are refused: expected no Origin header, "
-                           f"found Origin: {value.decode('latin-1')[:100]}")
-                    break
-                if name == b"host":
-                    host = value.lower()
-            else:
-                why = "" if self.allowed is None or host in self.allowed else (
-                    f"expected Host to be the mock's own address "
-                    f"({', '.join(sorted(h.decode() for h in self.allowed))}), found "
-                    f"{host.decode('latin-1')[:100] or 'none'}")
-            if why:
-                response = await self.refused(Request(scope, receive), why)
-                await response(scope, receive, send)
-                return
-            if scope["path"] == "/v1/messages" and scope["method"] == "POST":
-                # the hot route, straight to its endpoint: the router and middleware of every
-                # other route cost more than a request's own checks
-                request = Request(scope, receive)
-                try:
-                    response = await self.messages(request)
-                except Unrecorded as error:
-                    response = await _unrecorded(request, error)
-                await response(scope, receive, send)
-                return
-        await self.app(scope, receive, send)
 
 
 class MockApp:
@@ -291,7 +116,7 @@ class MockApp:
         self.run = journal.last_run + 1  # a restarted server starts a new run
         self.threads = Threads(scenario.thread_idle_seconds)
         self.started = time.monotonic()
-        self.app = _Guard(Starlette(routes=[
+        self.app = Guard(Starlette(routes=[
             Route("/v1/messages", self.messages, methods=["POST"]),
             Route("/v1/messages/count_tokens", self.messages, methods=["POST"]),
             Route("/v1/models", self.models, methods=["GET"]),
@@ -299,8 +124,8 @@ class MockApp:
             Route("/api/hello", self.hello, methods=["GET", "HEAD"]),
             *admin_routes(self),
             # an ASGI endpoint matches every method (a function endpoint defaults to GET)
-            Route("/{path:path}", _AnyMethod(self.not_found)),
-        ], exception_handlers={Unrecorded: _unrecorded}), allowed_hosts, self.refuse,
+            Route("/{path:path}", AnyMethod(self.not_found)),
+        ], exception_handlers={Unrecorded: unrecorded}), allowed_hosts, self.refuse,
             self.messages)
 
     # ---- play state -------------------------------------------------------
@@ -436,14 +261,14 @@ class MockApp:
                 return _json(error_body("overloaded_error", message, request_id), 529,
                              {"request-id": request_id})
         # taken now, before any await: a burst cannot pass the limit
-        playing = _Playing(self, seq, run, slot=stream_slot)
+        playing = Playing(self, seq, run, slot=stream_slot)
         try:
             response = await self._answer(request, seq, arrival, raw, body, facts, request_id,
                                           playing, turn)
         except BaseException:
             playing.release()
             raise
-        if isinstance(response, _Played | _WholeStream):
+        if isinstance(response, Played | WholeStream):
             return response
         playing.release()  # answered without a body to play
         return response
@@ -459,7 +284,7 @@ class MockApp:
 
     async def _answer(self, request: Request, seq: int, arrival: float,
                       raw: bytes, body: dict[str, Any], facts: RequestFacts, request_id: str,
-                      playing: _Playing, turn: PendingTurn | None) -> Response:
+                      playing: Playing, turn: PendingTurn | None) -> Response:
         try:
             decision = self.script.decide(facts, body, raw, seq)
         except Exception as error:
@@ -487,7 +312,7 @@ class MockApp:
             spec = prepared.reply.error
             self._record(request, seq, arrival, raw, True, OUTCOME_REPLIED, spec.status,
                          routing=routing, reply=prepared.description, decision=decision)
-            await self._stall(request, prepared.reply.stall_before)
+            await stall(request, prepared.reply.stall_before)
             return _json(error_body(spec.resolved_type(), spec.message, request_id),
                          spec.status, {"request-id": request_id, **spec.headers})
 
@@ -495,11 +320,11 @@ class MockApp:
             raw_spec = prepared.reply.raw
             self._record(request, seq, arrival, raw, True, OUTCOME_REPLIED, raw_spec.status,
                          routing=routing, reply=prepared.description, decision=decision)
-            if await self._stall(request, prepared.reply.stall_before):
+            if await stall(request, prepared.reply.stall_before):
                 playing.end(END_CLIENT_DISCONNECTED)
                 return Response(status_code=499)
-            return _Played(StreamingResponse(
-                self._play(prepared.plan, playing, _transport(request.scope)),
+            return Played(StreamingResponse(
+                play(prepared.plan, playing, transport_of(request.scope), self.delivery_timeout),
                 status_code=raw_spec.status, media_type=raw_spec.content_type,
                 headers={"request-id": request_id, **raw_spec.headers}), playing)
 
@@ -507,7 +332,7 @@ class MockApp:
                      reply=prepared.description, decision=decision)
         if decision.builtin is not None:
             self.script.builtin_used(seq, decision.builtin)
-        if await self._stall(request, prepared.reply.stall_before):
+        if await stall(request, prepared.reply.stall_before):
             playing.end(END_CLIENT_DISCONNECTED)
             return Response(status_code=499)
         model = prepared.reply.model or facts.model or "claude-sonnet-4-5"
@@ -526,9 +351,10 @@ class MockApp:
         plan = prepared.plan
         if plan.whole is not None:
             tail, sends = plan.whole
-            return _WholeStream(start + tail, sends + 1, headers, playing)
-        return _Played(EventSourceResponse(
-            self._play(plan.steps(start), playing, _transport(request.scope)),
+            return WholeStream(start + tail, sends + 1, headers, playing)
+        return Played(EventSourceResponse(
+            play(plan.steps(start), playing, transport_of(request.scope),
+                 self.delivery_timeout),
             headers=headers, ping=0, sep="\n"), playing)
 
     def _count_tokens(self, request: Request, seq: int, arrival: float, raw: bytes | None,
@@ -539,48 +365,6 @@ class MockApp:
                               "builtin_reply": "count-tokens"}, decision=decision)
         self.script.builtin_used(seq, "count-tokens")
         return _json(body, 200, {"request-id": request_id})
-
-    async def _stall(self, request: Request, seconds: float) -> bool:
-        """Wait ``seconds`` before answering; True if the client left meanwhile."""
-        if seconds <= 0:
-            return False
-        try:
-            async with asyncio.timeout(seconds):
-                while True:
-                    message = await request.receive()
-                    if message["type"] == "http.disconnect":
-                        return True
-        except TimeoutError:
-            return False
-
-    async def _play(self, plan: Plan, playing: _Playing,
-                    transport: Connection | None) -> AsyncIterator[bytes]:
-        """Execute ``plan`` as a response body, noting progress in ``playing``, and journal
-        how it ended."""
-        reason: EndReason = END_CLIENT_DISCONNECTED
-        started = time.monotonic()
-        delivered: tuple[str, int] | None = None
-        try:
-            for step in plan:
-                if isinstance(step, Send):
-                    playing.offsets.append(time.monotonic() - started)
-                    yield step.data
-                    playing.sent += 1
-                    playing.size += len(step.data)
-                elif isinstance(step, Sleep):
-                    await asyncio.sleep(step.seconds)
-                else:
-                    if isinstance(step, Abort):
-                        reason = step.reason
-                        raise DeliberateDisconnect(
-                            f"scripted disconnect after {playing.sent} writes")
-                    # every write so far was handed to the transport: were they received?
-                    delivered = await delivery(transport, self.delivery_timeout)
-                    if delivered is None or delivered[0] == "acknowledged":
-                        reason = step.reason
-                    return
-        finally:
-            playing.end(reason, delivered)
 
     # ---- other API routes ---------------------------------------------------
 

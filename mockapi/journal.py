@@ -18,7 +18,9 @@ they are, and report them.
 
 Record types (``mockapi.records``): ``request`` (what arrived, its kind and
 turn, the rule and the scripted reply or the error), ``response_end`` (how
-the reply ended) and ``journal_note`` (what the journal itself noted).
+the reply ended) and ``journal_note`` (what the journal itself noted). Reading
+is ``mockapi.journal_read``'s (``read_journal``, ``JournalContents`` and
+``TornLine`` are re-exported here).
 """
 
 from __future__ import annotations
@@ -31,13 +33,18 @@ import time
 from array import array
 from bisect import bisect_right
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import orjson
 
-from mockapi.records import JournalRecord, RequestRecord, ResponseEndRecord
+from mockapi.journal_read import (
+    JournalContents,
+    TornLine,
+    parse_journal,
+    read_journal,
+    record_or_none,
+)
 
 __all__ = ["REDACTED", "SECRET_HEADERS", "Journal", "JournalContents", "JournalError",
            "JournalInUse", "JournalUnavailable", "JournalWriteFailed", "TornLine",
@@ -122,7 +129,7 @@ class Journal:
         lines = data.split(b"\n")
         lines.pop()  # the torn tail was set aside: the data ends with a newline
         for number, line in enumerate(lines, start=1):
-            record = _record_or_none(line)
+            record = record_or_none(line)
             if record is None:
                 if line:
                     torn.append(TornLine(number, offset, len(line), last=False))
@@ -251,7 +258,7 @@ class Journal:
         with self.path.open("rb") as handle:
             handle.seek(start)
             data = handle.read(end - start)
-        contents = _parse(data, str(self.path), base_offset=start)
+        contents = parse_journal(data, str(self.path), base_offset=start)
         contents.records = [r for r in contents.records
                             if r["type"] == "journal_note" or r["seq"] > seq]
         return contents
@@ -277,30 +284,12 @@ class Journal:
         self._fd = -1
 
 
-@dataclass(frozen=True)
-class TornLine:
-    """A line that is not a journal record (a write cut short), with where it is."""
-
-    line: int  # 1-based line number in the file (or the part of it read)
-    offset: int
-    size: int
-    last: bool  # the file's last line, without its newline
-
-
 def _line(record: Mapping[str, Any], extra_fields: Iterable[bytes]) -> bytes:
     head = orjson.dumps(record)
     extra = tuple(extra_fields)
     if extra:
         return head[:-1] + b"," + b",".join(extra) + b"}\n"
     return head + b"\n"
-
-
-def _record_or_none(line: bytes) -> dict[str, Any] | None:
-    try:
-        record = orjson.loads(line) if line else None
-    except orjson.JSONDecodeError:
-        return None
-    return record if isinstance(record, dict) and isinstance(record.get("type"), str) else None
 
 
 def _seq_of(line: bytes) -> int:
@@ -359,58 +348,3 @@ def _set_aside_torn_tail(path: Path) -> dict[str, Any] | None:
         side.write_bytes(fragment)
         handle.truncate(keep)
         return {"offset": keep, "bytes": len(fragment), "moved_to": side.name}
-
-
-@dataclass
-class JournalContents:
-    records: list[JournalRecord] = field(default_factory=list)
-    torn: list[TornLine] = field(default_factory=list)  # lines that are not records, skipped
-    source: str = ""
-
-    @property
-    def torn_tail(self) -> str | None:
-        """What was skipped, in one sentence; None when every line was read."""
-        if not self.torn:
-            return None
-        if len(self.torn) == 1 and self.torn[0].last:
-            return (f"{self.source}: the last line ({self.torn[0].size} bytes) has no newline: "
-                    "a write was cut short; it was skipped")
-        places = ", ".join(f"line {t.line} ({t.size} bytes at offset {t.offset})"
-                           for t in self.torn[:10])
-        more = f" and {len(self.torn) - 10} more" if len(self.torn) > 10 else ""
-        return (f"{self.source}: {len(self.torn)} line(s) are not journal records (writes cut "
-                f"short) and were skipped: {places}{more}")
-
-    def requests(self) -> list[RequestRecord]:
-        return [r for r in self.records if r["type"] == "request"]
-
-    def ends(self) -> dict[int, ResponseEndRecord]:
-        return {r["seq"]: r for r in self.records if r["type"] == "response_end"}
-
-
-def _parse(data: bytes, source: str, *, base_offset: int = 0) -> JournalContents:
-    contents = JournalContents(source=source)
-    lines = data.split(b"\n")
-    tail = lines.pop()  # b"" when the data ends with a newline
-    offset = base_offset
-    for number, line in enumerate(lines, start=1):
-        if line:
-            record = _record_or_none(line)
-            if record is not None:
-                contents.records.append(record)  # type: ignore[arg-type]
-            else:
-                contents.torn.append(TornLine(number, offset, len(line), last=False))
-        offset += len(line) + 1
-    if tail:
-        contents.torn.append(TornLine(len(lines) + 1, offset, len(tail), last=True))
-    return contents
-
-
-def read_journal(path: str | Path) -> JournalContents:
-    """Read a journal; lines that are not records (writes cut short) are skipped and listed
-    in ``torn``, never fatal."""
-    try:
-        data = Path(path).read_bytes()
-    except FileNotFoundError:
-        return JournalContents(source=str(path))
-    return _parse(data, str(path))

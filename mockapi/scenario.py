@@ -14,16 +14,15 @@ A scenario file is YAML or JSON with the same shape as the Python models:
 
 ``{name}`` in any string of a reply is a placeholder filled from the run's
 context (``render``); ``{{name}}`` is a literal ``{name}``.
+
+A scenario that cannot be used raises ``ScenarioError`` (``mockapi.scenario_errors``, which
+words each problem; re-exported here) listing every problem found in one load.
 """
 
 from __future__ import annotations
 
-import difflib
 import json
 import re
-import reprlib
-import types
-import typing
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
@@ -34,6 +33,7 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError,
 from mockapi.events import prepare
 from mockapi.matching import Match
 from mockapi.replies import Reply
+from mockapi.scenario_errors import ScenarioError, close_keys, problems_of, show
 
 __all__ = [
     "MAX_SCENARIO_BYTES",
@@ -48,16 +48,6 @@ __all__ = [
 ]
 
 SCHEMA_VERSION = 1
-
-
-class ScenarioError(ValueError):
-    """A scenario that cannot be used; ``problems`` lists every one found."""
-
-    def __init__(self, source: str, problems: list[str]):
-        self.source = source
-        self.problems = problems
-        lines = "\n".join(f"  - {p}" for p in problems)
-        super().__init__(f"invalid scenario {source}: {len(problems)} problem(s)\n{lines}")
 
 
 class Rule(BaseModel):
@@ -184,123 +174,6 @@ def _map_strings(value: Any, fn: Any) -> Any:
     return value
 
 
-_BLOCK_TYPES = ("text", "tool_use", "thinking", "redacted_thinking")
-
-
-def _location(loc: tuple[Any, ...]) -> str:
-    """A loc from pydantic as the user wrote it: rules[0].reply.text, without union tags."""
-    path = ""
-    previous: list[Any] = []
-    for part in loc:
-        after_reply = previous[-1:] == ["reply"] or (
-            len(previous) >= 2 and previous[-2] == "replies" and isinstance(previous[-1], int))
-        after_block = (len(previous) >= 2 and previous[-2] == "content"
-                       and isinstance(previous[-1], int))
-        after_union = previous[-1:] in (["kind"], ["last_user_text_contains"])
-        is_tag = (after_reply and part in ("message", "error", "raw")) or (
-            after_block and part in _BLOCK_TYPES) or (isinstance(part, str) and "[" in part) or (
-            after_union and part == "str")  # the member of `str | list[str]` that failed
-        previous.append(part)
-        if is_tag:
-            previous[-1] = None
-            continue
-        if isinstance(part, int):
-            path += f"[{part}]"
-        else:
-            path += f".{part}" if path else str(part)
-    return path or "(top level)"
-
-
-def _show(found: Any) -> str:
-    try:
-        shown = json.dumps(found, default=str)
-    except (TypeError, ValueError, RecursionError):  # non-string keys (YAML dates), cycles, depth
-        shown = reprlib.repr(found)
-    return shown if len(shown) <= 80 else shown[:77] + "..."
-
-
-def _members(annotation: Any) -> list[tuple[str | None, Any]]:
-    """The types a field's annotation may hold, each with its union tag (pydantic's ``Tag``)."""
-    found: list[tuple[str | None, Any]] = []
-    origin = typing.get_origin(annotation)
-    if origin is typing.Annotated:
-        base, *metadata = typing.get_args(annotation)
-        tags = [m.tag for m in metadata if hasattr(m, "tag")]
-        inner = _members(base)
-        if tags and len(inner) == 1:
-            return [(tags[0], inner[0][1])]
-        return inner
-    if origin in (typing.Union, types.UnionType):
-        for arg in typing.get_args(annotation):
-            found += _members(arg)
-        return found
-    return [] if annotation is type(None) else [(None, annotation)]
-
-
-def _step(annotation: Any, part: Any) -> Any:
-    """The annotation one part of a pydantic error location further in; None if unknown."""
-    if isinstance(part, str) and "[" in part:  # a validator's or union member's name
-        return annotation
-    members = _members(annotation)
-    for tag, member in members:
-        if tag is not None and tag == part:
-            return member
-    for _, member in members:
-        origin, args = typing.get_origin(member), typing.get_args(member)
-        if isinstance(part, int) and origin is list and args:
-            return args[0]
-        if isinstance(part, str) and origin is dict and len(args) == 2:
-            return args[1]
-        if isinstance(part, str) and isinstance(member, type) and issubclass(member, BaseModel) \
-                and part in member.model_fields:
-            return member.model_fields[part].annotation
-    return None
-
-
-def _keys_at(loc: tuple[Any, ...]) -> list[str]:
-    """The keys the model at ``loc`` (a location inside a scenario) accepts."""
-    annotation: Any = Scenario
-    for part in loc:
-        annotation = _step(annotation, part)
-        if annotation is None:
-            return []
-    for _, member in _members(annotation):
-        if isinstance(member, type) and issubclass(member, BaseModel):
-            return list(member.model_fields)
-    return []
-
-
-def _close(key: str, keys: list[str]) -> list[str]:
-    return difflib.get_close_matches(key, keys, n=2, cutoff=0.6)
-
-
-def _unknown_key(loc: tuple[Any, ...], where: str, value: Any) -> str:
-    """One line for a key the scenario does not know: where, what is expected, the close
-    match."""
-    key, parent = str(loc[-1]), loc[:-1]
-    keys = _keys_at(parent)
-    inside = _location(parent) if parent else "the scenario"
-    line = f"{where}: unknown key {json.dumps(key)} in {inside}"
-    if keys:
-        line += f"; expected one of {', '.join(keys)}"
-    if close := _close(key, keys):
-        line += f"; did you mean {' or '.join(json.dumps(c) for c in close)}?"
-    return f"{line} (found {_show({key: value})})"
-
-
-def _problems(error: ValidationError, *, skip_top_level: bool = False) -> list[str]:
-    problems = []
-    for e in error.errors(include_url=False):
-        if skip_top_level and not e["loc"]:
-            continue  # the model-level duplicate-id check; _duplicate_ids locates it
-        where = _location(tuple(e["loc"]))
-        if e["type"] == "extra_forbidden" and e["loc"]:
-            problems.append(_unknown_key(tuple(e["loc"]), where, e.get("input")))
-            continue
-        problems.append(f"{where}: {e['msg']} (found {_show(e.get('input'))})")
-    return problems
-
-
 def _duplicate_ids(data: dict[str, Any]) -> list[str]:
     """Every reused rule id, at the place it is reused."""
     rules = data.get("rules")
@@ -334,7 +207,7 @@ def parse_scenario(data: Any, source: str = "<scenario>") -> Scenario:
     try:
         scenario = Scenario.model_validate(data)
     except ValidationError as error:
-        problems = _problems(error, skip_top_level=bool(duplicates))
+        problems = problems_of(error, Scenario, skip_top_level=bool(duplicates))
         problems += [p for p in forms if p not in problems]
         raise ScenarioError(source, problems + duplicates) from None
     unservable = _unservable(scenario, data)
@@ -346,7 +219,7 @@ def parse_scenario(data: Any, source: str = "<scenario>") -> Scenario:
 def _one_of(where: str, value: Any, first: str, second: str, problems: list[str]) -> None:
     if isinstance(value, dict) and (value.get(first) is None) == (value.get(second) is None):
         problems.append(f"{where}: Value error, give exactly one of `{first}` or `{second}` "
-                        f"(found {_show(value)})")
+                        f"(found {show(value)})")
 
 
 def _form_problems(data: dict[str, Any]) -> list[str]:
@@ -361,7 +234,7 @@ def _form_problems(data: dict[str, Any]) -> list[str]:
         if not isinstance(rule, dict):
             continue
         misspelled = [k for k in rule if isinstance(k, str) and k not in Rule.model_fields
-                      and _close(k, ["reply", "replies"])]
+                      and close_keys(k, ["reply", "replies"])]
         if not misspelled or "reply" in rule or "replies" in rule:
             # else the misspelled key's own problem says what is missing
             _one_of(f"rules[{i}]", rule, "reply", "replies", problems)
@@ -381,7 +254,7 @@ def _form_problems(data: dict[str, Any]) -> list[str]:
                 continue
             if reply.get("text") is not None and reply.get("content"):
                 problems.append(f"{where}: Value error, give either `text` or `content`, not "
-                                f"both (found {_show(reply)})")
+                                f"both (found {show(reply)})")
             if "stall" in reply:
                 _one_of(f"{where}.stall", reply["stall"], "after_events", "before_event",
                         problems)
@@ -400,7 +273,7 @@ def _unservable(scenario: Scenario, data: dict[str, Any]) -> list[str]:
                 prepare(reply, "check")
             except (TypeError, ValueError) as error:  # orjson's errors, binascii.Error
                 problems.append(f"{where}: cannot be served: {error} "
-                                f"(found {_show(_raw_at(data, where, reply))})")
+                                f"(found {show(_raw_at(data, where, reply))})")
     return problems
 
 

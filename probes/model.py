@@ -1,5 +1,6 @@
 """The public face of ``probes.core.probe``: what your own catalog imports, with
-the MCP-server and streamed-input declarations an ``Invocation`` takes.
+the MCP-server and streamed-input declarations an ``Invocation`` takes, and ``CatalogError``:
+what a declaration raises, when the catalog loads, for a mistake in it.
 
 Catalogs (``loopprobe run --catalog FILE``) import from ``probes.model``, ``probes.checks``,
 ``probes.evidence`` and ``probes.provenance``; these names stay here whatever moves inside
@@ -7,6 +8,7 @@ Catalogs (``loopprobe run --catalog FILE``) import from ``probes.model``, ``prob
 """
 
 from probes.core.mcp import McpReply, McpServer, McpTool
+from probes.core.names import CatalogError
 from probes.core.probe import (
     HARNESS_CLASSIFIER,
     Claim,
@@ -23,6 +25,7 @@ from probes.core.streamed import PermissionAnswer, Step, StreamedInput, control_
 
 __all__ = [
     "HARNESS_CLASSIFIER",
+    "CatalogError",
     "Claim",
     "Counterfactual",
     "Hooks",

@@ -11,8 +11,8 @@ fi
 stamp="$VENV/.loopprobe-installed"
 want="$(cat "$ROOT/pyproject.toml" | sha256sum | cut -d' ' -f1)"
 if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
-  echo "setup: installing loopprobe and its test dependencies into $VENV" >&2
-  "$PY" -m pip install --quiet --disable-pip-version-check -e "$ROOT[test]"
+  echo "setup: installing loopprobe with its test and docs dependencies into $VENV" >&2
+  "$PY" -m pip install --quiet --disable-pip-version-check -e "$ROOT[test,docs]"
   echo "$want" > "$stamp"
 fi
 # every client run is contained by bubblewrap (probes refuse to run uncontained without

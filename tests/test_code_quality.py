@@ -21,7 +21,7 @@ def _run(*args: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_ruff_finds_nothing() -> None:
-    done = _run("ruff", "check", "mockapi", "probes", "tests")
+    done = _run("ruff", "check", "mockapi", "probes", "tests", "docs/hooks")
     assert done.returncode == 0, done.stdout + done.stderr
 
 

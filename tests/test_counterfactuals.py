@@ -1,9 +1,9 @@
 """Every claim's checks fail on real behaviour: each probe's counterfactuals, run on the real client.
 
-A counterfactual (probes.catalog.counterfactuals) changes a probe so that the claimed
-behaviour cannot happen; the run must still complete normally (no harness error, no
-timeout, every request scripted), and every claim it names must fail through its own
-checks. The coverage test (fast) lists the claims no counterfactual names.
+A counterfactual (declared beside its probe, built with probes.catalog.variants) changes a
+probe so that the claimed behaviour cannot happen; the run must still complete normally (no
+harness error, no timeout, every request scripted), and every claim it names must fail
+through its own checks. The coverage test (fast) lists the claims no counterfactual names.
 """
 
 from __future__ import annotations

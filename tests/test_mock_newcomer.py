@@ -24,7 +24,7 @@ from mockapi.scenario import load_scenario
 from tests.mock_process import read_line
 
 ROOT = Path(__file__).resolve().parent.parent
-README = (ROOT / "README.md").read_text()
+MOCK_PAGE = (ROOT / "docs" / "mock.md").read_text()  # where the README's mock sections went
 HEADERS = {"x-api-key": "k", "anthropic-version": "2023-06-01"}
 TIMEOUT = 10
 
@@ -195,13 +195,13 @@ def _blocks(text: str, info: str) -> list[str]:
 
 
 def _fence(command: str) -> str:
-    """The README's shell block that holds ``command``."""
-    return next(b for b in _blocks(README, "sh") if command in b)
+    """The mock page's shell block that holds ``command``."""
+    return next(b for b in _blocks(MOCK_PAGE, "sh") if command in b)
 
 
-def test_the_readme_documents_the_scenario_endpoint_with_a_curl_that_works(
+def test_the_mock_page_documents_the_scenario_endpoint_with_a_curl_that_works(
         mock_api: Any) -> None:
-    section = README[README.index("### Changing the scenario of a running mock"):]
+    section = MOCK_PAGE[MOCK_PAGE.index("## Changing the scenario of a running mock"):]
     assert "application/yaml" in section and "application/json" in section
     block = _fence("/_mock/scenario")
     curls = [c for c in block.split("\n\n") if "curl" in c and "/_mock/scenario" in c]
@@ -260,23 +260,23 @@ def test_serve_journal_option_still_wins(serve: Any, tmp_path: Path) -> None:
     assert not (tmp_path / "state").exists()
 
 
-def test_the_readme_client_section_serves_its_scenarios(serve: Any, tmp_path: Path,
-                                                         mock_api: Any) -> None:
-    """The README's standalone examples: the SDK lines get the scripted text from `serve`
+def test_the_mock_page_client_section_serves_its_scenarios(serve: Any, tmp_path: Path,
+                                                            mock_api: Any) -> None:
+    """The mock page's standalone examples: the SDK lines get the scripted text from `serve`
     with hello.yaml; claude.yaml answers Claude Code's main loop from its rule and a side
     request with the built-in reply; the Claude Code line sets what the harness sets."""
-    section = README[README.index("### Pointing a real client at the mock"):]
-    section = section[:section.index("\n### ", 4)]
+    section = MOCK_PAGE[MOCK_PAGE.index("## Pointing a real client at the mock"):]
+    section = section[:section.index("\n## ", 4)]
     hello_text, claude_text = _blocks(section, "yaml")
-    hello = parse_scenario(yaml.safe_load(hello_text), "README")
-    claude = parse_scenario(yaml.safe_load(claude_text), "README")
+    hello = parse_scenario(yaml.safe_load(hello_text), "docs/mock.md")
+    claude = parse_scenario(yaml.safe_load(claude_text), "docs/mock.md")
     assert (hello.classifier, claude.classifier) == ("plain", "claude-code")
     commands = _fence("claude -p")
     assert "loopprobe serve --scenario claude.yaml" in commands
     from probes.clients.claude_code import ClaudeCode
     from probes.sandbox.folders import Sandbox
     harness = ClaudeCode(tmp_path / "cache").environment(
-        Sandbox.create(tmp_path / "box", "readme"), "http://mock")
+        Sandbox.create(tmp_path / "box", "docs"), "http://mock")
     for name in ("ANTHROPIC_BASE_URL", "ANTHROPIC_API_KEY",
                  "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "DISABLE_AUTOUPDATER",
                  "DISABLE_TELEMETRY", "DISABLE_ERROR_REPORTING"):
@@ -296,7 +296,7 @@ def test_the_readme_client_section_serves_its_scenarios(serve: Any, tmp_path: Pa
     url = line.split()[3]
     (sdk,) = _blocks(section, "py")
     namespace: dict[str, Any] = {}
-    exec(compile(sdk.replace("http://127.0.0.1:8080", url), "README.md", "exec"), namespace)
+    exec(compile(sdk.replace("http://127.0.0.1:8080", url), "docs/mock.md", "exec"), namespace)
     assert namespace["reply"].content[0].text == "Hello from the mock"
 
 

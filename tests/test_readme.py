@@ -1,4 +1,6 @@
-"""The README's examples run as tests."""
+"""The README is a front door: it starts with the two scripts, offers the four jobs, runs its
+example and keeps its generated table true. (Every code block of it, CONTRIBUTING.md and
+docs/ is run or checked by tests/test_docs_snippets.py.)"""
 
 from __future__ import annotations
 
@@ -6,9 +8,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-from mockapi import ScenarioError, load_scenario, parse_scenario
-
-README = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+ROOT = Path(__file__).resolve().parent.parent
+README = (ROOT / "README.md").read_text()
+JOBS = ("Verify what a client version does", "Find what changed between two versions",
+        "Mock the Messages API in your own tests", "Probe your own setup")
 
 
 def _blocks(language: str) -> list[str]:
@@ -37,23 +40,18 @@ def test_readme_python_example_passes(mock_api) -> None:
         test(mock_api)  # type: ignore[operator]
 
 
-def test_readme_yaml_is_the_shipped_example() -> None:
-    shipped = load_scenario(Path(__file__).resolve().parent.parent /
-                            "examples/scenarios/tool-then-text.yaml")
-    import yaml
-    (block,) = [b for b in _blocks("yaml") if b.startswith("name: tool-then-text")]
-    assert parse_scenario(yaml.safe_load(block)).rules == shipped.rules
-
-
-def test_readme_error_listing_is_what_the_loader_says() -> None:
-    shown = next(b for b in _blocks("") if b.startswith("invalid scenario"))
-    try:
-        parse_scenario({"rules": [{"match": {"turn": "one"}, "reply": {"text": "x"}},
-                                  {"match": {}}]}, "bad.yaml")
-    except ScenarioError as error:
-        assert str(error).strip() == shown.strip()
-    else:
-        raise AssertionError("the README's bad scenario was accepted")
+def test_readme_starts_with_the_two_scripts_then_the_four_jobs() -> None:
+    lines = README.splitlines()
+    assert len(lines) <= 250, f"README.md has {len(lines)} lines: move detail into docs/"
+    first = README[:README.index("\n## ")]
+    assert "./scripts/probe" in first and "./scripts/test" in first
+    assert first.index("./scripts/probe") < first.index("./scripts/test")
+    headings = [line[4:] for line in lines if line.startswith("### ")]
+    assert headings[:4] == list(JOBS)
+    for job in JOBS:  # each job links into the docs
+        section = README[README.index(f"### {job}"):]
+        section = section[:section.index("\n#", 4)]
+        assert "](docs/" in section, job
 
 
 def test_readme_commands_exist() -> None:

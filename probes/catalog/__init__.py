@@ -5,8 +5,6 @@ May import: ``probes.core`` only (a catalog is declarations).
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 from probes.catalog import (
     goal,
     mcp_tools,
@@ -19,70 +17,64 @@ from probes.catalog import (
     tool_result_resume,
     tool_scheduling,
 )
-from probes.catalog.counterfactuals import COUNTERFACTUALS
-from probes.core.probe import Probe, ReportSpec
+from probes.core.probe import ReportSpec
 
 __all__ = ["REPORTS", "find_report"]
-
-
-def _attached(*probes: Probe) -> tuple[Probe, ...]:
-    """The probes with their counterfactuals (probes.catalog.counterfactuals) attached."""
-    return tuple(replace(p, counterfactuals=COUNTERFACTUALS.get(p.name, ())) for p in probes)
 
 
 REPORTS: tuple[ReportSpec, ...] = (
     ReportSpec(
         name="agent-loop-tool-result-resume",
         title="Agent loop: tool feedback, resume, manual compaction and fork",
-        probes=_attached(tool_result_resume.PROBE),
+        probes=(tool_result_resume.PROBE,),
         summary="One isolated session: a Read tool_use answered by the client with a paired "
                 "tool_result, resumed, compacted by /compact and forked.",
     ),
     ReportSpec(
         name="runtime-controls",
         title="Runtime controls: Stop hook re-entry and max turns",
-        probes=_attached(runtime_controls.STOP_PROBE, runtime_controls.MAX_TURNS_PROBE),
+        probes=(runtime_controls.STOP_PROBE, runtime_controls.MAX_TURNS_PROBE),
         summary="How a blocking Stop hook and --max-turns change when the loop ends.",
     ),
     ReportSpec(
         name="subagent-loop",
         title="Subagents: an isolated child loop and notification feedback",
-        probes=_attached(subagents.PROBE),
+        probes=(subagents.PROBE,),
         summary="The parent launches a project agent; the child runs its own loop "
                 "and its result returns to the parent as a task notification.",
     ),
     ReportSpec(
         name="tool-scheduling",
         title="Tool scheduling: streaming start, concurrency, barriers, pairing",
-        probes=_attached(tool_scheduling.STREAMING_PROBE, tool_scheduling.BATCH_PROBE,
-                         tool_scheduling.PAIRING_PROBE),
+        probes=(tool_scheduling.STREAMING_PROBE, tool_scheduling.BATCH_PROBE,
+                tool_scheduling.PAIRING_PROBE),
         summary="When tools start relative to the stream, which calls overlap, which wait, "
                 "and how results find their calls.",
     ),
     ReportSpec(
         name="tool-pipeline",
         title="Tool pipeline: unknown tools, invalid input, denials, failures, rewritten input",
-        probes=_attached(tool_pipeline.PROBE),
+        probes=(tool_pipeline.PROBE,),
         summary="Each way a single call can go wrong, and a hook changing its input.",
     ),
     ReportSpec(
         name="recovery",
         title="Recovery: max_tokens, malformed tool use, thinking-only, prompt too long, "
               "compaction, retries, fallback model",
-        probes=_attached(*recovery.PROBES),
+        probes=recovery.PROBES,
         summary="The loop's branches that send another request for the same turn.",
     ),
     ReportSpec(
         name="termination",
         title="Termination: Stop-hook cap, max turns, budget, hook-made terminal reasons",
-        probes=_attached(*termination.PROBES),
+        probes=termination.PROBES,
         summary="What ends the loop, and what the final result says about it.",
     ),
     ReportSpec(
         name="streamed-input",
         title="Streamed input: mid-turn messages, interrupts, permission prompts, "
               "model and mode changes",
-        probes=_attached(*streamed_input.PROBES),
+        probes=streamed_input.PROBES,
         summary="The caller keeps writing stream-json while the loop runs, as the Agent SDK "
                 "does: what reaches the model, what an interrupt ends, what the caller's "
                 "permission answers do.",
@@ -90,14 +82,14 @@ REPORTS: tuple[ReportSpec, ...] = (
     ReportSpec(
         name="goal",
         title="/goal: an evaluator request decides whether the loop ends",
-        probes=_attached(goal.PROBE),
+        probes=(goal.PROBE,),
         summary="A goal set with /goal is a Stop hook judged by the model: one evaluator "
                 "request after each turn, its verdict sends the model back or ends the run.",
     ),
     ReportSpec(
         name="mcp",
         title="MCP tools: output rewriting, tool list refresh, a server that dies or hangs",
-        probes=_attached(*mcp_tools.PROBES),
+        probes=mcp_tools.PROBES,
         summary="The harness's own MCP server attached over stdio, with scripted tools; "
                 "PostToolUse rewriting on MCP and built-in tools.",
     ),

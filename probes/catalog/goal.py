@@ -13,9 +13,10 @@ from typing import Any
 
 from mockapi import Match, Rule, Scenario, text
 from probes.catalog.common import body_text, check_ended, last_user_locations
+from probes.catalog.variants import answering, with_rules, with_runs
 from probes.core.checks import Checks
 from probes.core.evidence import Evidence
-from probes.core.probe import Claim, Invocation, Probe
+from probes.core.probe import Claim, Counterfactual, Invocation, Probe
 from probes.core.provenance import from_analysis
 
 __all__ = ["ACHIEVED", "CONDITION", "EVALUATOR_SYSTEM", "GOAL_CLAIM", "IMPOSSIBLE_ANSWER",
@@ -150,4 +151,19 @@ PROBE = Probe(
     boundaries=("/goal in print mode with the prompt as the command; the evaluator's verdicts "
                 "are scripted JSON texts (the real service would answer under the request's "
                 "output_config json_schema).",),
+    counterfactuals=(
+        Counterfactual(
+            "no-goal",
+            "The same prompts without /goal: no stop condition is set, so there is nothing to "
+            "evaluate and each run ends after its first answer.",
+            (GOAL_CLAIM, IMPOSSIBLE_CLAIM),
+            lambda p: with_runs(p, changes={i.name: {"prompt": i.prompt.removeprefix("/goal ")}
+                                            for i in p.invocations})),
+        Counterfactual(
+            "met-at-once",
+            "The evaluator answers 'met' to the first answer: the model is never sent back.",
+            (GOAL_CLAIM,),
+            lambda p: with_runs(with_rules(p, [answering(p, "not-met", text(
+                '{"ok": true, "reason": "met at once"}'))]), keep=("achieved",))),
+    ),
 )

@@ -8,14 +8,16 @@ evidence beside the journal. PostToolUse rewriting is probed on an MCP tool
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from mockapi import Match, Rule, Scenario, text, tool_use
 from probes.catalog.common import check_ended
+from probes.catalog.variants import recording_hooks, with_runs
 from probes.core.checks import Checks
 from probes.core.evidence import Evidence, blocks_of_type
 from probes.core.mcp import McpReply, McpServer, McpTool
-from probes.core.probe import Claim, Hooks, Invocation, Probe
+from probes.core.probe import Claim, Counterfactual, Hooks, Invocation, Probe
 from probes.core.provenance import from_analysis, project_expectation
 from probes.core.streamed import Step, StreamedInput, user_message
 
@@ -167,6 +169,24 @@ REWRITE_PROBE = Probe(
                 "(tool_use_result in stream-json); a string is not that shape.",
                 "Whether the client adds a hook error attachment for the invalid output is "
                 "not checked: nothing in the next request names one."),
+    counterfactuals=(
+        Counterfactual(
+            "hooks-record-only",
+            "The PostToolUse hook only records and answers nothing: no output can be replaced.",
+            (UPDATED_CLAIM, MCP_REWRITE_CLAIM),
+            recording_hooks),
+        Counterfactual(
+            "valid-output",
+            "The hook's output for bad.txt is shaped as Read's output, so it fits the schema and "
+            "the original cannot be kept.",
+            (INVALID_CLAIM,),
+            lambda p: replace(p, hooks=Hooks({"PostToolUse": [
+                {"action": "output", "tools": ["Read"], "input_contains": "bad.txt", "output": {
+                    "hookSpecificOutput": {"hookEventName": "PostToolUse", "updatedToolOutput": {
+                        "type": "text", "file": {"filePath": "{workspace}/bad.txt",
+                                                 "content": "NOT_A_READ_OUTPUT\n", "numLines": 1,
+                                                 "startLine": 1, "totalLines": 1}}}}}]}))),
+    ),
 )
 
 
@@ -204,6 +224,17 @@ def check_refresh(ev: Evidence, c: Checks) -> None:
                 prefix="result")
 
 
+def _server(probe: Probe, tool: str, *replies: McpReply) -> Probe:
+    """``probe`` whose MCP server answers ``tool`` with ``replies`` instead."""
+    server = SERVER
+    if tool not in [t.name for t in server.tools]:
+        raise KeyError(f"the MCP server has no tool {tool!r}")
+    changed = McpServer(tuple(replace(t, replies=replies) if t.name == tool else t
+                              for t in server.tools), server.name)
+    return with_runs(probe, changes={i.name: {"mcp": changed} for i in probe.invocations
+                                     if i.mcp is not None})
+
+
 REFRESH_PROBE = Probe(
     name="mcp-tool-list-refresh",
     title="An MCP server changes its tool list: the next turn offers the new one",
@@ -236,6 +267,11 @@ REFRESH_PROBE = Probe(
     fingerprinted=False,
     boundaries=("Two turns of one streamed session; the server changes its list while "
                 "answering the first turn's call.",),
+    counterfactuals=(Counterfactual(
+        "list-unchanged",
+        "The server answers the call without changing its tool list: there is nothing to refresh.",
+        (REFRESH_CLAIM,),
+        lambda p: _server(p, "lookup", McpReply(text="MCP_LOOKUP_RESULT"))),),
 )
 
 
@@ -325,6 +361,18 @@ FAILURE_PROBE = Probe(
     fingerprinted=False,
     boundaries=(f"The hang is bounded by MCP_TOOL_TIMEOUT={TIMEOUT_MS} ms, the behaviour "
                 "under test; the client's default MCP timeout is not probed.",),
+    counterfactuals=(
+        Counterfactual(
+            "crasher-answers",
+            "The server answers the call instead of exiting: there is no failure to report.",
+            (CRASH_CLAIM,),
+            lambda p: _server(p, "crasher", McpReply(text="CRASHER_ANSWERED"))),
+        Counterfactual(
+            "hanger-answers",
+            "The server answers the call at once: nothing can time out.",
+            (TIMEOUT_CLAIM,),
+            lambda p: _server(p, "hanger", McpReply(text="HANGER_ANSWERED"))),
+    ),
 )
 
 

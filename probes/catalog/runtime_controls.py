@@ -8,9 +8,10 @@ from typing import Any
 from mockapi import Match, Rule, Scenario, text, tool_use
 from mockapi.records import RequestRecord
 from probes.catalog.common import body_text, check_ended, last_user_locations
+from probes.catalog.variants import recording_hooks, with_runs
 from probes.core.checks import Checks
 from probes.core.evidence import Evidence
-from probes.core.probe import Claim, Hooks, Invocation, Probe
+from probes.core.probe import Claim, Counterfactual, Hooks, Invocation, Probe
 from probes.core.provenance import from_analysis
 
 __all__ = ["FIRST_ANSWER", "MAX_CLAIM", "MAX_FILE_MARKER", "MAX_PROMPT", "MAX_TOOL_ID", "MAX_TURNS_PROBE",
@@ -141,6 +142,14 @@ STOP_PROBE = Probe(
     check=check_stop_hook,
     boundaries=("Shows one block followed by an allow; the cap on consecutive blocks is "
                 "probed separately (termination report).",),
+    counterfactuals=(
+        Counterfactual(
+            "stop-hook-allows",
+            "The Stop hook only records and never blocks, so the first answer ends the run: no "
+            "feedback request, no re-entry.",
+            (STOP_CLAIM,),
+            recording_hooks),
+    ),
 )
 
 MAX_TURNS_PROBE = Probe(
@@ -166,5 +175,13 @@ MAX_TURNS_PROBE = Probe(
     invocations=(Invocation("max-turns", MAX_PROMPT, max_turns=1),),
     check=check_max_turns,
     boundaries=("N = 1 only; counting over several turns is in the termination report.",),
+    counterfactuals=(
+        Counterfactual(
+            "no-turn-limit",
+            "The run has no --max-turns, so after the Read the loop makes its second request and "
+            "ends with the scripted answer (success).",
+            (MAX_CLAIM,),
+            lambda p: with_runs(p, changes={"max-turns": {"max_turns": None}})),
+    ),
 )
 

@@ -7,9 +7,10 @@ from typing import Any
 
 from mockapi import Match, Rule, Scenario, text, tool_use
 from probes.catalog.common import body_text, check_ended, last_user_locations
+from probes.catalog.variants import answering, with_rules
 from probes.core.checks import Checks
 from probes.core.evidence import Evidence, Location, block_text, blocks_of_type, locate, messages
-from probes.core.probe import Claim, Invocation, Probe
+from probes.core.probe import Claim, Counterfactual, Invocation, Probe
 from probes.core.provenance import from_analysis
 
 __all__ = ["CHILD_AGENT", "CHILD_DEFINITION", "CHILD_PROMPT", "CHILD_RESULT", "CHILD_SYSTEM", "FEEDBACK",
@@ -113,6 +114,12 @@ def _block_text_at(record: Mapping[str, Any], loc: Location) -> str:
     return block_text(block)
 
 
+def _foreground(p: Probe) -> Probe:
+    launch = {**LAUNCH_INPUT, "run_in_background": False}
+    return with_rules(p, [answering(p, "launch-agent", tool_use("Agent", launch, id=TOOL_ID)),
+                          answering(p, "launch-task", tool_use("Task", launch, id=TOOL_ID))])
+
+
 PROBE = Probe(
     name="subagent-loop",
     title="A subagent runs its own loop and reports back by notification",
@@ -164,5 +171,20 @@ PROBE = Probe(
         "answer; built-in agents, worktrees and nested subagents are not exercised.",
         "Background execution is whatever the client does by default; run_in_background is "
         "not set.",
+    ),
+    counterfactuals=(
+        Counterfactual(
+            "no-launch",
+            "The parent model answers with text instead of launching the agent, so no child loop "
+            "runs and nothing is notified: one parent request.",
+            (ISOLATION, FEEDBACK),
+            lambda p: with_rules(p, [answering(p, "launch-agent", text(PARENT_OK)),
+                                     answering(p, "launch-task", text(PARENT_OK))])),
+        Counterfactual(
+            "foreground-agent",
+            "The parent launches the agent with run_in_background false, so the child's result "
+            "comes back as the Agent call's own tool_result, not as a later task notification.",
+            (FEEDBACK,),
+            _foreground),
     ),
 )

@@ -10,9 +10,10 @@ from typing import Any
 
 from mockapi import Match, Message, Rule, Scenario, ToolUseBlock, text
 from probes.catalog.common import check_ended
+from probes.catalog.variants import answering, scripted_rule, with_rules, with_runs, without_hook_rules
 from probes.core.checks import Checks
 from probes.core.evidence import Evidence, blocks_of_type
-from probes.core.probe import Claim, Hooks, Invocation, Probe
+from probes.core.probe import Claim, Counterfactual, Hooks, Invocation, Probe
 from probes.core.provenance import from_analysis
 
 __all__ = ["DENIED", "FAILED", "IDS", "INVALID", "PROBE", "REWRITTEN", "UNKNOWN", "check"]
@@ -126,6 +127,15 @@ def _first(prompt: str, *calls: ToolUseBlock) -> Rule:
                 reply=Message(content=list(calls)))
 
 
+def _with_calls(p: Probe, rule_id: str, **changed: ToolUseBlock) -> Rule:
+    """The rule's single message with the calls of the given IDS keys replaced."""
+    old = scripted_rule(p, rule_id).reply
+    assert isinstance(old, Message)
+    blocks = {IDS[key]: block for key, block in changed.items()}
+    return answering(p, rule_id, Message(content=[
+        blocks.get(b.id or "", b) if isinstance(b, ToolUseBlock) else b for b in old.content]))
+
+
 PROBE = Probe(
     name="tool-pipeline",
     title="Every tool path ends in a paired tool_result and the loop continues",
@@ -207,5 +217,61 @@ PROBE = Probe(
         "server is configured, so it is not exercised.",
         "Unparsable (not only schema-breaking) tool input is not sent here: invalid JSON inside "
         "a stream makes the client fall back to a non-streaming request instead.",
+    ),
+    counterfactuals=(
+        Counterfactual(
+            "known-tool",
+            "The call names Read, a tool that exists, with valid input, so there is no unknown "
+            "tool to report: it runs and succeeds.",
+            (UNKNOWN,),
+            lambda p: with_runs(with_rules(p, [_with_calls(
+                p, "unknown_tool_prompt-calls", unknown=ToolUseBlock(
+                    name="Read", id=IDS["unknown"],
+                    input={"file_path": "{workspace}/kept.txt"}))]),
+                                keep=("unknown",))),
+        Counterfactual(
+            "valid-input",
+            "The Read's file_path is a string naming a fixture, so the input fits the schema: no "
+            "validation error, and the call passes through the hooks to the tool.",
+            (INVALID,),
+            lambda p: with_runs(with_rules(p, [_with_calls(
+                p, "invalid_input_prompt-calls", invalid=ToolUseBlock(
+                    name="Read", id=IDS["invalid"],
+                    input={"file_path": "{workspace}/kept.txt"}))]),
+                                keep=("invalid",))),
+        Counterfactual(
+            "nothing-denies",
+            "No PreToolUse hook denies the Write and no settings rule denies the Bash, so both run: "
+            "no error results, and both files are created.",
+            (DENIED,),
+            lambda p: with_runs(without_hook_rules(p, "PreToolUse", "deny"), keep=("denied",),
+                                changes={"denied": {"settings": None}})),
+        Counterfactual(
+            "bash-succeeds",
+            "The Bash after the Edit exits 0, so no tool fails and no error result is given.",
+            (FAILED,),
+            lambda p: with_runs(with_rules(p, [_with_calls(
+                p, "failing_tool_prompt-calls", failing=ToolUseBlock(
+                    name="Bash", id=IDS["failing"],
+                    input={"command": "echo failing; exit 0", "description": "succeed"}))]),
+                                keep=("failing",))),
+        Counterfactual(
+            "edit-does-not-apply",
+            "The Edit's old_string is not in the file, so the Edit itself fails: there is no "
+            "earlier side effect for the failing Bash to leave in place.",
+            (FAILED,),
+            lambda p: with_runs(with_rules(p, [_with_calls(
+                p, "failing_tool_prompt-calls", edit=ToolUseBlock(
+                    name="Edit", id=IDS["edit"],
+                input={"file_path": "{workspace}/kept.txt", "old_string": "NOT_IN_THE_FILE",
+                       "new_string": "EDITED_BEFORE_FAILURE"}))]),
+                                keep=("failing",))),
+        Counterfactual(
+            "no-input-rewrite",
+            "No PreToolUse hook rewrites the Read's input, so the tool reads the file the model "
+            "asked for.",
+            (REWRITTEN,),
+            lambda p: with_runs(without_hook_rules(p, "PreToolUse", "update_input"),
+                                keep=("rewritten",))),
     ),
 )

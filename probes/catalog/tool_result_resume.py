@@ -9,9 +9,10 @@ from __future__ import annotations
 
 from mockapi import Match, Rule, Scenario, text, tool_use
 from probes.catalog.common import body_text, check_ended, last_user_locations, tool_pairs
+from probes.catalog.variants import answering, with_rules, with_runs
 from probes.core.checks import Checks
 from probes.core.evidence import Evidence, blocks_of_type, locate
-from probes.core.probe import Claim, Invocation, Probe
+from probes.core.probe import Claim, Counterfactual, Invocation, Probe
 from probes.core.provenance import from_analysis
 
 __all__ = ["CLAIMS", "COMPACTED", "FEEDBACK", "FILE_MARKER", "FINAL", "FIXTURE", "FORK", "FORKED",
@@ -283,5 +284,45 @@ PROBE = Probe(
         "The fork request also carries the fixture's content re-attached as a "
         "<system-reminder> text; the checks only require the old tool_use id and result to "
         "be gone, not every trace of the file.",
+    ),
+    counterfactuals=(
+        Counterfactual(
+            "text-only-answer",
+            "The model answers the first prompt with text only (no tool_use), so no tool runs, no "
+            "tool_result returns and the loop makes a single request.",
+            (FEEDBACK,),
+            lambda p: with_runs(with_rules(p, [answering(p, "initial-read", text(FINAL))]),
+                                keep=("initial",))),
+        Counterfactual(
+            "fresh-session",
+            "The resume run starts a new session instead of resuming the first, so its request "
+            "cannot hold the first prompt, the tool exchange or the first answer.",
+            (RESUMED,),
+            lambda p: with_runs(p, keep=("initial", "resume"),
+                                changes={"resume": {"session": "new", "resume_from": None}})),
+        Counterfactual(
+            "ordinary-prompt-instead-of-compact",
+            "The compact run sends an ordinary prompt instead of /compact, so nothing asks for "
+            "a summary and no compact boundary can be emitted or recorded.",
+            (COMPACTED,),
+            lambda p: with_runs(
+                with_rules(p, added=[Rule(id="no-compact-answer",
+                                          match=Match(last_user_text_contains="AGENT_LOOP_NO_COMPACT"),
+                                          reply=text("NOT_COMPACTED"))]),
+                keep=("initial", "compact"),
+                changes={"compact": {"prompt": "AGENT_LOOP_NO_COMPACT_MARKER"}})),
+        Counterfactual(
+            "resume-without-fork",
+            "The last run resumes the compacted session without --fork-session, so it keeps the "
+            "original session id and appends to the original transcript.",
+            (FORKED,),
+            lambda p: with_runs(p, changes={"fork": {"fork": False}})),
+        Counterfactual(
+            "fork-before-compaction",
+            "The session is forked without the /compact run before it, so there is no summary to "
+            "keep and the fork's request still holds the first prompt, the tool exchange and the "
+            "first answer.",
+            (FORKED,),
+            lambda p: with_runs(p, keep=("initial", "resume", "fork"))),
     ),
 )

@@ -9,14 +9,16 @@ milliseconds.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from mockapi import Match, Message, Rule, Scenario, ToolUseBlock, text
 from mockapi.replies import StreamStall
 from probes.catalog.common import check_ended, tool_pairs
+from probes.catalog.variants import answering, scripted_rule, with_rules
 from probes.core.checks import Checks
 from probes.core.evidence import Evidence, blocks_of_type
-from probes.core.probe import Claim, Hooks, Invocation, Probe
+from probes.core.probe import Claim, Counterfactual, Hooks, Invocation, Probe
 from probes.core.provenance import from_analysis
 
 __all__ = [
@@ -105,6 +107,14 @@ def check_streaming(ev: Evidence, c: Checks) -> None:
     check_ended(c, STREAMING, ev, "stream", final_text="STREAMING_DONE", prefix="result")
 
 
+def _block_held_open(p: Probe) -> Probe:
+    held = Message(content=[ToolUseBlock(name="Read", id=STREAM_TOOL,
+                                         input={"file_path": "{workspace}/early.txt"})],
+                   stall=StreamStall(before_event="content_block_stop",
+                                     seconds=HOLD_SECONDS))
+    return with_rules(p, [answering(p, "held-tool-use", held)])
+
+
 STREAMING_PROBE = Probe(
     name="streaming-tool-start",
     title="A tool_use block is executed as soon as it is complete, before the message ends",
@@ -130,6 +140,15 @@ STREAMING_PROBE = Probe(
     invocations=(Invocation("stream", STREAM_PROMPT),),
     check=check_streaming,
     boundaries=("One Read; tools whose permission needs a prompt are not covered.",),
+    counterfactuals=(
+        Counterfactual(
+            "block-held-open",
+            f"The mock holds the tool_use block itself open for {HOLD_SECONDS}s (before its "
+            "content_block_stop) and then ends the message at once, so the block is complete only "
+            "when the message ends: the tool cannot run while the message still streams.",
+            (STREAMING,),
+            _block_held_open),
+    ),
 )
 
 # ---- concurrency and barriers -------------------------------------------------------
@@ -201,6 +220,29 @@ def _use(key: str, name: str, **tool_input: Any) -> ToolUseBlock:
     return ToolUseBlock(name=name, id=IDS[key], input=tool_input)
 
 
+_BATCH_ORDER = ("read_a", "grep", "read_b", "edit", "read_c", "bash")
+
+
+def _no_barrier(p: Probe) -> Probe:
+    batch = scripted_rule(p, "batch").reply
+    assert isinstance(batch, Message)
+    safe = ToolUseBlock(name="Read", id=IDS["edit"], input={"file_path": "{workspace}/b.txt"})
+    content = [safe if isinstance(b, ToolUseBlock) and b.id == IDS["edit"] else b
+               for b in batch.content]
+    return with_rules(p, [answering(p, "batch", Message(content=content))])
+
+
+def _one_call_per_response(p: Probe) -> Probe:
+    batch = scripted_rule(p, "batch").reply
+    assert isinstance(batch, Message)
+    blocks = {b.id: b for b in batch.content if isinstance(b, ToolUseBlock)}
+    calls = [blocks[IDS[key]] for key in _BATCH_ORDER]
+    chain = [Rule(id=f"after-{key}", match=Match(tool_result_for=IDS[key]),
+                  reply=Message(content=[call]))
+             for key, call in zip(_BATCH_ORDER, calls[1:], strict=False)]
+    return with_rules(p, [answering(p, "batch", Message(content=[calls[0]]))], added=chain)
+
+
 BATCH_PROBE = Probe(
     name="tool-batch-scheduling",
     title="Concurrency-safe calls overlap; an unsafe call is a barrier",
@@ -252,6 +294,21 @@ BATCH_PROBE = Probe(
         "on every run).",
         "Edit is preceded by a Read of the same file in the same batch, as Edit requires.",
     ),
+    counterfactuals=(
+        Counterfactual(
+            "one-call-per-response",
+            "The six calls come one per response, each after the previous result, so no two of "
+            "them can run at the same time.",
+            (CONCURRENCY,),
+            _one_call_per_response),
+        Counterfactual(
+            "read-instead-of-edit",
+            "The Edit is replaced by a Read of the same file (same id): every call before the Bash "
+            "is concurrency-safe, so nothing makes the calls around it wait, and nothing edits "
+            "the file the Bash shows.",
+            (BARRIER,),
+            _no_barrier),
+    ),
 )
 
 # ---- pairing out of order -------------------------------------------------------------
@@ -286,6 +343,13 @@ def check_pairing(ev: Evidence, c: Checks) -> None:
     check_ended(c, PAIRING, ev, "pair", final_text="PAIR_DONE", prefix="result")
 
 
+def _same_id(p: Probe) -> Probe:
+    both = Message(content=[
+        ToolUseBlock(name="Read", id=SLOW, input={"file_path": "{workspace}/slow.txt"}),
+        ToolUseBlock(name="Read", id=SLOW, input={"file_path": "{workspace}/fast.txt"})])
+    return with_rules(p, [answering(p, "two-reads", both)])
+
+
 PAIRING_PROBE = Probe(
     name="result-pairing",
     title="Results pair by tool_use_id whatever the completion order",
@@ -307,4 +371,21 @@ PAIRING_PROBE = Probe(
     invocations=(Invocation("pair", PAIR_PROMPT),),
     check=check_pairing,
     boundaries=("The completion order is forced by a PreToolUse hook that delays the first call.",),
+    counterfactuals=(
+        Counterfactual(
+            "same-id-twice",
+            "Both Read calls carry the same tool_use id, so their results cannot be told apart by "
+            "id: no call has the fast call's id, and one id cannot carry both files' results.",
+            (PAIRING,),
+            _same_id),
+        Counterfactual(
+            "calls-finish-in-order",
+            "The hook delays the second call instead of the first, so the calls finish in the "
+            "order they were issued: pairing by id cannot be told from pairing by completion "
+            "order, and the setup the claim needs is missing.",
+            (PAIRING,),
+            lambda p: replace(p, hooks=Hooks({"PreToolUse": [
+                {"action": "record", "input_contains": "slow.txt", "sleep": 0.1},
+                {"action": "record", "input_contains": "fast.txt", "sleep": 2.0}]}))),
+    ),
 )

@@ -11,7 +11,7 @@ from pathlib import Path
 from probes.catalog import REPORTS
 from probes.cli.common import HarnessInputError, did_you_mean
 from probes.clients import parse_client_spec
-from probes.core.probe import ReportSpec
+from probes.core.probe import CatalogError, ReportSpec
 from probes.sandbox.folders import fixture_problem
 
 __all__ = ["catalog_for", "load_catalog", "names", "select"]
@@ -34,6 +34,8 @@ def load_catalog(name: str | None) -> tuple[ReportSpec, ...]:
             spec.loader.exec_module(module)
         else:
             module = importlib.import_module(name)
+    except CatalogError as error:  # a declaration's mistake, found as the module loaded
+        raise HarnessInputError(f"--catalog {name!r}: {error}") from None
     except Exception as error:  # the user's module: any failure of it is their input's
         where = f" (line {error.lineno})" if isinstance(error, SyntaxError) else ""
         raise HarnessInputError(f"--catalog {name!r}: expected a module defining REPORTS, "

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from probes.core.mcp import McpServer
-from probes.core.names import simple_name_problem
+from probes.core.names import CatalogError, described, simple_name_problem
 from probes.core.streamed import StreamedInput
 
 __all__ = ["CAPABILITIES", "Hooks", "Invocation"]
@@ -79,7 +79,27 @@ class Invocation:
         # its runs' artefacts are kept in a folder of this name (runs/<name>/, mcp/<name>.jsonl)
         problem = simple_name_problem("invocation", self.name)
         if problem:
-            raise ValueError(problem)
+            raise CatalogError(problem)
+        owner = f"Invocation {self.name!r}"
+        if not isinstance(self.prompt, str):
+            raise CatalogError(f"{owner}: prompt must be a string, got {described(self.prompt)}")
+        if self.session not in ("new", "resume", "none"):
+            raise CatalogError(f"{owner}: session must be 'new', 'resume' or 'none', got "
+                               f"{described(self.session)}")
+        if (self.session == "resume") != (self.resume_from is not None):
+            raise CatalogError(f"{owner}: resume_from names the invocation resumed, with "
+                               f"session='resume' only; got session={self.session!r}, "
+                               f"resume_from={self.resume_from!r}")
+        if self.tools is not None and not (isinstance(self.tools, tuple | list)
+                                           and all(isinstance(x, str) for x in self.tools)):
+            raise CatalogError(f"{owner}: tools must be a tuple of tool names or None, got "
+                               f"{described(self.tools)}")
+        if not isinstance(self.streamed, StreamedInput | None):
+            raise CatalogError(f"{owner}: streamed must be a StreamedInput(...) or None, got "
+                               f"{described(self.streamed)}")
+        if not isinstance(self.mcp, McpServer | None):
+            raise CatalogError(f"{owner}: mcp must be an McpServer(...) or None, got "
+                               f"{described(self.mcp)}")
 
     def capabilities(self) -> set[str]:
         """What a client must support to run this invocation."""

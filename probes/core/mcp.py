@@ -1,6 +1,7 @@
 """A probe's MCP server: its scripted tools, how the client is told of it, what it served.
 
-Declarations only (a leaf but for the name check: the probe model imports it). The server
+Declarations only (a leaf but for the name check and its ``CatalogError``: the probe model
+imports it). The server
 itself is ``probes/inside/mcp_server.py``, run in the client's sandbox on the harness's MCP runtime
 (``probes.run.mcp_runtime``); it reports one JSON line per event to the harness's collector
 (``probes.run.collector``).
@@ -13,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from probes.core.names import simple_name_problem
+from probes.core.names import CatalogError, simple_name_problem
 
 __all__ = ["SERVER_SCRIPT", "McpReply", "McpServer", "McpTool", "mcp_config"]
 
@@ -41,12 +42,12 @@ class McpReply:
                                        ("error", self.error is not None),
                                        ("crash", self.crash), ("hang", self.hang)) if on]
         if len(given) != 1:
-            raise ValueError(f"an MCP reply is exactly one of text, error, crash or hang; got "
+            raise CatalogError(f"an MCP reply is exactly one of text, error, crash or hang; got "
                              f"{', '.join(given) or 'none'}")
         if self.delay < 0:
-            raise ValueError(f"an MCP reply's delay is seconds >= 0, got {self.delay}")
+            raise CatalogError(f"an MCP reply's delay is seconds >= 0, got {self.delay}")
         if self.then_tools is not None and (self.crash or self.hang):
-            raise ValueError("then_tools needs an answered call (text or error), not a "
+            raise CatalogError("then_tools needs an answered call (text or error), not a "
                              f"{'crash' if self.crash else 'hang'}")
 
     def to_json(self) -> dict[str, Any]:
@@ -77,9 +78,9 @@ class McpTool:
 
     def __post_init__(self) -> None:
         if not self.name or not all(c.isalnum() or c in "_-" for c in self.name):
-            raise ValueError(f"an MCP tool name is letters, digits, _ and -; got {self.name!r}")
+            raise CatalogError(f"an MCP tool name is letters, digits, _ and -; got {self.name!r}")
         if not self.replies:
-            raise ValueError(f"MCP tool {self.name!r} needs at least one reply")
+            raise CatalogError(f"MCP tool {self.name!r} needs at least one reply")
 
     def to_json(self) -> dict[str, Any]:
         return {"name": self.name, "description": self.description,
@@ -98,10 +99,10 @@ class McpServer:
     def __post_init__(self) -> None:
         problem = simple_name_problem("MCP server", self.name)
         if problem:
-            raise ValueError(problem)
+            raise CatalogError(problem)
         names = [t.name for t in self.tools]
         if len(set(names)) != len(names):
-            raise ValueError(f"MCP tool names repeat: {names}")
+            raise CatalogError(f"MCP tool names repeat: {names}")
 
     def tool_name(self, tool: str) -> str:
         """How the client names one of this server's tools."""

@@ -7,7 +7,7 @@ API for your own probes: it re-exports ``Invocation`` and ``Hooks``.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -15,11 +15,11 @@ from mockapi.scenario import Scenario
 from probes.core.checks import Checks
 from probes.core.evidence import Evidence
 from probes.core.invocation import CAPABILITIES, Hooks, Invocation
-from probes.core.names import NAME_LENGTH, simple_name_problem
+from probes.core.names import NAME_LENGTH, CatalogError, described, simple_name_problem
 from probes.core.provenance import Source, unstated
 
-__all__ = ["HARNESS_CLASSIFIER", "Claim", "Counterfactual", "Hooks", "Invocation", "Probe",
-           "ReportSpec", "Source", "served_scenario", "shown_scenario"]
+__all__ = ["HARNESS_CLASSIFIER", "CatalogError", "Claim", "Counterfactual", "Hooks", "Invocation",
+           "Probe", "ReportSpec", "Source", "served_scenario", "shown_scenario"]
 
 # Probes script Claude Code: its side requests (titles, summaries…), warmups, compactions and
 # subagents are told apart, as they always were here (the mock's own default is "plain")
@@ -44,6 +44,33 @@ def shown_scenario(scenario: Scenario) -> dict[str, Any]:
     return shown
 
 
+def _expect(owner: str, name: str, value: object, kind: type | tuple[type, ...],
+            what: str) -> None:
+    if not isinstance(value, kind):
+        raise CatalogError(f"{owner}: {name} must be {what}, got {described(value)}")
+
+
+def _expect_text(owner: str, name: str, value: object) -> None:
+    if not isinstance(value, str) or not value.strip():
+        raise CatalogError(f"{owner}: {name} must be a non-empty string, got {described(value)}")
+
+
+def _expect_items(owner: str, name: str, value: object, kind: type, what: str) -> None:
+    """``value`` is a tuple (a list is taken too) of ``kind`` only."""
+    if not isinstance(value, tuple | list):
+        raise CatalogError(f"{owner}: {name} must be a tuple of {what}, got {described(value)}")
+    for index, item in enumerate(value):
+        if not isinstance(item, kind):
+            raise CatalogError(f"{owner}: {name}[{index}] must be {what}, got {described(item)}")
+
+
+def _unique(owner: str, what: str, names: list[str]) -> None:
+    repeated = sorted({n for n in names if names.count(n) > 1})
+    if repeated:
+        raise CatalogError(f"{owner}: {what} must be unique, but {', '.join(map(repr, repeated))} "
+                           "repeat")
+
+
 @dataclass(frozen=True)
 class Claim:
     id: str
@@ -51,6 +78,15 @@ class Claim:
     source: Source = field(default_factory=unstated)
     # what the statement expects beyond what its source states, and why we expect it
     beyond_source: str | None = None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.id, str) or not self.id.strip():
+            raise CatalogError(f"Claim: id must be a non-empty string, got {described(self.id)}")
+        owner = f"Claim {self.id!r}"
+        _expect_text(owner, "statement", self.statement)
+        _expect(owner, "source", self.source, Source,
+                "a Source(...) (probes.provenance: from_analysis, project_expectation, unstated)")
+        _expect(owner, "beyond_source", self.beyond_source, (str, type(None)), "a string or None")
 
 
 @dataclass(frozen=True)
@@ -62,6 +98,21 @@ class Counterfactual:
     description: str  # the setup, and why the behaviour cannot happen in it
     claims: tuple[str, ...]
     change: Callable[[Probe], Probe]
+
+    def __post_init__(self) -> None:
+        # its probe's name, then ".counterfactual.<name>", names the variant's sandbox
+        problem = simple_name_problem("counterfactual", self.name)
+        if problem:
+            raise CatalogError(problem)
+        owner = f"Counterfactual {self.name!r}"
+        _expect_text(owner, "description", self.description)
+        _expect_items(owner, "claims", self.claims, str, "a claim id (str)")
+        if not self.claims:
+            raise CatalogError(f"{owner}: claims must name at least one claim that the variant "
+                               "makes fail, got ()")
+        if not callable(self.change):
+            raise CatalogError(f"{owner}: change must be a function of the probe returning the "
+                               f"changed probe, got {described(self.change)}")
 
     def probe(self, original: Probe) -> Probe:
         changed = self.change(original)
@@ -93,20 +144,46 @@ class Probe:
         # its sandbox is a folder named after it; a counterfactual's name adds to its probe's
         problem = simple_name_problem("probe", self.name, longest=2 * NAME_LENGTH)
         if problem:
-            raise ValueError(problem)
+            raise CatalogError(problem)
+        owner = f"Probe {self.name!r}"
+        _expect_text(owner, "title", self.title)
+        _expect_items(owner, "claims", self.claims, Claim, "a Claim(...)")
+        _unique(owner, "claim ids", [c.id for c in self.claims])
+        _expect(owner, "scenario", self.scenario, Scenario, "a mockapi Scenario(...)")
+        _expect_items(owner, "invocations", self.invocations, Invocation, "an Invocation(...)")
+        if not self.invocations:
+            raise CatalogError(f"{owner}: invocations must hold at least one Invocation(...), "
+                               "got ()")
+        names = [i.name for i in self.invocations]
+        _unique(owner, "invocation names", names)
+        for index, invocation in enumerate(self.invocations):
+            if invocation.resume_from is not None and invocation.resume_from not in names[:index]:
+                raise CatalogError(f"{owner}: invocation {invocation.name!r} resumes from "
+                                   f"{invocation.resume_from!r}, expected one of the invocations "
+                                   f"before it: {names[:index]}")
+        if not callable(self.check):
+            raise CatalogError(f"{owner}: check must be a function (evidence, checks), got "
+                               f"{described(self.check)}")
+        _expect(owner, "fixtures", self.fixtures, Mapping, "a dict of file name to content")
+        for path, content in self.fixtures.items():
+            _expect(owner, f"fixtures[{path!r}]", content, str, "the file's content (str)")
+        _expect(owner, "hooks", self.hooks, (Hooks, type(None)), "Hooks(...) or None")
+        _expect_items(owner, "boundaries", self.boundaries, str, "a string")
+        _expect_items(owner, "requires", self.requires, str, "a capability name (str)")
         unknown = sorted(set(self.requires) - set(CAPABILITIES))
         if unknown:
-            raise ValueError(f"probe {self.name!r} requires unknown capabilities {unknown}; "
-                             f"known: {', '.join(CAPABILITIES)}")
-        names = [i.name for i in self.invocations]
-        if len(set(names)) != len(names):
-            raise ValueError(f"probe {self.name!r}: invocation names repeat: {names}")
+            raise CatalogError(f"{owner} requires unknown capabilities {unknown}; "
+                               f"known: {', '.join(CAPABILITIES)}")
+        _expect_items(owner, "counterfactuals", self.counterfactuals, Counterfactual,
+                      "a Counterfactual(...)")
+        _unique(owner, "counterfactual names", [cf.name for cf in self.counterfactuals])
         claims = {c.id for c in self.claims}
         for counterfactual in self.counterfactuals:
             if not set(counterfactual.claims) <= claims:
-                raise ValueError(f"probe {self.name!r}: counterfactual {counterfactual.name!r} "
-                                 f"names claims {sorted(set(counterfactual.claims) - claims)} "
-                                 f"that are not the probe's: {sorted(claims)}")
+                raise CatalogError(f"{owner}: counterfactual {counterfactual.name!r} names claims "
+                                   f"{sorted(set(counterfactual.claims) - claims)} that are not "
+                                   f"the probe's: {sorted(claims)}")
+        _expect(owner, "fingerprinted", self.fingerprinted, bool, "True or False")
 
     def capabilities(self) -> list[str]:
         """Everything a client must support to run this probe, in a stable order."""
@@ -122,3 +199,17 @@ class ReportSpec:
     title: str
     probes: tuple[Probe, ...]
     summary: str = ""
+
+    def __post_init__(self) -> None:
+        # its evidence is written to files and folders named after it
+        problem = simple_name_problem("report", self.name)
+        if problem:
+            raise CatalogError(problem)
+        owner = f"ReportSpec {self.name!r}"
+        _expect_text(owner, "title", self.title)
+        _expect(owner, "summary", self.summary, str, "a string")
+        _expect_items(owner, "probes", self.probes, Probe, "a Probe(...)")
+        if not self.probes:
+            raise CatalogError(f"{owner}: probes must hold at least one Probe(...), got ()")
+        _unique(owner, "probe names", [p.name for p in self.probes])
+        _unique(owner, "claim ids across its probes", [c.id for p in self.probes for c in p.claims])

@@ -11,6 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from probes.core.names import CatalogError, described
+
 __all__ = ["ANALYSIS_TITLE", "ANALYSIS_VERSION", "MAX_QUOTE", "Source", "from_analysis",
            "project_expectation", "unstated"]
 
@@ -29,12 +31,24 @@ class Source:
     line: int | None = None  # analysis: the line of the quote in the published text
 
     def __post_init__(self) -> None:
+        if self.kind not in ("analysis", "project", "unstated"):
+            raise CatalogError(f"Source: kind must be 'analysis', 'project' or 'unstated', got "
+                               f"{described(self.kind)}")
+        for name in ("where", "text"):
+            if not isinstance(getattr(self, name), str):
+                raise CatalogError(f"Source ({self.kind}): {name} must be a string, got "
+                                   f"{described(getattr(self, name))}")
+        if not isinstance(self.line, int | None) or isinstance(self.line, bool):
+            raise CatalogError(f"Source ({self.kind}): line must be a line number or None, got "
+                               f"{described(self.line)}")
         if self.kind == "analysis" and not (self.where and self.text):
-            raise ValueError("an analysis source needs its section and a quote")
+            raise CatalogError("Source (analysis): an analysis source needs its section and a quote")
         if self.kind == "analysis" and len(self.text) > MAX_QUOTE:
-            raise ValueError(f"quote longer than {MAX_QUOTE} characters: {self.text[:40]!r}…")
+            raise CatalogError(f"Source (analysis): quote longer than {MAX_QUOTE} characters: "
+                               f"{self.text[:40]!r}…")
         if self.kind == "project" and not (self.where and self.text):
-            raise ValueError("a project expectation needs its reason and its reference")
+            raise CatalogError("Source (project): a project expectation needs its reason and its "
+                               "reference")
 
     def cite(self) -> str:
         """One line a reader can follow without this repository."""

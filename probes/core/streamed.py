@@ -5,8 +5,8 @@ requests (``interrupt``, ``set_model``, ``set_permission_mode``, ...) one JSON o
 and with ``--permission-prompt-tool stdio`` it asks the caller ``can_use_tool`` by a control
 request on stdout. The Claude Agent SDK drives the CLI exactly this way. A probe scripts what
 the caller writes and when (``StreamedInput``); ``probes.run.conversation`` carries the
-script out while the client runs. These declarations are leaf data: the probe model
-imports them.
+script out while the client runs. These declarations are leaf data (but for
+``probes.core.names``, whose ``CatalogError`` they raise): the probe model imports them.
 """
 
 from __future__ import annotations
@@ -14,6 +14,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
+
+from probes.core.names import CatalogError
 
 __all__ = ["PermissionAnswer", "Step", "StreamedInput", "control_request", "user_message"]
 
@@ -51,9 +53,9 @@ class Step:
         given = [name for name in ("after_rule", "after_event", "after_file")
                  if getattr(self, name) is not None]
         if len(given) > 1:
-            raise ValueError(f"a step waits for one moment; got {', '.join(given)}")
+            raise CatalogError(f"a step waits for one moment; got {', '.join(given)}")
         if self.line.get("type") not in ("user", "control_request"):
-            raise ValueError(f"a step writes a user message or a control request; got a line "
+            raise CatalogError(f"a step writes a user message or a control request; got a line "
                              f"of type {self.line.get('type')!r}")
 
     def moment(self) -> str:
@@ -86,9 +88,9 @@ class PermissionAnswer:
 
     def __post_init__(self) -> None:
         if self.behavior not in ("allow", "deny"):
-            raise ValueError(f"a permission answer is 'allow' or 'deny', got {self.behavior!r}")
+            raise CatalogError(f"a permission answer is 'allow' or 'deny', got {self.behavior!r}")
         if self.behavior == "deny" and self.updated_input is not None:
-            raise ValueError("a denial carries no updated_input")
+            raise CatalogError("a denial carries no updated_input")
 
     def response(self, asked: Mapping[str, Any]) -> dict[str, Any]:
         if self.behavior == "deny":

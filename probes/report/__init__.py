@@ -1,9 +1,11 @@
 """Files made from evidence, and what is made from those files.
 
 ``format`` (the report and fingerprint file formats, their readers), ``build`` (a report
-from probe outcomes), ``fingerprint``, ``partial`` (a report folder written as probes end),
+from probe outcomes), ``normalise`` (what differs run to run, made the same; the timing
+file), ``fingerprint``, ``partial`` (a report folder written as probes end),
 ``schemas`` (the JSON Schemas of every file, ``json_schemas/``), and what readers get:
-``guide`` (EVIDENCE.md), ``render`` (HTML pages, ``templates/``), ``junit``, ``diff``,
+``guide`` (EVIDENCE.md), ``render`` (HTML pages, ``templates/``) with ``probe_view``
+(what a page shows of a probe), ``junit``, ``diff``,
 ``matrix``, ``mechanism_table``.
 
 May import: ``probes.core``, ``probes.clients``, ``probes.catalog``.

@@ -10,14 +10,14 @@ files that hold timestamps and durations the client writes into text are ``$VOLA
 the report and kept, with the generation time, in ``<report>.timing.json`` beside it: a
 timeline per client run (requests, response ends and their body writes, hook calls, egress,
 in ms from the run's start), committed with the report but the one file that differs from
-run to run.
+run to run. How values are made the same, and the timing file, are
+``probes.report.normalise``'s (its names re-exported here).
 """
 
 from __future__ import annotations
 
 import gzip
 import json
-import re
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -39,6 +39,17 @@ from probes.report.format import (
     ClaimEntry,
     Report,
 )
+from probes.report.normalise import (
+    JOURNAL_VOLATILE,
+    RANDOM_IDS,
+    REPORT_JOURNAL_OMITTED,
+    SHORT_AGENT_VALUE,
+    TEXT_DURATION,
+    VOLATILE_KEYS,
+    Normaliser,
+    journal_line,
+    run_timelines,
+)
 
 __all__ = ["JOURNAL_VOLATILE", "RANDOM_IDS", "REPORT_JOURNAL_OMITTED", "SHORT_AGENT_VALUE",
            "TEXT_DURATION", "TRUST_CHECK", "UPHELD", "VOLATILE_KEYS", "build_report",
@@ -47,74 +58,6 @@ __all__ = ["JOURNAL_VOLATILE", "RANDOM_IDS", "REPORT_JOURNAL_OMITTED", "SHORT_AG
 TRUST_CHECK = "harness.no-egress"
 # claim verdicts that do not fail a report: nothing the source states was seen otherwise
 UPHELD = ("confirmed", "not_observable", "not_applicable")
-# client-made random identifiers, each numbered by first appearance
-RANDOM_IDS = re.compile(
-    r"\b(?P<UUID>[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})\b"
-    r"|\b(?P<AGENT>a[0-9a-f]{16})\b"
-    r"|(?<=device_id\":\")(?P<DEVICE>[0-9a-f]{64})\b"
-    # the shorter agent ids of 2.0.x, in an agent's transcript name
-    r"|(?<=agent-)(?P<SHORT_AGENT>a[0-9a-f]{6,15})\b"
-    # a socket the client names by its process id
-    r"|(?<=/)(?P<PID>\d+)(?=\.sock\b)")
-# a value that is an agent id of 2.0.x on its own (a hook payload's agent_id)
-SHORT_AGENT_VALUE = re.compile(r"a[0-9a-f]{6,15}")
-# a duration the client writes into text it sends (a task notification's usage)
-TEXT_DURATION = re.compile(r"(?<=<duration_ms>)\d+(?=</duration_ms>)")
-JOURNAL_VOLATILE = ("time", "elapsed", "write_offsets_ms")
-# what a report's copy of a journal line leaves out (probes.report.build._journal_line)
-REPORT_JOURNAL_OMITTED = ("builtin_reply",)
-VOLATILE_KEYS = frozenset({"timestamp", "time", "elapsed", "started", "finished"})
-
-
-def _volatile(key: str) -> bool:
-    """Timing fields: kept out of the normalised output, so reruns compare equal."""
-    return key in VOLATILE_KEYS or key.endswith(("_ms", "Ms", "_time", "Time", "_at", "At"))
-
-
-class _Normaliser:
-    def __init__(self, evidence: Evidence | None):
-        self.pairs: list[tuple[str, str]] = []
-        self.ids: dict[str, str] = {}
-        self.counts: dict[str, int] = {}
-        if evidence is None:
-            return
-        pairs = dict(evidence.placeholders)
-        if evidence.mock_url:
-            pairs[evidence.mock_url] = "$MOCK_URL"
-            pairs[evidence.mock_url.split("://", 1)[-1]] = "$MOCK_HOST"
-        self.pairs = sorted(pairs.items(), key=lambda kv: -len(kv[0]))
-        for name, run in evidence.runs.items():
-            if run.session_id and run.session_id not in self.ids:
-                self.ids[run.session_id] = f"$SESSION[{name}]"
-
-    def text(self, value: str) -> str:
-        for real, placeholder in self.pairs:
-            if real in value:
-                value = value.replace(real, placeholder)
-        if SHORT_AGENT_VALUE.fullmatch(value):
-            return self._numbered(value, "AGENT")
-        return TEXT_DURATION.sub("$VOLATILE", RANDOM_IDS.sub(self._random_id, value))
-
-    def _random_id(self, match: re.Match[str]) -> str:
-        kind = str(match.lastgroup)
-        return self._numbered(match.group(0), "AGENT" if kind == "SHORT_AGENT" else kind)
-
-    def _numbered(self, found: str, kind: str) -> str:
-        if found not in self.ids:
-            self.counts[kind] = self.counts.get(kind, 0) + 1
-            self.ids[found] = f"${kind}_{self.counts[kind]}"
-        return self.ids[found]
-
-    def __call__(self, value: Any, *, volatile: bool = False) -> Any:
-        if isinstance(value, str):
-            return self.text(value)
-        if isinstance(value, list | tuple):
-            return [self(v, volatile=volatile) for v in value]
-        if isinstance(value, dict):
-            return {self.text(str(k)): ("$VOLATILE" if volatile and _volatile(k)
-                                        else self(v, volatile=volatile))
-                    for k, v in value.items()}
-        return value
 
 
 def _request_summary(record: Mapping[str, Any], run: str | None) -> dict[str, Any]:
@@ -138,7 +81,7 @@ def _change_kind(change: dict[str, str | None]) -> str:
     return "deleted" if change.get("after") is None else "modified"
 
 
-def _hook_calls(evidence: Evidence, norm: _Normaliser) -> list[dict[str, Any]]:
+def _hook_calls(evidence: Evidence, norm: Normaliser) -> list[dict[str, Any]]:
     """Each hook call as the client made it, in a stable order: concurrent calls race to the
     recorder, so neither their arrival order nor their arrival index is evidence."""
     calls = [norm({k: v for k, v in h.items() if k not in ("pid", "index")}, volatile=True)
@@ -147,7 +90,7 @@ def _hook_calls(evidence: Evidence, norm: _Normaliser) -> list[dict[str, Any]]:
 
 
 def _probe_section(outcome: ProbeOutcome,
-                   norm: _Normaliser) -> tuple[dict[str, Any], dict[str, Any]]:
+                   norm: Normaliser) -> tuple[dict[str, Any], dict[str, Any]]:
     probe, ev = outcome.probe, outcome.evidence
     section: dict[str, Any] = {
         "name": probe.name, "title": probe.title, "status": outcome.status,
@@ -202,7 +145,7 @@ def _probe_section(outcome: ProbeOutcome,
         if ev.evidence_faults:
             section["evidence_faults"] = [norm({k: v for k, v in f.items() if k != "time"},
                                                volatile=True) for f in ev.evidence_faults]
-    return section, _timing(ev, timing)
+    return section, run_timelines(ev, timing)
 
 
 def _bounds(run: RunRecord) -> dict[str, Any]:
@@ -215,7 +158,7 @@ def _bounds(run: RunRecord) -> dict[str, Any]:
     return {key: value for key, value in shown.items() if value}
 
 
-def _streamed(run: RunRecord, norm: _Normaliser) -> dict[str, Any]:
+def _streamed(run: RunRecord, norm: Normaliser) -> dict[str, Any]:
     """A streamed run's script and what the caller wrote (times are in the timing file)."""
     script = run.invocation.streamed
     if script is None:
@@ -226,67 +169,7 @@ def _streamed(run: RunRecord, norm: _Normaliser) -> dict[str, Any]:
             "stdin_never_written": norm(run.stdin_pending)}
 
 
-def _ms(moment: float | None, start: float) -> float | None:
-    return None if moment is None else round((moment - start) * 1000, 1)
-
-
-def _timing(ev: Evidence | None, runs: dict[str, Any]) -> dict[str, Any]:
-    """What differs per run, as a timeline per client run: each request's arrival and its
-    response's end (with when each body write went out), each hook call's start and end per
-    tool_use_id, each refused egress attempt; ``t_ms`` counts from the start of that run's
-    client process. Every timing check names the entries it compares."""
-    if ev is None:
-        return {"runs": runs}
-    timelines: dict[str, list[dict[str, Any]]] = {}
-    for name, run in ev.runs.items():
-        start, end = run.started, run.started + run.duration
-        entries: list[dict[str, Any]] = []
-        seqs = {r["seq"] for r in ev.all_requests() if run.seqs[0] < r["seq"] <= run.seqs[1]}
-        for record in ev.journal:
-            if record.get("seq") not in seqs:
-                continue
-            if record["type"] == "request":
-                entries.append({"t_ms": _ms(record["time"], start), "what": "request",
-                                "seq": record["seq"], "path": record.get("path"),
-                                "kind": record.get("kind")})
-            elif record["type"] == "response_end":
-                entries.append({"t_ms": _ms(record["time"], start), "what": "response_end",
-                                "seq": record["seq"], "reason": record.get("reason"),
-                                "write_offsets_ms": record.get("write_offsets_ms")})
-        for call in ev.hook_calls:  # the recorder logs a call's start and end as two lines
-            what, moment = (("hook_start", call.get("started")) if "started" in call
-                            else ("hook_end", call.get("finished")))
-            if not isinstance(moment, (int, float)) or not start <= moment <= end + 1:
-                continue
-            tool = call.get("tool_use_id") or (call.get("input") or {}).get("tool_use_id")
-            entries.append({"t_ms": _ms(moment, start), "what": what,
-                            "event": call.get("event"), "tool_use_id": tool})
-        for attempt in ev.egress:
-            if start <= attempt.get("time", 0) <= end + 1:
-                entries.append({"t_ms": _ms(attempt["time"], start), "what": "egress",
-                                "method": attempt.get("method"), "host": attempt.get("host")})
-        entries.sort(key=lambda e: (e["t_ms"] is None, e["t_ms"] or 0, e["what"]))
-        timelines[name] = entries
-        runs[name]["duration_ms"] = round(run.duration * 1000, 1)
-    return {"runs": runs, "timelines": timelines}
-
-
-def _journal_line(probe: str, record: dict[str, Any], norm: _Normaliser) -> str:
-    # the report's copy keeps the line format reports were written with: a built-in reply is
-    # already named by its rule ("builtin:side", "builtin:warmup", "builtin:count_tokens")
-    shown = norm({k: v for k, v in record.items() if k not in REPORT_JOURNAL_OMITTED})
-    for key in JOURNAL_VOLATILE:
-        if key in shown:
-            shown[key] = "$VOLATILE"
-    if TEXT_DURATION.search(json.dumps(record.get("body"))):
-        # a duration the client wrote into the body: its digits change the raw size
-        shown["body_size"] = "$VOLATILE"
-        if isinstance(shown.get("headers"), dict) and "content-length" in shown["headers"]:
-            shown["headers"]["content-length"] = "$VOLATILE"
-    return json.dumps({"probe": probe, **shown}, sort_keys=True, ensure_ascii=False)
-
-
-def _check_entry(check: CheckResult, norm: _Normaliser,
+def _check_entry(check: CheckResult, norm: Normaliser,
                  line_of: dict[int, int]) -> dict[str, Any]:
     entry: dict[str, Any] = norm(check.to_json())
     entry.pop("journal_seqs", None)
@@ -295,7 +178,7 @@ def _check_entry(check: CheckResult, norm: _Normaliser,
 
 
 def _claim_entries(outcome: ProbeOutcome, probe_checks: list[dict[str, Any]],
-                   norm: _Normaliser) -> list[ClaimEntry]:
+                   norm: Normaliser) -> list[ClaimEntry]:
     claims: list[ClaimEntry] = []
     for claim in outcome.probe.claims:
         own = [c for c in probe_checks if c["claim"] == claim.id]
@@ -355,7 +238,7 @@ def build_report(spec: ReportSpec, outcomes: list[ProbeOutcome], binary: ClientB
     timing: dict[str, Any] = {"generated_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                               "probes": {}}
     for outcome in outcomes:
-        norm = _Normaliser(outcome.evidence)
+        norm = Normaliser(outcome.evidence)
         records = outcome.evidence.journal if outcome.evidence else []
         # where each request of this probe lands in <report>.journal.jsonl (1-based lines)
         line_of = {r["seq"]: len(journal_lines) + number for number, r in enumerate(records, 1)
@@ -365,7 +248,7 @@ def build_report(spec: ReportSpec, outcomes: list[ProbeOutcome], binary: ClientB
         probes.append(section)
         timing["probes"][outcome.probe.name] = probe_timing
         for record in records:
-            journal_lines.append(_journal_line(outcome.probe.name, dict(record), norm))
+            journal_lines.append(journal_line(outcome.probe.name, dict(record), norm))
         checks += probe_checks
         claims += _claim_entries(outcome, probe_checks, norm)
     egress_refused = sorted({host for c in checks if c["id"].endswith(TRUST_CHECK)

@@ -23,8 +23,8 @@ from typing_extensions import TypedDict
 
 from mockapi.records import JournalNote, RequestRecord, ResponseEndRecord
 from mockapi.scenario import Scenario
-from probes.report.build import JOURNAL_VOLATILE, REPORT_JOURNAL_OMITTED
 from probes.report.format import FingerprintFile, Report
+from probes.report.normalise import JOURNAL_VOLATILE, REPORT_JOURNAL_OMITTED
 
 __all__ = ["DESCRIPTIONS", "DIALECT", "KINDS", "REPORT_JOURNAL_VOLATILE", "SCHEMA_DIR",
            "BisectFile", "JournalLine", "MatrixCell", "MatrixClaim", "MatrixFile",
@@ -112,7 +112,7 @@ KINDS: dict[str, Any] = {
     "timing": TimingFile, "sessions": SessionsFile, "bisect": BisectFile,
     "journal-line": JournalLine, "report-journal-line": JournalLine, "scenario": Scenario,
 }
-# what a report's copy of the journal changes in each line (probes.report.build._journal_line)
+# what a report's copy of the journal changes in each line (probes.report.normalise.journal_line)
 REPORT_JOURNAL_VOLATILE = (*JOURNAL_VOLATILE, "body_size")
 DESCRIPTIONS = {
     "report": "a loopprobe report (<report>.json): claims, checks, probes, trust",

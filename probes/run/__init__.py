@@ -1,7 +1,9 @@
 """One probe run: a contained client against the mock, and the evidence it leaves.
 
 ``runner`` (a probe: its invocations in one sandbox, the mock, the evidence, the verdict),
-``containment`` (the bubblewrap command), ``bounds`` (memory, processes, disk, time),
+``containment`` (what the sandbox promises, finding bwrap), ``sandbox_place`` (the view a
+run is shown, its bwrap command), ``bounds`` (memory, processes, disk, time) and
+``cgroups`` (the per-run cgroups that bound memory and processes),
 ``process`` and ``pipes`` (the client process and its bounded output), ``conversation``
 (streamed input carried out), ``collector`` and ``hook_policy`` (what hooks, MCP and egress
 report, on the host), ``mcp_runtime`` (the MCP server's venv).

@@ -3,7 +3,9 @@
 ``find_limiter(bounds)`` finds what can enforce each bound on this machine; its
 ``describe()`` says so for the report, and ``confine(sandbox_root)`` gives the per-run
 ``RunConfinement`` the runner uses: ``wrap`` starts bwrap inside the run's cgroups,
-``should_stop`` is the disk watchdog, ``hits`` names each bound the run reached.
+``should_stop`` is the disk watchdog, ``hits`` names each bound the run reached. The
+cgroups themselves (finding where to make one, making, reading, removing) are
+``probes.run.cgroups``'s.
 
 What enforces what, and why (tried on kernel 6.18, bwrap 0.8.0, bun 1.4 in Claude Code 2.1.235):
 
@@ -45,13 +47,13 @@ import signal
 import subprocess
 import time
 import uuid
-import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from probes.run.cgroups import Cgroup, RunCgroup, find_cgroup
 from probes.sandbox.files import SandboxFiles
 
 __all__ = ["MAX_ENTRIES", "Bounds", "DiskUsage", "GiB", "Limiter", "MiB", "RunConfinement",
@@ -61,7 +63,6 @@ MiB = 1 << 20
 GiB = 1 << 30
 MAX_ENTRIES = 200_000
 _WALK_INTERVAL = 0.5
-_RELEASE_WAIT = 5.0  # seconds a run's cgroup may take to empty
 _TMP_MARKER = re.compile(r"^loopprobe sandbox: bound tmp reached: /(?:tmp|dev/shm) full "
                         r"\((\d+) of (\d+) bytes used, (\d+) files free\)$", re.MULTILINE)
 _NO_CGROUP_HELP = ("run as root, or under a delegated cgroup2 whose cgroup.subtree_control "
@@ -83,201 +84,6 @@ class Bounds:
         for name, value in vars(self).items():
             if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
                 raise ValueError(f"Bounds.{name}: expected a positive int, got {value!r}")
-
-
-# ---- cgroups ---------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class _Cgroup:
-    """Where a run's cgroup for one controller ("memory", "pids") is made."""
-
-    controller: str
-    version: int  # 1 or 2
-    parent: Path
-
-    def limit_file(self) -> str:
-        return "memory.limit_in_bytes" if (self.controller, self.version) == ("memory", 1) \
-            else f"{self.controller}.max"
-
-    def how(self) -> str:
-        return f"cgroup v{self.version} {self.limit_file()} on a cgroup per run"
-
-
-def _mounts() -> dict[str, tuple[Path, str]]:
-    """Controller ("" for cgroup2) -> (mount point, the hierarchy's path mounted there)."""
-    found: dict[str, tuple[Path, str]] = {}
-    with open("/proc/self/mountinfo") as info:
-        for line in info:
-            fields, _, tail = line.partition(" - ")
-            parts, kind = fields.split(), tail.split()
-            if kind[0] == "cgroup2":
-                found.setdefault("", (Path(parts[4]), parts[3]))
-            elif kind[0] == "cgroup":
-                for option in kind[2].split(","):
-                    found.setdefault(option, (Path(parts[4]), parts[3]))
-    return found
-
-
-def _own_paths() -> dict[str, str]:
-    """Controller ("" for cgroup2) -> this process's cgroup path in that hierarchy."""
-    paths: dict[str, str] = {}
-    for line in Path("/proc/self/cgroup").read_text().splitlines():
-        _, controllers, path = line.split(":", 2)
-        for controller in controllers.split(",") if controllers else [""]:
-            paths[controller] = path
-    return paths
-
-
-def _under(mount: tuple[Path, str], path: str) -> Path | None:
-    point, root = mount
-    relative = os.path.relpath(path, root)
-    return None if relative.startswith("..") else (point / relative).resolve()
-
-
-def _try_parent(controller: str, version: int, parent: Path) -> _Cgroup | str:
-    """The cgroup if a child can be made and limited there, else why not."""
-    place = _Cgroup(controller, version, parent)
-    probe = parent / f"loopprobe-probe-{os.getpid()}-{uuid.uuid4().hex[:8]}"
-    try:
-        probe.mkdir()
-    except OSError as error:
-        return f"cgroup v{version} {parent}: cannot make a cgroup ({error.strerror})"
-    try:
-        if not os.access(probe / place.limit_file(), os.W_OK):
-            return f"cgroup v{version} {parent}: {place.limit_file()} is not writable"
-        return place
-    finally:
-        probe.rmdir()
-
-
-def _find_cgroup(controller: str) -> _Cgroup | str:
-    """A parent for per-run cgroups of ``controller``, or every reason none was found."""
-    mounts, own, reasons = _mounts(), _own_paths(), []
-    if controller in mounts and controller in own:
-        parent = _under(mounts[controller], own[controller])
-        if parent is not None:
-            found = _try_parent(controller, 1, parent)
-            if isinstance(found, _Cgroup):
-                return found
-            reasons.append(found)
-    if "" in mounts:
-        # the harness's own cgroup2, or the hierarchy's root (root only): the one whose
-        # children may get the controller
-        candidates = [p for p in (_under(mounts[""], own.get("", "/")), mounts[""][0])
-                      if p is not None]
-        for parent in dict.fromkeys(candidates):
-            enabled = (parent / "cgroup.subtree_control")
-            listed = enabled.is_file() and controller in enabled.read_text().split()
-            if not listed:
-                reasons.append(f"cgroup2 {parent}: {controller} is not in cgroup.subtree_control")
-                continue
-            found = _try_parent(controller, 2, parent)
-            if isinstance(found, _Cgroup):
-                return found
-            reasons.append(found)
-    return "; ".join(reasons) or "no cgroup hierarchy is mounted"
-
-
-def _read_int(path: Path) -> int | None:
-    try:
-        text = path.read_text().strip()
-    except OSError:
-        return None
-    return int(text) if text.isdigit() else None
-
-
-def _read_keyed(path: Path) -> dict[str, int]:
-    """A flat-keyed cgroup file ("oom_kill 1", "max 3") as a dict."""
-    try:
-        lines = path.read_text().splitlines()
-    except OSError:
-        return {}
-    return {k: int(v) for k, _, v in (line.partition(" ") for line in lines) if v.isdigit()}
-
-
-@dataclass
-class _RunCgroup:
-    place: _Cgroup
-    path: Path
-    counters: dict[str, int] = field(default_factory=dict)  # kept when it is removed
-
-    @classmethod
-    def make(cls, place: _Cgroup, run_id: str, limit: int) -> _RunCgroup:
-        path = place.parent / f"loopprobe-{run_id}"
-        path.mkdir()
-        made = cls(place, path)
-        try:
-            (path / place.limit_file()).write_text(str(limit))
-            # swap is memory too: without this a run over its bound would swap, not stop
-            if place.version == 1 and place.controller == "memory":
-                _write_if_present(path / "memory.memsw.limit_in_bytes", str(limit))
-            elif place.controller == "memory":
-                _write_if_present(path / "memory.swap.max", "0")
-        except OSError:
-            made.remove()
-            raise
-        return made
-
-    def read(self) -> dict[str, int]:
-        if self.counters:
-            return self.counters
-        if self.place.controller == "pids":
-            events = _read_keyed(self.path / "pids.events")
-            return {"refused": events.get("max", 0),
-                    "peak": _read_int(self.path / "pids.peak") or 0,
-                    "current": _read_int(self.path / "pids.current") or 0}
-        if self.place.version == 1:
-            oom = _read_keyed(self.path / "memory.oom_control")
-            return {"oom_kill": oom.get("oom_kill", 0),
-                    "at_limit": _read_int(self.path / "memory.failcnt") or 0,
-                    "peak": _read_int(self.path / "memory.max_usage_in_bytes") or 0}
-        events = _read_keyed(self.path / "memory.events")
-        return {"oom_kill": events.get("oom_kill", 0), "at_limit": events.get("max", 0),
-                "peak": _read_int(self.path / "memory.peak") or 0}
-
-    def remove(self) -> None:
-        """Keep the counters and remove the cgroup. Its tasks leave it shortly after bwrap
-        exits; a run still going when its confinement ends is killed, so nothing of it is
-        left outside its bounds."""
-        started = time.monotonic()
-        while True:
-            counters = self.read()
-            try:
-                self.path.rmdir()
-            except FileNotFoundError:
-                return
-            except OSError as error:
-                waited = time.monotonic() - started
-                if waited > _RELEASE_WAIT:
-                    warnings.warn(f"cannot remove the run's cgroup {self.path} "
-                                  f"({error.strerror}); tasks still in it: {self._tasks()}",
-                                  stacklevel=2)
-                    return
-                if waited > 1:
-                    self._kill()
-                time.sleep(0.05)
-                continue
-            self.counters = counters
-            return
-
-    def _tasks(self) -> list[int]:
-        try:
-            return [int(t) for t in (self.path / "cgroup.procs").read_text().split()]
-        except OSError:
-            return []
-
-    def _kill(self) -> None:
-        for pid in self._tasks():  # only the run's own processes are in its cgroup
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-
-
-def _write_if_present(path: Path, value: str) -> None:
-    if path.exists():
-        path.write_text(value)
 
 
 # ---- the sandbox folder ------------------------------------------------------------------
@@ -319,7 +125,7 @@ class RunConfinement:
     """The bounds of one client run: how to start it, when to stop it, what it reached."""
 
     def __init__(self, bounds: Bounds | None, sandbox_root: Path,
-                 cgroups: list[_RunCgroup]) -> None:
+                 cgroups: list[RunCgroup]) -> None:
         self.bounds = bounds
         self.sandbox_root = sandbox_root
         self.cgroups = {c.place.controller: c for c in cgroups}
@@ -449,14 +255,14 @@ class Limiter:
     """How ``bounds`` are enforced on this machine (``find_limiter``)."""
 
     bounds: Bounds
-    memory: _Cgroup | str  # where runs' cgroups go, or why there are none
-    pids: _Cgroup | str
+    memory: Cgroup | str  # where runs' cgroups go, or why there are none
+    pids: Cgroup | str
     tmp_size: bool  # bwrap takes --size
     root: bool
 
     def describe(self) -> dict[str, Any]:
         b = self.bounds
-        if isinstance(self.memory, _Cgroup):
+        if isinstance(self.memory, Cgroup):
             memory = _enforced(b.memory_bytes, self.memory.how(),
                                "the kernel OOM-kills a process of the run")
         else:
@@ -464,7 +270,7 @@ class Limiter:
                 f"no memory cgroup could be made ({self.memory}): {_NO_CGROUP_HELP}. RLIMIT_AS "
                 "and RLIMIT_DATA are not used: they bound each process's address space, "
                 "which the client reserves far beyond what it uses"))
-        if isinstance(self.pids, _Cgroup):
+        if isinstance(self.pids, Cgroup):
             processes = _enforced(b.processes, self.pids.how(),
                                   "a fork or new thread fails with EAGAIN")
         elif not self.root:
@@ -495,7 +301,7 @@ class Limiter:
         limits = {"RLIMIT_FSIZE": self.bounds.file_bytes,
                   # a core of a client killed by SIGXFSZ would be as large as the client
                   "RLIMIT_CORE": 0}
-        if not isinstance(self.pids, _Cgroup) and not self.root:
+        if not isinstance(self.pids, Cgroup) and not self.root:
             limits["RLIMIT_NPROC"] = self.bounds.processes
         return limits
 
@@ -503,12 +309,12 @@ class Limiter:
     def confine(self, sandbox_root: Path) -> Iterator[RunConfinement]:
         """One client run: its cgroups exist for the block and are removed after it."""
         run_id = f"{os.getpid()}-{uuid.uuid4().hex[:12]}"
-        made: list[_RunCgroup] = []
+        made: list[RunCgroup] = []
         try:
             for place, limit in ((self.memory, self.bounds.memory_bytes),
                                  (self.pids, self.bounds.processes)):
-                if isinstance(place, _Cgroup):
-                    made.append(_RunCgroup.make(place, run_id, limit))
+                if isinstance(place, Cgroup):
+                    made.append(RunCgroup.make(place, run_id, limit))
             yield RunConfinement(self.bounds, sandbox_root, made)
         finally:
             for cgroup in made:
@@ -535,5 +341,5 @@ def _bwrap_takes_size(bwrap: str) -> bool:
 @functools.lru_cache(maxsize=8)
 def find_limiter(bounds: Bounds, bwrap: str = "bwrap") -> Limiter:
     """What can enforce ``bounds`` here (tries making a cgroup; remembered per bounds)."""
-    return Limiter(bounds, _find_cgroup("memory"), _find_cgroup("pids"),
+    return Limiter(bounds, find_cgroup("memory"), find_cgroup("pids"),
                    _bwrap_takes_size(bwrap), os.geteuid() == 0)

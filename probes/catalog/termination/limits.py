@@ -1,32 +1,24 @@
-"""Termination: the Stop-hook block cap, what --max-turns counts, the budget, and the
-terminal reasons hooks can cause."""
+"""The limits a caller sets: the Stop-hook block cap, what --max-turns counts, the budget.
+"""
 
 from __future__ import annotations
-
-from typing import Any
 
 from mockapi import Match, Message, Rule, Scenario, ToolUseBlock, api_error, text, tool_use
 from mockapi.replies import Usage
 from probes.catalog.common import check_ended, check_terminal, result_of
+from probes.catalog.variants import answering, recording_hooks, with_rules, with_runs
 from probes.core.checks import Checks
-from probes.core.evidence import Evidence, blocks_of_type
-from probes.core.probe import Claim, Hooks, Invocation, Probe
-from probes.core.provenance import Source, from_analysis
+from probes.core.evidence import Evidence
+from probes.core.probe import Claim, Counterfactual, Hooks, Invocation, Probe
+from probes.core.provenance import from_analysis
 
-__all__ = ["BLOCKING", "BLOCKING_PROBE", "BUDGET", "BUDGET_PROBE", "CAP", "CAP_PROBE", "CAP_WARNING",
-           "DEFERRED", "DEFERRED_PROBE", "HOOK_STOPPED", "HOOK_STOPPED_PROBE", "PROBES",
-           "STOP_PREVENTED", "STOP_PREVENTED_PROBE", "STRUCTURED", "STRUCTURED_PROBE",
-           "STRUCTURED_SCHEMA", "TURNS", "TURNS_PROBE", "TURN_RUNS", "check_blocking",
-           "check_budget", "check_cap", "check_structured", "check_turns"]
+__all__ = ["BUDGET", "BUDGET_PROBE", "CAP", "CAP_PROBE", "CAP_WARNING", "TURNS", "TURNS_PROBE",
+           "TURN_RUNS", "check_budget", "check_cap", "check_turns"]
+
 
 CAP = "probe.stop-hook-block-cap"
 TURNS = "probe.max-turns-counts-model-turns"
 BUDGET = "probe.max-budget-usd"
-HOOK_STOPPED = "probe.hook-stopped-terminal"
-STOP_PREVENTED = "probe.stop-hook-prevented-terminal"
-DEFERRED = "probe.tool-deferred-terminal"
-BLOCKING = "probe.blocking-limit-terminal"
-
 
 def _post_tool_uses(ev: Evidence, run: str) -> int:
     record = ev.run(run)
@@ -92,6 +84,14 @@ CAP_PROBE = Probe(
     boundaries=("The hook blocks its first 15 calls only (both runs together need 13 with a "
                 "cap), so a client without a cap ends instead of looping: its counts then "
                 "show 16 requests, not a cap.",),
+    counterfactuals=(
+        Counterfactual(
+            "stop-hook-never-blocks",
+            "The Stop hook only records and never blocks, so each run ends after its first answer: "
+            "there is no block to cap and nothing to override.",
+            (CAP,),
+            recording_hooks),
+    ),
 )
 
 
@@ -114,6 +114,11 @@ def check_turns(ev: Evidence, c: Checks) -> None:
         c.equal(f"{run}.subtype", TURNS, "the run ends with error_max_turns",
                 expected="error_max_turns", observed=result_of(ev, run).get("subtype"),
                 evidence=f"run {run}: result.subtype")
+
+
+def _text_only_turns(p: Probe) -> Probe:
+    return with_rules(p, [answering(p, "two-tools", text("TURNS_DONE")),
+                          answering(p, "one-tool", text("TURNS_DONE"))])
 
 
 TURNS_PROBE = Probe(
@@ -161,6 +166,22 @@ TURNS_PROBE = Probe(
                 "(CLAUDE_CODE_MAX_RETRIES=1, the client's own short backoff); recovery-in-turn: "
                 "the first answer stops at max_tokens and the client's recovery request gets "
                 "the Read.",),
+    counterfactuals=(
+        Counterfactual(
+            "text-answers",
+            "The model answers every prompt with text only, so each run ends by itself after one "
+            "request, before any turn limit, and no tool runs.",
+            (TURNS,),
+            _text_only_turns),
+        Counterfactual(
+            "one-tool-per-response",
+            "The TWO_TOOLS prompt is answered with one Read per response, so its two turns run "
+            "two tools, not the three that two calls in one response would give.",
+            (TURNS,),
+            lambda p: with_runs(with_rules(p, [answering(
+                p, "two-tools", tool_use("Read", {"file_path": "{workspace}/turns.txt"}))]),
+                                keep=("two-tools",))),
+    ),
 )
 
 
@@ -172,6 +193,12 @@ def check_budget(ev: Evidence, c: Checks) -> None:
     check_terminal(c, BUDGET, ev, "budget", "budget_exhausted")
     check_ended(c, BUDGET, ev, "budget", final_text=None, subtype="error_max_budget_usd",
                 exit_code=1, is_error=True, prefix="result")
+
+
+def _cheap_turns(p: Probe) -> Probe:
+    return with_rules(p, [answering(
+        p, "expensive", tool_use("Read", {"file_path": "{workspace}/budget.txt"}, usage=Usage()),
+        text("BUDGET_DONE"))])
 
 
 BUDGET_PROBE = Probe(
@@ -198,157 +225,12 @@ BUDGET_PROBE = Probe(
     requires=("max_budget_usd",),
     boundaries=("The cost is the client's own estimate from the scripted usage "
                 "(1,000,000 input tokens per response).",),
+    counterfactuals=(
+        Counterfactual(
+            "cheap-turns",
+            "The responses report 100 input tokens instead of a million, so the run costs far less "
+            "than the budget and ends with the scripted answer.",
+            (BUDGET,),
+            _cheap_turns),
+    ),
 )
-
-
-# ---- terminal reasons caused by hooks ---------------------------------------------------------
-
-def _hook_probe(name: str, claim: str, statement: str, hooks: dict[str, Any], terminal: str,
-                title: str, *, source: Source) -> Probe:
-    def check(ev: Evidence, c: Checks) -> None:
-        check_terminal(c, claim, ev, "run", terminal)
-        c.equal("requests", claim, "no model request after the hook's decision",
-                expected=1, observed=len(ev.requests("run")), evidence="journal: main requests")
-    return Probe(
-        name=name, title=title, claims=(Claim(claim, statement, source=source),),
-        scenario=Scenario(name=name, rules=[
-            Rule(id="read", match=Match(last_user_text_contains="HOOK_TERMINAL_PROMPT"),
-                 reply=tool_use("Read", {"file_path": "{workspace}/hook.txt"})),
-            Rule(id="after", match=Match(), reply=text("AFTER_THE_HOOK"), repeat="always"),
-        ]),
-        fixtures={"hook.txt": "HOOK\n"}, hooks=Hooks(hooks),
-        invocations=(Invocation("run", "HOOK_TERMINAL_PROMPT"),), check=check)
-
-
-HOOK_STOPPED_PROBE = _hook_probe(
-    "hook-stopped", HOOK_STOPPED,
-    "A PreToolUse hook answering continue:false stops the loop after the tool batch "
-    "(terminal reason hook_stopped), without another model request.",
-    {"PreToolUse": {"action": "output",
-                    "output": {"continue": False, "stopReason": "HOOK_STOPPED_MARKER"}}},
-    "hook_stopped", "A hook's continue:false ends the loop after the tool batch",
-    source=from_analysis("有工具调用时的后半程",
-                         "hook stopped continuation?\n-> hook_stopped", 297))
-
-def _check_single_stop(ev: Evidence, c: Checks, claim: str, terminal: str) -> None:
-    check_terminal(c, claim, ev, "run", terminal)
-    c.equal("requests", claim, "one model request", expected=1,
-            observed=len(ev.requests("run")), evidence="journal: main requests")
-
-
-STOP_PREVENTED_PROBE = Probe(
-    name="stop-hook-prevented",
-    title="A Stop hook's continue:false ends the loop as stop_hook_prevented",
-    claims=(Claim(STOP_PREVENTED, "A Stop hook answering continue:false ends the loop with "
-                                  "terminal reason stop_hook_prevented.",
-                  source=from_analysis(
-                      "终止状态字典",
-                      "stop_hook_prevented |\nStop hook 明确阻止 continuation", 356)),),
-    scenario=Scenario(name="stop-hook-prevented", rules=[
-        Rule(id="answer", match=Match(), reply=text("ANSWERED"), repeat="always")]),
-    hooks=Hooks({"Stop": {"action": "output",
-                    "output": {"continue": False, "stopReason": "STOP_PREVENTED_MARKER"}}}),
-    invocations=(Invocation("run", "STOP_PREVENTED_PROMPT"),),
-    check=lambda ev, c: _check_single_stop(ev, c, STOP_PREVENTED, "stop_hook_prevented"),
-)
-
-DEFERRED_PROBE = _hook_probe(
-    "tool-deferred", DEFERRED,
-    "In print mode a PreToolUse hook can defer a single tool call: the loop ends with "
-    "terminal reason tool_deferred, without running the tool or asking the model again.",
-    {"PreToolUse": {"action": "output", "output": {"hookSpecificOutput": {
-        "hookEventName": "PreToolUse", "permissionDecision": "defer"}}}},
-    "tool_deferred", "A PreToolUse defer suspends the only tool call",
-    source=from_analysis("有工具调用时的后半程",
-                         "PreToolUse defer?\n-> tool_deferred", 295))
-
-def check_blocking(ev: Evidence, c: Checks) -> None:
-    c.equal("requests", BLOCKING, "the request known to be too large is never sent",
-            expected=1, observed=len(ev.requests("blocked")), evidence="journal: main requests")
-    check_terminal(c, BLOCKING, ev, "blocked", "blocking_limit")
-    c.equal("is-error", BLOCKING, "the run ends as an error", expected=True,
-            observed=result_of(ev, "blocked").get("is_error"), evidence="run blocked: result")
-
-
-BLOCKING_PROBE = Probe(
-    name="blocking-limit",
-    title="Past the blocking line with compaction off, the loop stops before the next call",
-    claims=(Claim(BLOCKING, "When the context is already past the blocking line before a "
-                            "model call and no compaction succeeded, the loop ends with "
-                            "blocking_limit instead of sending a request known to be too "
-                            "large.",
-                  source=from_analysis(
-                      "3. 每次模型调用前都检查上下文治理",
-                      "如果在调用前已经达到 blocked line 且本轮没有成功 compact,则返"
-                      "回 blocking_limit,不会继续发送一个已知超限的请求。", 159)),),
-    scenario=Scenario(name="blocking-limit", rules=[
-        Rule(id="huge-turn", match=Match(last_user_text_contains="BLOCKING_PROMPT"),
-             reply=tool_use("Read", {"file_path": "{workspace}/blocking.txt"},
-                            usage=Usage(input_tokens=190000))),
-        Rule(id="after", match=Match(), reply=text("SHOULD_NOT_BE_ASKED"), repeat="always"),
-    ]),
-    fixtures={"blocking.txt": "BLOCKING\n"},
-    invocations=(Invocation("blocked", "BLOCKING_PROMPT",
-                            env={"CLAUDE_CODE_AUTO_COMPACT_WINDOW": "100000",
-                                 "DISABLE_AUTO_COMPACT": "1"}),),
-    check=check_blocking,
-    boundaries=("The context size is the scripted usage (190000 input tokens) against a "
-                "100000 window; automatic compaction is switched off with DISABLE_AUTO_COMPACT.",),
-)
-
-STRUCTURED = "probe.structured-output-retry-exhausted"
-STRUCTURED_SCHEMA = '{"type":"object","properties":{"answer":{"type":"string"}},"required":["answer"]}'
-
-
-def check_structured(ev: Evidence, c: Checks) -> None:
-    requests = ev.requests("structured")
-    results = [[b.get("is_error") for _, b in blocks_of_type(r, "tool_result")][-1:]
-               for r in requests[1:]]
-    c.that("retried", STRUCTURED,
-           "each invalid StructuredOutput call is answered with an error result and the "
-           "model is asked again, more than once",
-           passed=len(requests) > 2 and all(r == [True] for r in results),
-           expected="3 or more requests, each after the first carrying an error tool_result",
-           observed={"requests": len(requests), "last_tool_result_is_error": results},
-           evidence="journal: main requests")
-    check_terminal(c, STRUCTURED, ev, "structured", "structured_output_retry_exhausted")
-    result = result_of(ev, "structured")
-    c.equal("is-error", STRUCTURED, "the run ends as an error", expected=True,
-            observed=result.get("is_error"), evidence="run structured: result")
-    run = ev.run("structured")
-    c.that("exit-nonzero", STRUCTURED, "the process exits with a failure status",
-           passed=run is not None and run.exit_code not in (0, None),
-           expected="a nonzero exit status", observed=run.exit_code if run else None,
-           evidence="run structured: exit status")
-
-
-STRUCTURED_PROBE = Probe(
-    name="structured-output-retry-exhausted",
-    title="--json-schema: a model that keeps giving invalid structured output ends the loop",
-    claims=(Claim(STRUCTURED, "With --json-schema, a model whose every StructuredOutput call "
-                              "fails the schema is told so and asked again until the client "
-                              "gives up: the loop ends with terminal reason "
-                              "structured_output_retry_exhausted, an error.",
-                  source=from_analysis("终止状态字典",
-                                       "structured_output_retry_exhausted |\n结构化输出修复耗尽 | "
-                                       "是 |", 379),
-                  beyond_source="The analysis names the reason and counts it as an error; "
-                                "that invalid calls are answered with error results and "
-                                "retried is what 'repair exhausted' implies. The number of "
-                                "attempts is not claimed."),),
-    scenario=Scenario(name="structured-output-retry-exhausted", rules=[
-        Rule(id="invalid-output", match=Match(last_user_text_contains="STRUCTURED_PROMPT"),
-             reply=tool_use("StructuredOutput", {"not_the_answer": 1}), repeat="always"),
-        Rule(id="invalid-again", match=Match(), reply=tool_use("StructuredOutput",
-                                                               {"not_the_answer": 1}),
-             repeat="always"),
-    ]),
-    invocations=(Invocation("structured", "STRUCTURED_PROMPT",
-                            extra_args=("--json-schema", STRUCTURED_SCHEMA)),),
-    check=check_structured,
-    fingerprinted=False,
-    boundaries=("The schema asks for one string field; every call gives another field.",),
-)
-
-PROBES = (CAP_PROBE, TURNS_PROBE, BUDGET_PROBE, HOOK_STOPPED_PROBE, STOP_PREVENTED_PROBE,
-          DEFERRED_PROBE, BLOCKING_PROBE, STRUCTURED_PROBE)
