@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from probes.core.verdicts import CLAIM_VERDICTS
 from probes.report.diff import diff_directories, render_markdown
 from probes.report.format import ReportError
 from probes.report.matrix import build_matrix, render_matrix
@@ -81,7 +82,7 @@ def test_diff_refuses_what_is_not_a_report_directory(tmp_path: Path) -> None:
     (tmp_path / "x.json").write_text('{"schema_version": 99}')
     done = _loopprobe("diff", str(REPORTS / "2.1.235"), str(tmp_path))
     assert done.returncode == 2
-    assert "expected a loopprobe report with schema_version 1 or 2 or 3 or 4, found 99" in done.stderr
+    assert "expected a loopprobe report with schema_version 1 or 2 or 3 or 4 or 5, found 99" in done.stderr
 
 
 def test_matrix_tabulates_every_claim_per_version() -> None:
@@ -100,8 +101,7 @@ def test_matrix_tabulates_every_claim_per_version() -> None:
         assert set(claim["results"]) == {c for c in columns if claim["id"] in run[c]}
         assert claim["results"], claim["id"]
         for cell in claim["results"].values():
-            assert cell["status"] in ("confirmed", "contradicted", "not_observable",
-                                      "not_applicable", "error")
+            assert cell["status"] in CLAIM_VERDICTS
             assert cell["reason"]
     assert matrix == committed
     timeline = render_timeline(matrix, load_bisects(REPORTS / "bisect"), REPORTS)

@@ -212,7 +212,7 @@ def test_a_hanging_client_is_killed_with_its_process_group(tmp_path: Path) -> No
     assert run.last_events() == ["system/init"]
     finished = _check(outcome, "harness.wait.finished")
     assert not finished.passed and "killed at the 1.0s timeout" in finished.observed
-    assert outcome.status == "failed"
+    assert outcome.status == "error"  # the harness stopped it: the run decides nothing
     # the fake's sleeping child was in the group too; allow init a moment to reap it
     deadline = time.monotonic() + 5
     while True:
@@ -276,8 +276,9 @@ def test_egress_is_refused_and_reported(tmp_path: Path) -> None:
     assert _check(outcome, "answered").passed
     report, _, _ = build_report(ReportSpec("r", "r", (probe,)), [outcome], BINARY)
     assert report["trust"]["egress_refused"] == ["example.invalid:443"]
+    # the client's act, refused and reported: it decides no verdict (probes.core.verdicts)
     assert [c["status"] for c in report["claims"]] == ["confirmed"]
-    assert report["status"] == "failed"
+    assert report["status"] == "passed"
 
 
 # ---- the fake loop keeps its own contract -----------------------------------------------------

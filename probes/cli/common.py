@@ -55,9 +55,10 @@ NO_SANDBOX_HELP = ("run the client on this host, uncontained (no namespaces): on
 CLIENT_HELP = ("the client, KIND@VERSION with KIND one of: " + ", ".join(CLIENT_KINDS)
                + f" (plugins: ${PLUGINS_ENV}); a bare VERSION is {DEFAULT_KIND}; VERSION may "
                "be latest (resolved to the version it names, which the reports carry)")
-EXIT_CODES = ("exit codes: 0 every claim confirmed (or not observable / not applicable); "
-              "1 a claim contradicted (diff, matrix: or regressed); 2 bad input or a harness "
-              "error (said in one line on stderr); 130 interrupted (what was gathered is "
+EXIT_CODES = ("exit codes: 0 no claim contradicted (each confirmed, absent, not reached, not "
+              "observable or not applicable); 1 a claim contradicted or differing from its "
+              "baseline (diff: regressed); 2 bad input or a harness error (said in one line on "
+              "stderr; diff: a claim is an error in B); 130 interrupted (what was gathered is "
               "written, marked incomplete)")
 EXIT_DONE = "exit codes: 0 done; 2 bad input or a harness error (said in one line on stderr)"
 

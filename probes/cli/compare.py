@@ -58,6 +58,11 @@ def cmd_diff(args: argparse.Namespace) -> int:
         print(f"loopprobe: {len(regressions)} claim(s) regressed: "
               f"{', '.join(c['id'] for c in regressions)}", file=sys.stderr)
         return EXIT_FAILED
+    errors = [c for c in result["claims"] if c["change"] == "error" and c["b"] == "error"]
+    if errors:  # B could not be judged there: neither a pass nor a regression
+        print(f"loopprobe: {len(errors)} claim(s) are a harness error in B: "
+              f"{', '.join(c['id'] for c in errors)}", file=sys.stderr)
+        return EXIT_HARNESS
     return EXIT_PASSED
 
 

@@ -31,6 +31,7 @@ from probes.clients.registry import mark_used
 from probes.core.files import write_json
 from probes.core.outcome import ProbeOutcome
 from probes.core.probe import Probe, ReportSpec
+from probes.core.verdicts import AGAINST
 from probes.report.format import Report
 from probes.report.guide import write_guide
 from probes.report.partial import mark_partial, merge_into_earlier
@@ -63,7 +64,7 @@ def report_summary(report: Report) -> dict[str, Any]:
         verdicts[claim["status"]] = verdicts.get(claim["status"], 0) + 1
     return {"report": report["report"], "status": report["status"],
             "complete": report["complete"], "claims": verdicts,
-            "contradicted": [c["id"] for c in report["claims"] if c["status"] == "contradicted"],
+            "contradicted": [c["id"] for c in report["claims"] if c["status"] in AGAINST],
             **({"partial": report["partial"]} if "partial" in report else {})}
 
 
@@ -147,8 +148,9 @@ def execute_suite(client_spec: str | tuple[Client, str], out: Path, *,
             bar.advance()
             say(f"  -> {outcome.probe.name}: {_verdict(outcome)}")
             for check in outcome.checks:
-                if check.status == "failed":
-                    say(f"     FAIL {check.id}: expected {check.expected!r}, observed "
+                if check.status in ("failed", "absent", "not_reached"):
+                    said = "FAIL" if check.status == "failed" else check.status.upper()
+                    say(f"     {said} {check.id}: expected {check.expected!r}, observed "
                          f"{str(check.observed)[:160]!r}")
 
         scheduled = run_scheduled(everything, run_one, jobs, finished)

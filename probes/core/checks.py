@@ -5,17 +5,34 @@ version did; when the client disagrees, the check fails and says what it saw. A
 check of something the run's mode cannot show (print mode drops some messages) is
 "not observable" when it is not seen: it says what was looked for and where, and is
 never counted as a contradiction.
+
+Each check has a role, which decides what its failure means for its claim
+(``probes.core.verdicts.decide_claim``):
+
+- ``reach``: the feature exists in this version and the probe triggered the mechanism
+  (the command was accepted, the tool was offered and called with input the version
+  accepted, the gate answered open). A failed reach check makes the claim *absent* (the
+  version lacks the feature) or *not reached* (the feature is there, the probe did not
+  trigger it); its behaviour checks then say nothing about the claim.
+- ``behaviour``: what the claim states. Failed, with reach held: *contradicted*.
+- ``reporting``: a field of the client's output that states the behaviour (a
+  ``terminal_reason``). Missing, because the version never reports it: *not observable*;
+  present with another value: a failure like a behaviour check's.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import Any, Literal
 
-__all__ = ["MISSING", "CheckResult", "Checks"]
+__all__ = ["MISSING", "ROLES", "CheckResult", "Checks", "Role", "Unreached"]
 
 MISSING = "<missing>"
+Role = Literal["reach", "behaviour", "reporting"]
+ROLES: tuple[Role, ...] = ("reach", "behaviour", "reporting")
+# what a failed reach check says of its claim
+Unreached = Literal["absent", "not_reached"]
 
 
 @dataclass(frozen=True)
@@ -30,13 +47,26 @@ class CheckResult:
     observable: bool = True  # False: not seen, and this mode may not show it
     # the recorded requests the check function looked up since the check before this one
     journal_seqs: tuple[int, ...] = ()
+    role: Role = "behaviour"
+    unreached: Unreached | None = None  # a failed reach check: what it says of the claim
 
     @property
     def status(self) -> str:
-        return "passed" if self.passed else "failed" if self.observable else "not_observable"
+        """passed, failed, not_observable, or (a failed reach check) absent / not_reached."""
+        if self.passed:
+            return "passed"
+        if self.role == "reach":
+            return self.unreached or "not_reached"
+        return "failed" if self.observable else "not_observable"
 
     def to_json(self) -> dict[str, Any]:
-        return {**asdict(self), "status": self.status}
+        entry = {**asdict(self), "status": self.status}
+        # a behaviour check, the default, is written as before roles existed
+        if self.role == "behaviour":
+            del entry["role"]
+        if self.unreached is None:
+            del entry["unreached"]
+        return entry
 
 
 class Checks:
@@ -49,15 +79,35 @@ class Checks:
         self._reads = reads
 
     def _add(self, check_id: str, claim: str | None, description: str, passed: bool,
-             expected: Any, observed: Any, evidence: str, observable: bool = True) -> bool:
+             expected: Any, observed: Any, evidence: str, observable: bool = True,
+             role: Role = "behaviour", unreached: Unreached | None = None) -> bool:
         full_id = f"{self.probe}.{check_id}"
         if any(r.id == full_id for r in self.results):
             raise ValueError(f"check id {full_id!r} is used twice")
         seqs = tuple(self._reads()) if self._reads else ()
         self.results.append(CheckResult(full_id, claim, description, bool(passed), expected,
                                         MISSING if observed is None else observed, evidence,
-                                        observable, seqs))
+                                        observable, seqs, role,
+                                        None if passed else unreached))
         return bool(passed)
+
+    def reach(self, check_id: str, claim: str, description: str, *, held: bool,
+              absent: bool, expected: Any, observed: Any, evidence: str) -> bool:
+        """That the feature exists and the probe triggered it. When not ``held``: ``absent``
+        says this version lacks the feature (an unknown command, tool, flag or field), else
+        the feature is there and the mechanism was not reached (a gate closed, the probe's
+        input refused). ``observed`` is what decided it, in the client's own words."""
+        return self._add(check_id, claim, description, held, expected, observed, evidence,
+                         role="reach", unreached="absent" if absent else "not_reached")
+
+    def reports(self, check_id: str, claim: str, description: str, *, expected: Any,
+                observed: Any, evidence: str) -> bool:
+        """A field of the client's output that states the behaviour: equal to ``expected``
+        passes; missing (``observed`` None: this version never reports it) is not
+        observable; another value fails."""
+        return self._add(check_id, claim, description, observed == expected, expected,
+                         observed, evidence, observable=observed is not None,
+                         role="reporting")
 
     def equal(self, check_id: str, claim: str | None, description: str, *, expected: Any,
               observed: Any, evidence: str) -> bool:

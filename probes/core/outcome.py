@@ -9,6 +9,7 @@ from typing import Any
 from probes.core.checks import CheckResult
 from probes.core.evidence import Evidence
 from probes.core.probe import Probe
+from probes.core.verdicts import is_harness_failure
 
 __all__ = ["ProbeOutcome"]
 
@@ -25,10 +26,21 @@ class ProbeOutcome:
 
     @property
     def passed(self) -> bool:
-        return self.error is None and self.not_applicable is None and bool(self.checks) \
-            and all(c.status != "failed" for c in self.checks)
+        return self.status == "passed"
 
     @property
     def status(self) -> str:
-        return ("not_applicable" if self.not_applicable else "error" if self.error
-                else "passed" if self.passed else "failed")
+        """not_applicable; error (the harness's, or one of its checks failed); failed (a check
+        of a claim failed); unreached (only reach checks failed: the feature is absent or was
+        not triggered); passed."""
+        if self.not_applicable:
+            return "not_applicable"
+        if self.error or not self.checks or any(is_harness_failure(c.to_json())
+                                                for c in self.checks):
+            return "error"
+        statuses = {c.status for c in self.checks}
+        if "failed" in statuses:
+            return "failed"
+        if statuses & {"absent", "not_reached"}:
+            return "unreached"
+        return "passed"

@@ -1,17 +1,116 @@
-"""Checking evidence: the probe's own checks and the harness's, on gathered or altered evidence.
+"""Checking evidence and judging claims: the probe's checks and the harness's, then one verdict
+per claim decided from them by one rule (``decide_claim``).
 
 Light (no server, no client), so a test can alter saved evidence and check it again.
 """
 
 from __future__ import annotations
 
+import json
+import re
 import traceback
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from probes.core.checks import CheckResult, Checks
 from probes.core.evidence import Evidence
 from probes.core.probe import Probe
 
-__all__ = ["check_evidence", "harness_checks"]
+__all__ = ["AGAINST", "CHANGES", "CLAIM_VERDICTS", "EGRESS_CHECK", "LABELS", "NOT_SHOWN",
+           "UPHELD", "check_evidence", "claim_change", "decide_claim", "harness_checks",
+           "is_harness_failure"]
+
+# every verdict a claim can get, in the order decide_claim tries them after not_applicable
+CLAIM_VERDICTS = ("confirmed", "contradicted", "differs_from_baseline", "absent",
+                  "not_reached", "not_observable", "not_applicable", "error")
+# the verdicts that do not count against a claim: a report of only these has passed
+UPHELD = ("confirmed", "absent", "not_reached", "not_observable", "not_applicable")
+# the verdicts that say the client behaved otherwise than the claim states
+AGAINST = ("contradicted", "differs_from_baseline")
+# the verdicts that say nothing of the behaviour: it was not there, or not triggered, or
+# not shown, or not applicable to the client kind
+NOT_SHOWN = ("absent", "not_reached", "not_observable", "not_applicable")
+# how each verdict is written for a reader
+LABELS = {"confirmed": "confirmed", "contradicted": "contradicted",
+          "differs_from_baseline": "differs from baseline", "absent": "absent",
+          "not_reached": "not reached", "not_observable": "not observable",
+          "not_applicable": "not applicable", "error": "error"}
+# what a claim's verdict did from one report to another (loopprobe diff), worst first
+CHANGES = ("regressed", "error", "removed", "changed", "introduced", "newly applicable",
+           "now reached", "fixed", "not run", "same")
+EGRESS_CHECK = "harness.no-egress"
+_HARNESS = re.compile(r"(^|\.)harness\.")
+_SHOWN = 200
+
+
+def is_harness_failure(check: Mapping[str, Any]) -> bool:
+    """A failed check of the harness's own (a run that timed out or was stopped, a request no
+    rule answered, evidence a run tampered with): the evidence of the probe is incomplete.
+    An egress attempt is not one: it is what the client did, refused and reported."""
+    return (check.get("claim") is None and not check.get("passed")
+            and bool(_HARNESS.search(str(check.get("id"))))
+            and not str(check.get("id")).endswith(EGRESS_CHECK))
+
+
+def _shown(value: Any) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False,
+                                                            sort_keys=True)
+    return text if len(text) <= _SHOWN else text[:_SHOWN] + "…"
+
+
+def _said(check: Mapping[str, Any]) -> str:
+    return f"{check['id']} observed {_shown(check.get('observed'))}"
+
+
+def _and_more(checks: Sequence[Mapping[str, Any]]) -> str:
+    rest = [str(c["id"]) for c in checks[1:]]
+    return f" (also {', '.join(rest)})" if rest else ""
+
+
+def decide_claim(own: Sequence[Mapping[str, Any]], probe_checks: Sequence[Mapping[str, Any]], *,
+                 not_applicable: str | None = None, error: str | None = None,
+                 baseline: bool = False) -> tuple[str, str]:
+    """A claim's verdict and the one sentence that says which observation decided it.
+
+    ``own`` are the claim's checks, ``probe_checks`` every check of its probe (the harness's
+    among them), each as ``CheckResult.to_json()`` gives it. In order: not applicable (the
+    client kind lacks a capability); error (the harness failed: its evidence is incomplete,
+    so nothing it shows counts against the claim); absent, then not reached (a reach check
+    failed: the behaviour checks say nothing); contradicted, or for a claim whose source is
+    a recorded baseline differs from baseline (reach held and a behaviour check failed);
+    not observable (what this version or mode cannot show was not seen); confirmed.
+    What the client did that the harness refused (an egress attempt, a malformed control
+    request) never decides a verdict by itself: it is reported with its run.
+    """
+    if not_applicable:
+        return "not_applicable", not_applicable
+    if error:
+        return "error", error
+    harness = [c for c in probe_checks if is_harness_failure(c)]
+    if harness:
+        return "error", (f"the harness failed, so this run decides nothing about the claim: "
+                         f"{_said(harness[0])}{_and_more(harness)}")
+    if not own:
+        return "error", "the probe produced no check for this claim"
+    absent = [c for c in own if c.get("status") == "absent"]
+    if absent:
+        return "absent", (f"this version lacks the feature: {_said(absent[0])} "
+                          f"(expected {_shown(absent[0].get('expected'))}){_and_more(absent)}")
+    unreached = [c for c in own if c.get("status") == "not_reached"]
+    if unreached:
+        return "not_reached", (f"the probe did not trigger the mechanism: {_said(unreached[0])} "
+                               f"(expected {_shown(unreached[0].get('expected'))})"
+                               f"{_and_more(unreached)}")
+    failed = [c for c in own if c.get("status") == "failed"]
+    if failed:
+        verdict = "differs_from_baseline" if baseline else "contradicted"
+        return verdict, (f"{failed[0]['id']} expected {_shown(failed[0].get('expected'))}, "
+                         f"observed {_shown(failed[0].get('observed'))}{_and_more(failed)}")
+    hidden = [c for c in own if c.get("status") == "not_observable"]
+    if hidden:
+        return "not_observable", (f"{len(own) - len(hidden)} of {len(own)} checks passed; "
+                                  f"not observable here: {_said(hidden[0])}{_and_more(hidden)}")
+    return "confirmed", f"all {len(own)} checks passed"
 
 
 def check_evidence(probe: Probe, evidence: Evidence) -> tuple[list[CheckResult], str | None]:
@@ -78,3 +177,29 @@ def harness_checks(evidence: Evidence, checks: Checks) -> None:
                 evidence="journal outcome")
 
 
+
+
+def claim_change(before: str | None, after: str | None) -> str:
+    """What a claim's verdict did between two reports, one of ``CHANGES``: ``regressed`` only
+    when a behaviour once upheld is now observed otherwise; a feature that appears is
+    ``introduced`` (like a compatibility table's version_added), one that goes ``removed``;
+    a harness failure on either side is ``error``, never a regression or a fix."""
+    if before == after:
+        return "same"
+    if before is None or after is None:
+        return "not run"
+    if "error" in (before, after):
+        return "error"
+    if after in AGAINST:
+        return "regressed" if before in ("confirmed", "not_observable") else "changed"
+    if after == "absent":
+        return "removed"
+    if before in AGAINST and after in ("confirmed", "not_observable"):
+        return "fixed"
+    if before == "absent":
+        return "introduced"
+    if before == "not_applicable":
+        return "newly applicable"
+    if before == "not_reached" and after in ("confirmed", "not_observable"):
+        return "now reached"
+    return "changed"

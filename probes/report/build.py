@@ -30,6 +30,7 @@ from probes.core.evidence import Evidence, RunRecord, message_outline
 from probes.core.files import write_bytes, write_json, write_lines
 from probes.core.outcome import ProbeOutcome
 from probes.core.probe import ReportSpec
+from probes.core.verdicts import EGRESS_CHECK, UPHELD, decide_claim
 from probes.report.fingerprint import fingerprint
 from probes.report.format import (
     FINGERPRINT_FILE,
@@ -55,9 +56,8 @@ __all__ = ["JOURNAL_VOLATILE", "RANDOM_IDS", "REPORT_JOURNAL_OMITTED", "SHORT_AG
            "TEXT_DURATION", "TRUST_CHECK", "UPHELD", "VOLATILE_KEYS", "build_report",
            "report_status", "write_fingerprint", "write_report"]
 
-TRUST_CHECK = "harness.no-egress"
+TRUST_CHECK = EGRESS_CHECK
 # claim verdicts that do not fail a report: nothing the source states was seen otherwise
-UPHELD = ("confirmed", "not_observable", "not_applicable")
 
 
 def _request_summary(record: Mapping[str, Any], run: str | None) -> dict[str, Any]:
@@ -182,28 +182,9 @@ def _claim_entries(outcome: ProbeOutcome, probe_checks: list[dict[str, Any]],
     claims: list[ClaimEntry] = []
     for claim in outcome.probe.claims:
         own = [c for c in probe_checks if c["claim"] == claim.id]
-        failed = [c["id"] for c in own if c["status"] == "failed"]
-        hidden = [c["id"] for c in own if c["status"] == "not_observable"]
-        # a timeout or an unscripted request undermines the evidence of every claim of the
-        # probe; an egress attempt does not (it is reported on its own, in `trust`)
-        harness_failed = [c["id"] for c in probe_checks if c["claim"] is None
-                          and not c["passed"] and not c["id"].endswith(TRUST_CHECK)]
-        if outcome.not_applicable:
-            status, reason = "not_applicable", outcome.not_applicable
-        elif outcome.error:
-            status, reason = "error", norm(outcome.error)
-        elif not own:
-            status, reason = "error", "the probe produced no check for this claim"
-        elif failed or harness_failed:
-            status, reason = "contradicted", ("the stated behaviour was reachable and observed "
-                                              f"otherwise; failed checks: "
-                                              f"{', '.join(failed + harness_failed)}")
-        elif hidden:
-            status, reason = "not_observable", (
-                f"{len(own) - len(hidden)} of {len(own)} checks passed; not observable in this "
-                f"mode: {', '.join(hidden)}")
-        else:
-            status, reason = "confirmed", f"all {len(own)} checks passed"
+        status, reason = decide_claim(own, probe_checks, not_applicable=outcome.not_applicable,
+                                      error=norm(outcome.error) if outcome.error else None,
+                                      baseline=claim.source.kind == "baseline")
         counterfactuals = [cf.description for cf in outcome.probe.counterfactuals
                            if claim.id in cf.claims]
         claims.append({"id": claim.id, "statement": claim.statement,
@@ -215,16 +196,15 @@ def _claim_entries(outcome: ProbeOutcome, probe_checks: list[dict[str, Any]],
     return claims
 
 
-def report_status(*, errors: bool, ran_any: bool, claims: list[ClaimEntry],
-                  egress_refused: list[str]) -> str:
-    """A complete report's status: a harness error, nothing applicable, or whether every
-    claim was upheld with no egress attempted."""
-    if errors:
+def report_status(*, errors: bool, ran_any: bool, claims: list[ClaimEntry]) -> str:
+    """A complete report's status: a harness error (of a probe, or of a claim's run), nothing
+    applicable, or whether every claim was upheld. An egress attempt the guard refused is
+    the client's act, reported in ``trust.egress_refused``; it does not decide the status."""
+    if errors or any(c["status"] == "error" for c in claims):
         return "error"
     if not ran_any:
         return "not_applicable"
-    upheld = all(c["status"] in UPHELD for c in claims)
-    return "passed" if upheld and not egress_refused else "failed"
+    return "passed" if all(c["status"] in UPHELD for c in claims) else "failed"
 
 
 def build_report(spec: ReportSpec, outcomes: list[ProbeOutcome], binary: ClientBinary, *,
@@ -263,7 +243,7 @@ def build_report(spec: ReportSpec, outcomes: list[ProbeOutcome], binary: ClientB
     status = "incomplete" if not complete else report_status(
         errors=any(o.error for o in outcomes),
         ran_any=any(not o.not_applicable for o in outcomes),
-        claims=claims, egress_refused=egress_refused)
+        claims=claims)
     terminal = [
         {"probe": o.probe.name, "run": name, "terminal_reason": (run.result or {}).get(
             "terminal_reason"), "subtype": (run.result or {}).get("subtype"),

@@ -3,8 +3,9 @@
 Compares claims and checks (verdict flips, with the observed values on each
 side), the request-shape fingerprints (betas, tools, body keys, event types,
 result fields, prompt hashes), and the sequence of requests of every probe.
-A claim confirmed in A and contradicted (or a harness error) in B is a regression; a claim
-run on one side only is "not run", never a regression.
+A claim upheld in A and contradicted in B is a regression; a harness error on either side is
+"error", never a regression; a feature that appears in B is "introduced" (see
+``probes.core.verdicts.claim_change``); a claim run on one side only is "not run".
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from probes.core.verdicts import claim_change
 from probes.report.format import load_folder
 
 __all__ = ["SIDE_KINDS", "DiffResult", "diff_directories", "render_markdown"]
@@ -32,15 +34,7 @@ def _load_dir(directory: Path) -> tuple[dict[str, dict[str, Any]], dict[str, Any
 
 
 def _claim_change(a: str | None, b: str | None) -> str:
-    if a == b:
-        return "same"
-    if a is None or b is None:
-        return "not run"
-    if a == "confirmed" and b in ("contradicted", "error"):
-        return "regressed"
-    if b == "confirmed":
-        return "fixed"
-    return "changed"
+    return claim_change(a, b)
 
 
 def _set_change(a: list[str] | None, b: list[str] | None) -> dict[str, list[str]]:
@@ -156,7 +150,8 @@ def render_markdown(result: DiffResult) -> str:
             "harness error in B).", "",
             "## Claims", "", "| claim | A | B | change |", "|---|---|---|---|"]
     for c in result["claims"]:
-        mark = f"**{c['change']}**" if c["change"] in ("regressed", "fixed") else c["change"]
+        shown = ("regressed", "error", "fixed")
+        mark = f"**{c['change']}**" if c["change"] in shown else c["change"]
         out.append(f"| `{c['id']}` | {c['a'] or '—'} | {c['b'] or '—'} | {mark} |")
     out += ["", "## Checks that flipped", ""]
     if not result["checks_flipped"]:

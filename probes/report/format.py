@@ -15,6 +15,8 @@ from typing import Any, Literal, NotRequired
 
 from typing_extensions import TypedDict
 
+from probes.core.verdicts import CLAIM_VERDICTS
+
 __all__ = ["FINGERPRINT_FILE", "FINGERPRINT_FILE_VERSION", "READABLE_REPORT_VERSIONS",
            "REPORT_SCHEMA_VERSION", "TIMING_SUFFIX", "VERDICTS", "CheckEntry", "ClaimEntry",
            "ClientIdentity", "FingerprintFile", "Report", "ReportError", "ReportFolder", "Status",
@@ -25,9 +27,13 @@ __all__ = ["FINGERPRINT_FILE", "FINGERPRINT_FILE_VERSION", "READABLE_REPORT_VERS
 # 3: claim verdicts confirmed / contradicted / not_observable / not_applicable / error;
 #    claim provenance and counterfactuals; check status
 # 4: "timing" names <report>.timing.json, now committed: a timeline per client run
-REPORT_SCHEMA_VERSION = 4
-READABLE_REPORT_VERSIONS = (1, 2, 3, 4)
-VERDICTS = ("confirmed", "contradicted", "not_observable", "not_applicable", "error")
+# 5: claim verdicts absent, not_reached and differs_from_baseline; a check's role (reach,
+#    reporting; behaviour when not written) and, for a failed reach check, its status
+#    absent / not_reached; a harness failure makes its probe's claims "error" (it was
+#    "contradicted"); an egress attempt no longer fails the report; sources of kind baseline
+REPORT_SCHEMA_VERSION = 5
+READABLE_REPORT_VERSIONS = (1, 2, 3, 4, 5)
+VERDICTS = CLAIM_VERDICTS
 # how reports before schema 3 named the verdicts
 _OLD_VERDICTS = {"passed": "confirmed", "failed": "contradicted"}
 FINGERPRINT_FILE = "fingerprint.json"
@@ -58,8 +64,10 @@ class CheckEntry(TypedDict):
     expected: Any
     observed: Any
     evidence: str
-    status: NotRequired[str]  # passed, failed or not_observable (schema 3)
+    status: NotRequired[str]  # passed, failed, not_observable (schema 3); absent, not_reached (5)
     observable: NotRequired[bool]
+    role: NotRequired[str]  # reach or reporting (schema 5); behaviour when not written
+    unreached: NotRequired[str]  # a failed reach check: absent or not_reached (schema 5)
     # lines of <report>.journal.jsonl the check function read since the check before this one
     journal_lines: NotRequired[list[int]]
 

@@ -150,8 +150,11 @@ def _claim_section(report: Report, claim: ClaimEntry) -> list[str]:
     for check_id in claim["checks"]:
         c = checks[check_id]
         status = str(c.get("status") or ("passed" if c["passed"] else "failed"))
-        result = {"passed": "pass", "failed": "**FAIL**",
-                  "not_observable": "not observable"}.get(status, status)
+        result = {"passed": "pass", "failed": "**FAIL**", "not_observable": "not observable",
+                  "absent": "absent (reach)", "not_reached": "not reached (reach)",
+                  }.get(status, status)
+        if c.get("role") and status == "passed":
+            result += f" ({c['role']})"
         out.append(f"| `{check_id}` | {result} | "
                    f"{_short(c['expected'], 90)} | {_short(c['observed'], 120)} | "
                    f"{_short(c['evidence'], 60)} |")

@@ -6,17 +6,17 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 from probes.core.files import write_bytes
+from probes.core.verdicts import AGAINST, LABELS, NOT_SHOWN
 from probes.report.format import Report
 
 __all__ = ["junit_xml", "write_junit"]
 
-_SKIPPED = ("not_observable", "not_applicable")
-
 
 def junit_xml(reports: list[Report]) -> bytes:
     """One test suite per report (named ``<client>@<version>/<report>``), one test case per
-    claim: contradicted is a failure, error an error, not observable / not applicable
-    skipped, each with the claim's reason."""
+    claim: contradicted (or differing from its baseline) is a failure, error an error,
+    absent, not reached, not observable and not applicable skipped, each with the claim's
+    reason."""
     root = ET.Element("testsuites", name="loopprobe")
     for report in reports:
         client = report["client"]
@@ -24,9 +24,9 @@ def junit_xml(reports: list[Report]) -> bytes:
         suite = ET.SubElement(root, "testsuite", {
             "name": f"{client['name']}@{client['version']}/{report['report']}",
             "tests": str(len(claims)),
-            "failures": str(sum(c["status"] == "contradicted" for c in claims)),
+            "failures": str(sum(c["status"] in AGAINST for c in claims)),
             "errors": str(sum(c["status"] == "error" for c in claims)),
-            "skipped": str(sum(c["status"] in _SKIPPED for c in claims))})
+            "skipped": str(sum(c["status"] in NOT_SHOWN for c in claims))})
         properties = ET.SubElement(suite, "properties")
         for name, value in (("binary_sha256", client["binary_sha256"]),
                             ("report_status", report["status"]),
@@ -36,14 +36,14 @@ def junit_xml(reports: list[Report]) -> bytes:
             case = ET.SubElement(suite, "testcase", classname=f"{report['report']}.{claim['probe']}",
                                  name=claim["id"])
             detail = f"{claim['statement']}\n{claim['reason']}"
-            if claim["status"] == "contradicted":
+            if claim["status"] in AGAINST:
                 ET.SubElement(case, "failure", message=claim["reason"][:500],
-                              type="contradicted").text = detail
+                              type=claim["status"]).text = detail
             elif claim["status"] == "error":
                 ET.SubElement(case, "error", message=claim["reason"][:500],
                               type="error").text = detail
-            elif claim["status"] in _SKIPPED:
-                ET.SubElement(case, "skipped", message=f"{claim['status']}: "
+            elif claim["status"] in NOT_SHOWN:
+                ET.SubElement(case, "skipped", message=f"{LABELS[claim['status']]}: "
                               f"{claim['reason'][:480]}")
     ET.indent(root)
     data: bytes = ET.tostring(root, encoding="utf-8", xml_declaration=True)

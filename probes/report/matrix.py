@@ -10,12 +10,15 @@ from pathlib import Path
 from typing import Any
 
 from probes.clients.base import ClientKey
+from probes.core.verdicts import LABELS
 from probes.report.format import load_folder
 
-__all__ = ["MATRIX_SCHEMA_VERSION", "SYMBOL", "build_matrix", "render_matrix"]
+__all__ = ["MATRIX_SCHEMA_VERSION", "READABLE_MATRIX_VERSIONS", "SYMBOL", "build_matrix", "render_matrix"]
 
-# 2: columns keyed by client kind and version; 3: claim verdicts (confirmed, contradicted, …)
-MATRIX_SCHEMA_VERSION = 3
+# 2: columns keyed by client kind and version; 3: claim verdicts (confirmed, contradicted, …);
+# 4: absent, not_reached and differs_from_baseline cells
+MATRIX_SCHEMA_VERSION = 4
+READABLE_MATRIX_VERSIONS = (3, 4)
 
 
 def build_matrix(directories: list[Path]) -> dict[str, Any]:
@@ -41,8 +44,8 @@ def build_matrix(directories: list[Path]) -> dict[str, Any]:
                        for cid in sorted(cells)]}
 
 
-SYMBOL = {"confirmed": "confirmed", "contradicted": "**contradicted**",
-          "not_observable": "not observable", "not_applicable": "n/a", "error": "error"}
+SYMBOL = {**LABELS, "contradicted": "**contradicted**",
+          "differs_from_baseline": "**differs from baseline**", "not_applicable": "n/a"}
 
 
 def render_matrix(matrix: dict[str, Any]) -> str:

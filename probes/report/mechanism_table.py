@@ -2,7 +2,8 @@
 
 Nothing in it is written by hand: each row's verdict is the claim's verdict in the
 report folder given, with the reason when it is not confirmed, and the client versions
-of the matrix where the verdict differs.
+of the matrix where the verdict differs, grouped by verdict and in release order
+("absent on 2.0.77–2.1.117; contradicted on 2.1.307").
 """
 
 from __future__ import annotations
@@ -11,7 +12,10 @@ import re
 from pathlib import Path
 from typing import Any
 
+from packaging.version import InvalidVersion, Version
+
 from probes.catalog.mechanisms import MECHANISMS
+from probes.core.verdicts import AGAINST, CLAIM_VERDICTS, LABELS
 from probes.report.format import ClaimEntry, ReportFolder, verdict
 
 __all__ = ["END_MARK", "START_MARK", "render_mechanism_table", "replace_section"]
@@ -24,18 +28,53 @@ def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
-def _verdict(claim: ClaimEntry | None, others: dict[str, Any]) -> str:
+def _ordered(labels: list[str]) -> list[str]:
+    """Client labels (``kind@version``) by kind, then by version as released (2.1.54 before
+    2.1.117), not as text."""
+    def key(label: str) -> tuple[str, int, Version | str]:
+        kind, _, version = label.rpartition("@")
+        try:
+            return kind, 0, Version(version)
+        except InvalidVersion:
+            return kind, 1, version
+    return sorted(labels, key=key)
+
+
+def _ranges(chosen: list[str], order: list[str], own_kind: str) -> str:
+    """``chosen`` as runs of neighbours in ``order``: "2.0.77–2.1.117, 2.1.307"."""
+    def shown(label: str) -> str:
+        kind, _, version = label.rpartition("@")
+        return version if kind == own_kind else label
+    runs: list[list[str]] = []
+    for label in order:
+        if label not in chosen:
+            if runs and runs[-1]:
+                runs.append([])
+            continue
+        if not runs:
+            runs.append([])
+        runs[-1].append(label)
+    return ", ".join(shown(r[0]) if len(r) == 1 else f"{shown(r[0])}–{shown(r[-1])}"
+                     for r in runs if r)
+
+
+def _verdict(claim: ClaimEntry | None, others: dict[str, Any], own_kind: str) -> str:
     if claim is None:
         return "not in these reports"
-    status = claim["status"].replace("_", " ")
-    shown = f"**{status}**" if claim["status"] == "contradicted" else status
+    status = LABELS.get(claim["status"], claim["status"])
+    shown = f"**{status}**" if claim["status"] in AGAINST else status
     if claim["status"] != "confirmed":
         shown += f": {claim['reason']}"
-    differing = [f"{label} {verdict(cell['status']).replace('_', ' ')}"
-                 for label, cell in sorted(others.items())
-                 if verdict(cell["status"]) != claim["status"]]
+    order = _ordered(list(others))
+    by_verdict: dict[str, list[str]] = {}
+    for label in order:
+        other = verdict(others[label]["status"])
+        if other != claim["status"]:
+            by_verdict.setdefault(other, []).append(label)
+    differing = [f"{LABELS.get(v, v)} on {_ranges(by_verdict[v], order, own_kind)}"
+                 for v in sorted(by_verdict, key=lambda v: (*CLAIM_VERDICTS, v).index(v))]
     if differing:
-        shown += f" (differs on {', '.join(differing)})"
+        shown += f" (elsewhere: {'; '.join(differing)})"
     return _cell(shown)
 
 
@@ -53,7 +92,7 @@ def render_mechanism_table(folder: ReportFolder, matrix: dict[str, Any] | None =
         others = {label: cell for label, cell in across.get(mechanism.claim, {}).items()
                   if label != own}
         lines.append(f"| {_cell(mechanism.description)} | `{mechanism.claim}` | "
-                     f"{_verdict(claims.get(mechanism.claim), others)} |")
+                     f"{_verdict(claims.get(mechanism.claim), others, folder.client['name'])} |")
     return "\n".join([*lines, "", END_MARK])
 
 

@@ -97,7 +97,7 @@ def merge_into_earlier(new: Report, journal: list[str], timing: dict[str, Any],
     merged["status"] = report_status(
         errors=any(s.get("error") for s in sections),
         ran_any=not all(s.get("not_applicable") for s in sections),
-        claims=claims, egress_refused=egress)
+        claims=claims)
     merged["passed"] = merged["status"] == "passed"
     return merged, merged_lines, {**timing, "probes": probe_timing}
 

@@ -20,6 +20,7 @@ from jinja2 import Environment, PackageLoader, StrictUndefined
 from markupsafe import Markup
 
 from probes.core.files import write_text
+from probes.core.verdicts import CHANGES, LABELS
 from probes.report.diff import DiffResult, diff_directories
 from probes.report.format import (
     FINGERPRINT_FILE,
@@ -29,7 +30,7 @@ from probes.report.format import (
     load_folder,
     load_json_file,
 )
-from probes.report.matrix import MATRIX_SCHEMA_VERSION
+from probes.report.matrix import READABLE_MATRIX_VERSIONS
 from probes.report.probe_view import (
     TEXT_LIMIT,
     ToolIds,
@@ -68,7 +69,7 @@ def _page(template: str, **context: Any) -> str:
 
 
 def _verdict_label(status: str | None) -> str:
-    return "—" if status is None else status.replace("_", " ")
+    return "—" if status is None else LABELS.get(status, status.replace("_", " "))
 
 
 # ---- a version folder ------------------------------------------------------------------------
@@ -99,7 +100,7 @@ def render_folder(directory: Path) -> str:
 # ---- a matrix --------------------------------------------------------------------------------
 
 def _load_matrix(path: Path) -> dict[str, Any]:
-    data = load_json_file(path, "matrix", (MATRIX_SCHEMA_VERSION,))
+    data = load_json_file(path, "matrix", READABLE_MATRIX_VERSIONS)
     if data.get("kind") != "matrix" or "claims" not in data:
         raise ReportError(f"{path}: not a loopprobe matrix (expected kind 'matrix')")
     return data
@@ -115,7 +116,7 @@ def render_matrix_page(path: Path) -> str:
 # ---- a diff ----------------------------------------------------------------------------------
 
 # the changed claims in this order: what broke first, what was not run on one side last
-_CHANGE_ORDER = ("regressed", "changed", "fixed", "not run")
+_CHANGE_ORDER = CHANGES
 
 
 def render_diff(a: Path, b: Path) -> str:
@@ -126,7 +127,7 @@ def render_diff(a: Path, b: Path) -> str:
     same = [c for c in result["claims"] if c["change"] == "same"]
     return _page("diff.html", result=result, flipped=flipped, same=same,
                  ca=result["a"]["client"], cb=result["b"]["client"],
-                 regressions=result.regressions, a=a.name, b=b.name)
+                 regressions=result.regressions, a=a.name, b=b.name, changes=list(CHANGES))
 
 
 def diff_page_path(a: Path, b: Path) -> Path:

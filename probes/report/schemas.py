@@ -44,7 +44,8 @@ class MatrixVersion(TypedDict):
 
 
 class MatrixCell(TypedDict):
-    status: Literal["confirmed", "contradicted", "not_observable", "not_applicable", "error"]
+    status: Literal["confirmed", "contradicted", "differs_from_baseline", "absent", "not_reached",
+                    "not_observable", "not_applicable", "error"]
     reason: str
     report: str
 
@@ -75,8 +76,8 @@ class SessionSide(TypedDict):
 class SessionPair(TypedDict):
     writer: SessionSide
     reader: SessionSide
-    resume: Literal["ok", "fails", "error", "not applicable"]
-    fork: Literal["ok", "fails", "error", "not applicable"]
+    resume: Literal["ok", "fails", "error", "not applicable", "absent", "not reached"]
+    fork: Literal["ok", "fails", "error", "not applicable", "absent", "not reached"]
     not_applicable: str | None
     error: str | None
     runs: list[dict[str, Any]]

@@ -24,7 +24,7 @@ from probes.core.files import write_json, write_lines
 from probes.core.outcome import ProbeOutcome
 from probes.core.probe import Claim, Counterfactual, Invocation, Probe
 from probes.core.provenance import project_expectation
-from probes.report.build import TRUST_CHECK
+from probes.core.verdicts import decide_claim
 
 __all__ = ["CLAIMS", "CLI_DOCS", "FILE_MARKER", "FORKED_ANSWER", "FORK_CLAIM", "FORK_PROMPT",
            "RESUMED_ANSWER", "RESUME_CLAIM", "RESUME_PROMPT", "SCENARIO", "TOOL_ID",
@@ -139,15 +139,15 @@ def compat_probe(writer: str, reader: str) -> Probe:
 
 
 def _verdict(outcome: ProbeOutcome, claim: str) -> str:
-    if outcome.not_applicable:
-        return "not applicable"
-    if outcome.error or outcome.evidence is None:
+    """The claim's verdict by the reports' rule (``decide_claim``), in the table's words."""
+    if outcome.evidence is None and not outcome.not_applicable:
         return "error"
-    # as in the reports: a harness failure undermines every claim, an egress attempt does not
-    # (it is listed with the pair's failed checks all the same)
-    checks = [c for c in outcome.checks
-              if c.claim == claim or (c.claim is None and not c.id.endswith(TRUST_CHECK))]
-    return "ok" if checks and all(c.passed for c in checks) else "fails"
+    checks = [c.to_json() for c in outcome.checks]
+    status, _ = decide_claim([c for c in checks if c["claim"] == claim], checks,
+                             not_applicable=outcome.not_applicable, error=outcome.error)
+    return {"confirmed": "ok", "not_observable": "ok", "contradicted": "fails",
+            "differs_from_baseline": "fails", "not_applicable": "not applicable",
+            "not_reached": "not reached"}.get(status, status)
 
 
 def pair_entry(writer: ClientBinary, reader: ClientBinary, outcome: ProbeOutcome) -> dict[str, Any]:
