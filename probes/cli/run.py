@@ -30,7 +30,8 @@ def cmd_run(args: argparse.Namespace) -> int:
                            work_dir=args.work_dir,
                            catalog=catalog_for(args.client, args.catalog),
                            no_sandbox=args.no_sandbox, jobs=jobs(args.jobs),
-                           compress_journals=args.compress_journals)
+                           compress_journals=args.compress_journals,
+                           counterfactuals=args.counterfactuals)
     summary = result.to_json()
     if args.junit:
         summary["junit"] = str(write_junit(Path(args.junit), result.reports))
@@ -75,6 +76,11 @@ def add_run(commands: Any) -> None:
     run.add_argument("--no-sandbox", action="store_true", help=NO_SANDBOX_HELP)
     run.add_argument("-j", "--jobs", type=int, help=JOBS_HELP)
     run.add_argument("--compress-journals", action="store_true", help=COMPRESS_HELP)
+    run.add_argument("--counterfactuals", action="store_true",
+                     help="also run every selected probe's counterfactuals (the variants in "
+                          "which its claims cannot hold) on the same binary and write what "
+                          "each did to counterfactuals.json: the evidence that each claim's "
+                          "checks can fail on this version")
     output_options(run, junit=True)
     run.set_defaults(func=cmd_run)
 

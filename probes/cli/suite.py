@@ -79,7 +79,7 @@ def execute_suite(client_spec: str | tuple[Client, str], out: Path, *,
                   report: str | Sequence[str] | None = None, work_dir: str | None = None,
                   catalog: tuple[ReportSpec, ...] = REPORTS, no_sandbox: bool = False,
                   jobs: int = 1, shard: tuple[int, int] | None = None,
-                  compress_journals: bool = False) -> SuiteResult:
+                  compress_journals: bool = False, counterfactuals: bool = False) -> SuiteResult:
     """Run the selected probes on one client version and write its report directory.
 
     Every client run is contained (bubblewrap); ``no_sandbox`` runs them on the host, and the
@@ -87,10 +87,13 @@ def execute_suite(client_spec: str | tuple[Client, str], out: Path, *,
     reports are the same as a serial run's. ``probe`` and ``report`` are names or lists of
     names (see ``select``). Input errors raise ``HarnessInputError`` before
     any probe runs. ``shard`` (i, n) runs every n-th report from the i-th and notes the shard
-    in its partial fingerprint (``loopprobe merge`` joins the shards).
+    in its partial fingerprint (``loopprobe merge`` joins the shards). ``counterfactuals``
+    then runs every selected probe's counterfactuals on the same binary and writes what each
+    did to ``counterfactuals.json`` (merged with the folder's earlier one for other probes).
     """
     # the run machinery (the mock server: uvicorn, starlette) loads only for commands that run
     from probes.report.build import build_report, write_fingerprint, write_report
+    from probes.report.counterfactuals import counterfactual_entry, merge_counterfactuals
     from probes.run.containment import ContainmentUnavailable, find_containment
     from probes.run.runner import run_probe
     specs = select(catalog, probe, report)
@@ -191,6 +194,23 @@ def execute_suite(client_spec: str | tuple[Client, str], out: Path, *,
                                   "first_report": first_report}
             write_json(written_print, partial)
         say(f"  wrote {written_print}")
+    if counterfactuals and not interrupted:
+        variants = [(one, cf) for one in everything for cf in one.counterfactuals]
+        with task(f"{binary.name}@{binary.version} counterfactuals", len(variants)) as bar:
+            ran = run_scheduled([cf.probe(one) for one, cf in variants], run_one, jobs,
+                                lambda _: bar.advance())
+        if ran.interrupted:
+            interrupted = True
+            say("loopprobe: interrupted; counterfactuals.json not written")
+        else:
+            entries = [counterfactual_entry(one, cf, o)
+                       for (one, cf), o in zip(variants, ran.outcomes, strict=True)
+                       if o is not None]
+            written_cf = merge_counterfactuals(out, binary, entries,
+                                               {one.name for one in everything})
+            shown = sum(e["able_to_fail"] for e in entries)
+            say(f"  wrote {written_cf}: {shown} of {len(entries)} counterfactuals made "
+                f"their claims fail")
     say(f"  wrote {write_guide(out)}")
     say("")
     say(f"{'report':<40} {'status':<15} claims confirmed")

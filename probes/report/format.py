@@ -17,11 +17,11 @@ from typing_extensions import TypedDict
 
 from probes.core.verdicts import CLAIM_VERDICTS
 
-__all__ = ["FINGERPRINT_FILE", "FINGERPRINT_FILE_VERSION", "READABLE_REPORT_VERSIONS",
-           "REPORT_SCHEMA_VERSION", "TIMING_SUFFIX", "VERDICTS", "CheckEntry", "ClaimEntry",
-           "ClientIdentity", "FingerprintFile", "Report", "ReportError", "ReportFolder", "Status",
-           "load_fingerprint", "load_folder", "load_json_file", "load_report",
-           "read_journal_lines", "verdict"]
+__all__ = ["COUNTERFACTUALS_FILE", "FINGERPRINT_FILE", "FINGERPRINT_FILE_VERSION", "NOT_REPORTS",
+           "READABLE_REPORT_VERSIONS", "REPORT_SCHEMA_VERSION", "TIMING_SUFFIX", "VERDICTS",
+           "CheckEntry", "ClaimEntry", "ClientIdentity", "FingerprintFile", "Report",
+           "ReportError", "ReportFolder", "Status", "load_fingerprint", "load_folder",
+           "load_json_file", "load_report", "read_journal_lines", "verdict"]
 
 # 2: run-specific values (timings, the generation time) moved out to <report>.timing.json
 # 3: claim verdicts confirmed / contradicted / not_observable / not_applicable / error;
@@ -37,6 +37,10 @@ VERDICTS = CLAIM_VERDICTS
 # how reports before schema 3 named the verdicts
 _OLD_VERDICTS = {"passed": "confirmed", "failed": "contradicted"}
 FINGERPRINT_FILE = "fingerprint.json"
+# what each counterfactual did on the folder's binary (probes.report.counterfactuals)
+COUNTERFACTUALS_FILE = "counterfactuals.json"
+# the JSON files of a version folder that are not reports
+NOT_REPORTS = (FINGERPRINT_FILE, COUNTERFACTUALS_FILE)
 FINGERPRINT_FILE_VERSION = 1
 TIMING_SUFFIX = ".timing.json"
 
@@ -186,7 +190,7 @@ class ReportFolder:
 
 def _report_files(directory: Path) -> list[Path]:
     return [p for p in sorted(directory.glob("*.json"))
-            if p.name != FINGERPRINT_FILE and not p.name.endswith(TIMING_SUFFIX)]
+            if p.name not in NOT_REPORTS and not p.name.endswith(TIMING_SUFFIX)]
 
 
 def load_folder(directory: Path, *, require_reports: bool = True) -> ReportFolder:

@@ -24,6 +24,7 @@ from probes.core.verdicts import CHANGES, LABELS
 from probes.report.diff import DiffResult, diff_directories
 from probes.report.format import (
     FINGERPRINT_FILE,
+    NOT_REPORTS,
     TIMING_SUFFIX,
     VERDICTS,
     ReportError,
@@ -139,7 +140,7 @@ def diff_page_path(a: Path, b: Path) -> Path:
 # ---- writing ---------------------------------------------------------------------------------
 
 def _has_reports(directory: Path) -> bool:
-    return any(p.name not in (FINGERPRINT_FILE, MATRIX_FILE) and not p.name.endswith(TIMING_SUFFIX)
+    return any(p.name not in (*NOT_REPORTS, MATRIX_FILE) and not p.name.endswith(TIMING_SUFFIX)
                for p in directory.glob("*.json"))
 
 
