@@ -142,9 +142,9 @@ def test_the_suite_through_the_cli_is_reproducible(claude_code_binary, tmp_path:
             assert f"`{claim['id']}`" in guide
 
 
-def test_a_probe_needing_a_flag_the_client_lacks_is_not_applicable(claude_code_binary,
-                                                                   tmp_path: Path,
-                                                                   monkeypatch) -> None:
+def test_a_probe_needing_a_flag_this_version_lacks_is_absent(claude_code_binary,
+                                                            tmp_path: Path,
+                                                            monkeypatch) -> None:
     from dataclasses import replace
 
     from probes.catalog.tool_result_resume import PROBE
@@ -154,13 +154,15 @@ def test_a_probe_needing_a_flag_the_client_lacks_is_not_applicable(claude_code_b
     monkeypatch.setitem(claude_cli.CAPABILITY_FLAGS, "fork", ("--flag-from-the-future",))
     probe = replace(PROBE)
     outcome = run_probe(probe, ClaudeCode(), claude_code_binary, tmp_path)
-    assert outcome.not_applicable == (
+    # a flag of other versions, not of this one: the version lacks the feature
+    assert outcome.absent == (
         f"claude-code {claude_code_binary.version} lacks what this probe needs: "
         "fork (no --flag-from-the-future in its --help)")
+    assert outcome.not_applicable is None
     assert outcome.evidence is None and outcome.checks == []
     report, _, _ = build_report(ReportSpec("r", "r", (probe,)), [outcome], claude_code_binary)
-    assert report["status"] == "not_applicable"
-    assert {c["status"] for c in report["claims"]} == {"not_applicable"}
+    assert report["status"] == "passed"  # nothing contradicted, nothing run
+    assert {c["status"] for c in report["claims"]} == {"absent"}
     assert all("--flag-from-the-future" in c["reason"] for c in report["claims"])
 
 

@@ -9,6 +9,7 @@ version never reports, a real behaviour change. Nothing here is about a real cli
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -273,3 +274,36 @@ def test_every_verdict_pair_has_a_change() -> None:
     for before in CLAIM_VERDICTS:
         for after in CLAIM_VERDICTS:
             assert changes(before, after) in CHANGES
+
+
+# ---- a capability: lacking in this version, or in the client kind -------------------------------
+
+class _OldFakeLoop(FakeLoopClient):
+    """The fake loop as a version before ``--fork-session``: the kind has it, this one not."""
+
+    def capabilities(self, binary: Any) -> Any:
+        base = super().capabilities(binary)
+        return replace(base, version_lacks=frozenset({"fork"}))
+
+
+def _forking_probe() -> Probe:
+    return Probe(name="forking", title="forking",
+                 claims=(Claim(CLAIM, "a harness test", source=SOURCE),),
+                 scenario=Scenario(rules=[Rule(reply=text("HI"))]),
+                 invocations=(Invocation("first", "HELLO", session="new"),
+                              Invocation("forked", "AGAIN", session="resume",
+                                         resume_from="first", fork=True)),
+                 check=lambda ev, c: None)
+
+
+@pytest.mark.parametrize(("client", "verdict"), [(FakeLoopClient(), "not_applicable"),
+                                                 (_OldFakeLoop(), "absent")])
+def test_a_flag_this_version_lacks_is_absent_one_the_kind_lacks_not_applicable(
+        tmp_path: Path, client: FakeLoopClient, verdict: str) -> None:
+    probe = _forking_probe()
+    outcome = run_probe(probe, client, BINARY, tmp_path)
+    report, _, _ = build_report(ReportSpec("verdicts", "Verdicts", (probe,)), [outcome], BINARY)
+    (claim,) = report["claims"]
+    assert (claim["status"], report["status"]) == (verdict, "not_applicable" if verdict ==
+                                                   "not_applicable" else "passed")
+    assert "lacks what this probe needs: fork" in claim["reason"]

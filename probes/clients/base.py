@@ -60,13 +60,22 @@ class Capabilities:
     """What one client version can do (names from ``probes.core.invocation.CAPABILITIES``).
 
     ``missing`` explains each capability it lacks, e.g. "no --fork-session in its --help".
+    ``version_lacks`` names those of them that the client kind has in other versions (a
+    flag this version's ``--help`` does not list): the probe's claims are then *absent* on
+    this version, not *not applicable* to the kind.
     """
 
     supported: frozenset[str]
     missing: Mapping[str, str] = field(default_factory=dict)
+    version_lacks: frozenset[str] = frozenset()
 
     def lacking(self, needed: Iterable[str]) -> list[str]:
         return [name for name in needed if name not in self.supported]
+
+    def only_this_version_lacks(self, needed: Iterable[str]) -> bool:
+        """True when every capability lacking is one the kind has in other versions."""
+        lacking = self.lacking(needed)
+        return bool(lacking) and all(name in self.version_lacks for name in lacking)
 
     def explain(self, needed: Iterable[str]) -> str:
         return ", ".join(f"{name} ({self.missing.get(name, 'not supported')})"

@@ -80,7 +80,7 @@ class ClaudeCliBase:
 
     def capabilities(self, binary: ClientBinary) -> Capabilities:
         text = self.help_text(binary)
-        supported, missing = set(), {}
+        supported, missing, version_lacks = set(), {}, set()
         for name in CAPABILITIES:
             if name in NOT_CLAUDE_CODE:
                 missing[name] = NOT_CLAUDE_CODE[name]
@@ -88,9 +88,10 @@ class ClaudeCliBase:
             absent = [flag for flag in CAPABILITY_FLAGS.get(name, ()) if flag not in text]
             if absent:
                 missing[name] = f"no {', '.join(absent)} in its --help"
+                version_lacks.add(name)  # a flag of other versions, not of this one
             else:
                 supported.add(name)
-        return Capabilities(frozenset(supported), missing)
+        return Capabilities(frozenset(supported), missing, frozenset(version_lacks))
 
     # ---- the sandbox -----------------------------------------------------------
 

@@ -93,7 +93,9 @@ class AnthropicToolRunner:
         for name in CAPABILITIES:
             if name not in supported:
                 missing.setdefault(name, "not supported by a tool runner")
-        return Capabilities(frozenset(supported), missing)
+        # message threads came with later SDK versions: their absence is this version's
+        lacks = frozenset({"threads"}) - supported
+        return Capabilities(frozenset(supported), missing, lacks)
 
     def prepare(self, box: Sandbox, seen: Any = str) -> dict[str, str]:
         return {}

@@ -21,8 +21,9 @@ class ProbeOutcome:
     checks: list[CheckResult]
     sandbox: Path | None
     error: str | None = None  # a harness error: the evidence could not be gathered or checked
-    not_applicable: str | None = None
+    not_applicable: str | None = None  # the client kind lacks what the probe needs
     scenario: dict[str, Any] = field(default_factory=dict)
+    absent: str | None = None  # this version lacks what the probe needs (a flag of others)
 
     @property
     def passed(self) -> bool:
@@ -30,11 +31,13 @@ class ProbeOutcome:
 
     @property
     def status(self) -> str:
-        """not_applicable; error (the harness's, or one of its checks failed); failed (a check
-        of a claim failed); unreached (only reach checks failed: the feature is absent or was
-        not triggered); passed."""
+        """not_applicable; absent (this version lacks a flag the probe needs); error (the
+        harness's, or one of its checks failed); failed (a check of a claim failed); unreached
+        (only reach checks failed: the feature is absent or was not triggered); passed."""
         if self.not_applicable:
             return "not_applicable"
+        if self.absent:
+            return "absent"
         if self.error or not self.checks or any(is_harness_failure(c.to_json())
                                                 for c in self.checks):
             return "error"

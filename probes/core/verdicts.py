@@ -69,12 +69,13 @@ def _and_more(checks: Sequence[Mapping[str, Any]]) -> str:
 
 def decide_claim(own: Sequence[Mapping[str, Any]], probe_checks: Sequence[Mapping[str, Any]], *,
                  not_applicable: str | None = None, error: str | None = None,
-                 baseline: bool = False) -> tuple[str, str]:
+                 baseline: bool = False, absent: str | None = None) -> tuple[str, str]:
     """A claim's verdict and the one sentence that says which observation decided it.
 
     ``own`` are the claim's checks, ``probe_checks`` every check of its probe (the harness's
     among them), each as ``CheckResult.to_json()`` gives it. In order: not applicable (the
-    client kind lacks a capability); error (the harness failed: its evidence is incomplete,
+    client kind lacks a capability); absent (``absent``: the probe did not run because this
+    version lacks a flag of other versions); error (the harness failed: its evidence is incomplete,
     so nothing it shows counts against the claim); absent, then not reached (a reach check
     failed: the behaviour checks say nothing); contradicted, or for a claim whose source is
     a recorded baseline differs from baseline (reach held and a behaviour check failed);
@@ -84,6 +85,8 @@ def decide_claim(own: Sequence[Mapping[str, Any]], probe_checks: Sequence[Mappin
     """
     if not_applicable:
         return "not_applicable", not_applicable
+    if absent:  # the probe did not run: this version lacks what it needs
+        return "absent", absent
     if error:
         return "error", error
     harness = [c for c in probe_checks if is_harness_failure(c)]
@@ -92,10 +95,10 @@ def decide_claim(own: Sequence[Mapping[str, Any]], probe_checks: Sequence[Mappin
                          f"{_said(harness[0])}{_and_more(harness)}")
     if not own:
         return "error", "the probe produced no check for this claim"
-    absent = [c for c in own if c.get("status") == "absent"]
-    if absent:
-        return "absent", (f"this version lacks the feature: {_said(absent[0])} "
-                          f"(expected {_shown(absent[0].get('expected'))}){_and_more(absent)}")
+    lacking = [c for c in own if c.get("status") == "absent"]
+    if lacking:
+        return "absent", (f"this version lacks the feature: {_said(lacking[0])} "
+                          f"(expected {_shown(lacking[0].get('expected'))}){_and_more(lacking)}")
     unreached = [c for c in own if c.get("status") == "not_reached"]
     if unreached:
         return "not_reached", (f"the probe did not trigger the mechanism: {_said(unreached[0])} "

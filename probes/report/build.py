@@ -95,6 +95,7 @@ def _probe_section(outcome: ProbeOutcome,
     section: dict[str, Any] = {
         "name": probe.name, "title": probe.title, "status": outcome.status,
         "not_applicable": outcome.not_applicable, "error": norm(outcome.error),
+        **({"absent": outcome.absent} if outcome.absent else {}),
         "claims": [c.id for c in probe.claims],
         "scenario": norm(outcome.scenario), "fixtures": dict(probe.fixtures),
         "hook_policy": dict(probe.hooks.policy) if probe.hooks is not None else None,
@@ -183,6 +184,7 @@ def _claim_entries(outcome: ProbeOutcome, probe_checks: list[dict[str, Any]],
     for claim in outcome.probe.claims:
         own = [c for c in probe_checks if c["claim"] == claim.id]
         status, reason = decide_claim(own, probe_checks, not_applicable=outcome.not_applicable,
+                                      absent=outcome.absent,
                                       error=norm(outcome.error) if outcome.error else None,
                                       baseline=claim.source.kind == "baseline")
         counterfactuals = [cf.description for cf in outcome.probe.counterfactuals

@@ -52,6 +52,7 @@ def counterfactual_entry(probe: Probe, counterfactual: Counterfactual,
             continue
         own = [c for c in checks if c["claim"] == claim.id]
         verdict, reason = decide_claim(own, checks, not_applicable=outcome.not_applicable,
+                                       absent=outcome.absent,
                                        error=norm(outcome.error) if outcome.error else None,
                                        baseline=claim.source.kind == "baseline")
         claims[claim.id] = {

@@ -101,21 +101,20 @@ def _redact_env(env: dict[str, str]) -> dict[str, str]:
 
 
 def _not_applicable(probe: Probe, client: Client, binary: ClientBinary,
-                    binaries: Mapping[str, ClientBinary]) -> str | None:
-    capabilities = client.capabilities(binary)
-    needed = probe.capabilities()
-    if capabilities.lacking(needed):
-        return (f"{binary.name} {binary.version} lacks what this probe needs: "
-                f"{capabilities.explain(needed)}")
-    for invocation in probe.invocations:
-        other = binaries[invocation.name]
-        if other == binary:
-            continue
-        capabilities = client.capabilities(other)
-        needed = sorted(invocation.capabilities())
+                    binaries: Mapping[str, ClientBinary]) -> tuple[str, str] | None:
+    """Why the probe cannot run on this client, and which verdict that is: ``absent`` when
+    only this version lacks what it needs (the kind has it in other versions),
+    ``not_applicable`` when the client kind lacks it."""
+    runs = [(binary, probe.capabilities(), "")]
+    runs += [(binaries[i.name], sorted(i.capabilities()), f" (run {i.name})")
+             for i in probe.invocations if binaries[i.name] != binary]
+    for one, needed, run in runs:
+        capabilities = client.capabilities(one)
         if capabilities.lacking(needed):
-            return (f"{other.name} {other.version} (run {invocation.name}) lacks what it "
-                    f"needs: {capabilities.explain(needed)}")
+            verdict = ("absent" if capabilities.only_this_version_lacks(needed)
+                       else "not_applicable")
+            return verdict, (f"{one.name} {one.version}{run} lacks what this probe needs: "
+                             f"{capabilities.explain(needed)}")
     return None
 
 
@@ -136,9 +135,12 @@ def run_probe(probe: Probe, client: Client, binary: ClientBinary, work_dir: Path
         return ProbeOutcome(probe, None, [], None, error=f"{type(error).__name__}: {error}")
     # its Claude Code requests told apart as ever (probes.core.probe.HARNESS_CLASSIFIER)
     probe = replace(probe, scenario=served_scenario(probe.scenario))
-    not_applicable = _not_applicable(probe, client, binary, binaries)
-    if not_applicable:
-        return ProbeOutcome(probe, None, [], None, not_applicable=not_applicable)
+    cannot = _not_applicable(probe, client, binary, binaries)
+    if cannot is not None:
+        verdict, why = cannot
+        if verdict == "absent":
+            return ProbeOutcome(probe, None, [], None, absent=why)
+        return ProbeOutcome(probe, None, [], None, not_applicable=why)
     containment = containment or find_containment(no_sandbox=False)
     box = Sandbox.create(work_dir, probe.name)
     box.write_files(probe.fixtures)

@@ -140,11 +140,12 @@ def compat_probe(writer: str, reader: str) -> Probe:
 
 def _verdict(outcome: ProbeOutcome, claim: str) -> str:
     """The claim's verdict by the reports' rule (``decide_claim``), in the table's words."""
-    if outcome.evidence is None and not outcome.not_applicable:
+    if outcome.evidence is None and not (outcome.not_applicable or outcome.absent):
         return "error"
     checks = [c.to_json() for c in outcome.checks]
     status, _ = decide_claim([c for c in checks if c["claim"] == claim], checks,
-                             not_applicable=outcome.not_applicable, error=outcome.error)
+                             not_applicable=outcome.not_applicable, error=outcome.error,
+                             absent=outcome.absent)
     return {"confirmed": "ok", "not_observable": "ok", "contradicted": "fails",
             "differs_from_baseline": "fails", "not_applicable": "not applicable",
             "not_reached": "not reached"}.get(status, status)
