@@ -218,3 +218,32 @@ def test_matrix_json_and_junit_from_committed_folders(tmp_path: Path,
         "claude-code@2.1.235", "claude-code@2.1.332"}
     failures = sum(int(s.get("failures") or 0) for s in suites)
     assert failures == sum(len(v) for v in contradicted.values())
+
+
+def test_matrix_resume_runs_only_the_versions_not_yet_complete(
+        fake_kind: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from probes.cli import matrix as matrix_command
+    out = tmp_path / "out"
+    args = ["matrix", "--clients", "fake-loop@1,fake-loop@2", "--catalog", CATALOG,
+            "--out", str(out), "-q"]
+    assert cli.main(["run", "--client", "fake-loop@1", "--catalog", CATALOG, "--out",
+                     str(out / "fake-loop-1"), "--work-dir", str(tmp_path / "work"), "-q"]) == 0
+    ran: list[str] = []
+    real = matrix_command.run_suite
+
+    def counted(label: str, folder: Path, **options: object) -> int:
+        ran.append(label)
+        return real(label, folder, **options)
+
+    monkeypatch.setattr(matrix_command, "run_suite", counted)
+    assert cli.main([*args, "--resume"]) == 0
+    assert ran == ["fake-loop@2"]  # version 1 was complete: not run again
+    assert cli.main([*args, "--resume"]) == 0
+    assert ran == ["fake-loop@2"]  # both complete now
+    # a report of another schema (an older loopprobe's) is not complete for --resume
+    path = out / "fake-loop-1" / "fake-tools.json"
+    report = json.loads(path.read_text())
+    report["schema_version"] = 4
+    path.write_text(json.dumps(report))
+    assert cli.main([*args, "--resume"]) == 0
+    assert ran == ["fake-loop@2", "fake-loop@1"]

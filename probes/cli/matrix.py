@@ -33,8 +33,9 @@ from probes.clients import InstallError, parse_client_spec, report_folder
 from probes.clients.base import ClientKey
 from probes.clients.registry import client_for, prune_installs
 from probes.core.files import write_json, write_text
+from probes.core.probe import ReportSpec
 from probes.report.diff import diff_directories, render_markdown
-from probes.report.format import load_folder
+from probes.report.format import REPORT_SCHEMA_VERSION, ReportError, load_folder
 from probes.report.guide import write_guide
 from probes.report.junit import write_junit
 from probes.report.matrix import build_matrix, render_matrix
@@ -86,6 +87,11 @@ def cmd_matrix(args: argparse.Namespace) -> int:
     codes = {}
     with task("versions", None if args.skip_run else len(keys)) as bar:
         for key in keys:
+            if args.resume and _done(out / report_folder(key), catalog_for(key.label,
+                                                                             args.catalog)):
+                say(f"  {report_folder(key)}: already complete in {out} (--resume), not run")
+                bar.advance()
+                continue
             if not args.skip_run:
                 codes[key] = run_suite(key.label, out / report_folder(key),
                                        no_sandbox=args.no_sandbox, jobs=jobs(args.jobs),
@@ -117,6 +123,24 @@ def cmd_matrix(args: argparse.Namespace) -> int:
         print(json.dumps(summary, indent=2))
     return code
 
+
+
+def _done(folder: Path, catalog: tuple[ReportSpec, ...]) -> bool:
+    """A version folder that already holds a complete report of today's schema for every
+    report of the catalog, each with exactly the catalog's claims (``--resume``)."""
+    try:
+        reports = load_folder(folder, require_reports=False).reports if folder.is_dir() else {}
+    except ReportError:
+        return False
+    for spec in catalog:
+        report = reports.get(spec.name)
+        if report is None or report.get("schema_version") != REPORT_SCHEMA_VERSION \
+                or not report.get("complete") or report.get("status") == "error":
+            return False
+        if sorted(c["id"] for c in report["claims"]) != sorted(
+                claim.id for one in spec.probes for claim in one.claims):
+            return False
+    return True
 
 
 def _shard(text: str | None) -> tuple[int, int] | None:
@@ -201,6 +225,11 @@ def add_matrix(commands: Any) -> None:
     matrix.add_argument("--catalog", help="a module whose REPORTS replace the built-in probes")
     matrix.add_argument("--shard", metavar="I/N", help="run only the I-th of N slices of the "
                         "suite (every N-th report); join the slices with `loopprobe merge`")
+    matrix.add_argument("--resume", action="store_true",
+                        help="do not run a version whose folder in --out already holds a "
+                             "complete report of this loopprobe's schema, with the catalog's "
+                             "claims and no harness error, for every report (an interrupted "
+                             "matrix goes on where it stopped)")
     matrix.add_argument("--skip-run", action="store_true",
                         help="only rebuild the tables and diffs from the existing folders")
     output_options(matrix, junit=True)
