@@ -146,8 +146,9 @@ def render_markdown(result: DiffResult) -> str:
            f"A: `{result['a']['dir']}` (sha256 `{a['binary_sha256'][:16]}…`); "
            f"B: `{result['b']['dir']}` (sha256 `{b['binary_sha256'][:16]}…`).", ""]
     regressions = result.regressions
-    out += [f"**{len(regressions)} claim(s) regressed** (confirmed in A, contradicted or a "
-            "harness error in B).", "",
+    errors = [c for c in result["claims"] if c["change"] == "error"]
+    out += [f"**{len(regressions)} claim(s) regressed** (confirmed or not observable in A, "
+            f"contradicted in B); {len(errors)} a harness error on one side.", "",
             "## Claims", "", "| claim | A | B | change |", "|---|---|---|---|"]
     for c in result["claims"]:
         shown = ("regressed", "error", "fixed")
