@@ -19,9 +19,12 @@ def result_of(ev: Evidence, run: str) -> dict[str, Any]:
 
 
 def check_terminal(c: Checks, claim: str, ev: Evidence, run: str, expected: str) -> None:
-    c.equal(f"{run}.terminal-reason", claim, f"the terminal reason is {expected}",
-            expected=expected, observed=result_of(ev, run).get("terminal_reason"),
-            evidence=f"run {run}: result.terminal_reason")
+    """The result's terminal_reason, a field some versions never report (in the committed
+    evidence: none on 2.0.77, not for structured output on 2.1.54-2.1.117): missing is not
+    observable, another value fails."""
+    c.reports(f"{run}.terminal-reason", claim, f"the terminal reason is {expected}",
+              expected=expected, observed=result_of(ev, run).get("terminal_reason"),
+              evidence=f"run {run}: result.terminal_reason")
 
 
 def check_ended(checks: Checks, claim: str, ev: Evidence, run_name: str, *,
