@@ -266,7 +266,12 @@ REFRESH_PROBE = Probe(
     check=check_refresh,
     fingerprinted=False,
     boundaries=("Two turns of one streamed session; the server changes its list while "
-                "answering the first turn's call.",),
+                "answering the first turn's call.",
+                "The server notifies list_changed before it answers the call and waits (at "
+                "most 5 s) for the client to list its tools again: the client holds the new "
+                "list before it reads the result. Answering first let the request right after "
+                "the call (within the turn, not claimed) race the client's re-listing: 2.1.235 "
+                "offered the old list there on one run and the new one on another.",),
     counterfactuals=(Counterfactual(
         "list-unchanged",
         "The server answers the call without changing its tool list: there is nothing to refresh.",
