@@ -25,23 +25,29 @@ CLIENT = textwrap.dedent('''
     from mcp import ClientSession, StdioServerParameters
     from mcp.client.stdio import stdio_client
 
-    script, spec, log, plan = sys.argv[1:5]  # log: the collector's socket
+    script, spec, log = sys.argv[1:4]  # log: the collector's socket
+    plan, relist_on_change = json.loads(sys.argv[4]), sys.argv[5] == "relist"
     out = []
     async def main():
         params = StdioServerParameters(command=sys.executable,
                                        args=["-I", script, spec, log, "run1"])
-        changed = []
+        changed, relisted, held = [], [], {}
+        async def relist():  # as Claude Code does on list_changed (relist: a plan flag)
+            relisted.append([t.name for t in (await held["session"].list_tools()).tools])
         async def on_message(message):
             if "ToolListChanged" in type(getattr(message, "root", message)).__name__ or \\
                     "list_changed" in repr(message):
                 changed.append(True)
-        async with stdio_client(params) as (r, w):
+                if relist_on_change:
+                    held["tasks"].start_soon(relist)
+        async with stdio_client(params) as (r, w), anyio.create_task_group() as tasks:
             async with ClientSession(r, w, message_handler=on_message) as session:
+                held.update(session=session, tasks=tasks)
                 await session.initialize()
                 out.append({"listed": [t.name for t in (await session.list_tools()).tools]})
-                for tool in json.loads(plan):
+                for tool in plan:
                     try:
-                        with anyio.fail_after(3):
+                        with anyio.fail_after(8):
                             result = await session.call_tool(tool, {"query": "q"})
                         out.append({"tool": tool, "is_error": result.is_error,
                                     "text": result.content[0].text})
@@ -51,7 +57,7 @@ CLIENT = textwrap.dedent('''
                         out.append({"tool": tool, "failed": type(error).__name__})
                         return
                 await anyio.sleep(0.2)
-                out.append({"changed": len(changed),
+                out.append({"changed": len(changed), "relisted": relisted,
                             "listed": [t.name for t in (await session.list_tools()).tools]})
     try:
         anyio.run(main)
@@ -72,8 +78,8 @@ def runtime() -> Any:
     return install_mcp_runtime()
 
 
-def _serve(runtime: Any, tmp_path: Path, server: McpServer, plan: list[str]) -> tuple[
-        list[dict[str, Any]], list[dict[str, Any]]]:
+def _serve(runtime: Any, tmp_path: Path, server: McpServer, plan: list[str], *,
+           relist: bool = True) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     spec, client = tmp_path / "spec.json", tmp_path / "client.py"
     spec.write_text(json.dumps(server.to_json()))
     client.write_text(CLIENT)
@@ -81,7 +87,7 @@ def _serve(runtime: Any, tmp_path: Path, server: McpServer, plan: list[str]) -> 
         with Collector(Path(short) / "record.sock", tmp_path) as collector:
             done = subprocess.run([str(runtime.python), "-I", str(client), str(SERVER_SCRIPT),
                                    str(spec), str(Path(short) / "record.sock"),
-                                   json.dumps(plan)],
+                                   json.dumps(plan), "relist" if relist else "no"],
                                   capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr[-2000:]
     assert collector.faults == []
@@ -101,17 +107,31 @@ def test_replies_in_order_the_last_repeating_errors_and_a_changed_list(
     assert out[1:4] == [{"tool": "slow", "is_error": False, "text": "LATE"},
                         {"tool": "a", "is_error": False, "text": "ONE"},
                         {"tool": "a", "is_error": True, "text": "TWO"}]
-    assert out[4] == {"changed": 1, "listed": ["b"]}
+    assert out[4] == {"changed": 1, "relisted": [["b"]], "listed": ["b"]}
     calls = [(e["event"], e.get("tool"), e.get("reply")) for e in log]
+    # the changed list is listed again before the call that changed it is answered
     assert calls == [("start", None, None), ("tools/list", None, None),
                      ("tools/call", "slow", 0), ("answered", "slow", 0),
                      ("tools/call", "a", 0), ("answered", "a", 0),
-                     ("tools/call", "a", 1), ("answered", "a", 1),
+                     ("tools/call", "a", 1),
                      ("notifications/tools/list_changed", None, None),
+                     ("tools/list", None, None), ("answered", "a", 1),
                      ("tools/list", None, None), ("exit", None, None)]
     answered = next(e for e in log if e["event"] == "answered" and e["tool"] == "slow")
     called = next(e for e in log if e["event"] == "tools/call" and e["tool"] == "slow")
     assert answered["time"] - called["time"] >= 0.3
+
+
+@pytest.mark.sdk
+def test_a_changed_list_is_answered_after_the_wait_when_never_listed_again(
+        runtime: Any, tmp_path: Path) -> None:
+    server = McpServer((McpTool("a", (McpReply(text="ONE", then_tools=(
+        McpTool("b", (McpReply(text="B"),)),)),)),))
+    out, log = _serve(runtime, tmp_path, server, ["a"], relist=False)
+    assert out[1] == {"tool": "a", "is_error": False, "text": "ONE"}
+    notified = next(e for e in log if e["event"] == "notifications/tools/list_changed")
+    answered = next(e for e in log if e["event"] == "answered")
+    assert answered["time"] - notified["time"] >= 5.0  # RELIST_WAIT
 
 
 @pytest.mark.sdk

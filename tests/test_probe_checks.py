@@ -243,6 +243,20 @@ def _timed_out(run: str) -> Callable[[Evidence], None]:
     return alter
 
 
+def _client_never_mentions(ev: Evidence) -> None:
+    """The static lookup found none of the strings the probe named in the client's files."""
+    found = ev.client_mentions.get("found") or {}
+    ev.client_mentions = {**ev.client_mentions, "found": dict.fromkeys(found, False)}
+
+
+def _no_terminal_reason(run: str) -> Callable[[Evidence], None]:
+    def alter(ev: Evidence) -> None:
+        result = ev.runs[run].output.result
+        assert result is not None
+        result.pop("terminal_reason", None)
+    return alter
+
+
 def _unscripted_request(ev: Evidence) -> None:
     ev.journal.append({"type": "request", "seq": 999, "path": "/v1/messages", "kind": "main",
                        "outcome": "no_rule", "error": "no scenario rule matched request #999"})
@@ -338,6 +352,15 @@ ALTERATIONS: list[tuple[str, str, Callable[[Evidence], Any], set[str]]] = [
      _result("parent", result="x", subtype="error_during_execution", is_error=True),
      {"result.final-text", "result.subtype", "result.is-error"}),
     ("subagent-loop", "exit 1", _exit("parent", 1), {"result.exit-code"}),
+    ("posttooluse-rewrite", "the client never mentions updatedToolOutput",
+     _client_never_mentions,
+     {"good.client-mentions.updatedToolOutput", "bad.client-mentions.updatedToolOutput"}),
+    ("stop-hook-block-cap", "the client never mentions the cap variable",
+     _client_never_mentions, {"client-mentions.CLAUDE_CODE_STOP_HOOK_BLOCK_CAP"}),
+    ("tool-deferred", "the client never mentions tool_deferred", _client_never_mentions,
+     {"client-mentions.tool_deferred"}),
+    ("tool-deferred", "the result reports no terminal_reason", _no_terminal_reason("run"),
+     {"run.terminal-reason"}),
 ]
 
 
@@ -372,6 +395,19 @@ def test_altered_evidence_fails_the_checks(real_outcomes: dict[str, ProbeOutcome
     assert must_fail <= failed, f"{what}: expected {sorted(must_fail)} to fail, failed {sorted(failed)}"
     for name in must_fail:
         assert results[name].observed != results[name].expected
+
+
+def test_static_and_reported_fields_decide_by_their_role(
+        real_outcomes: dict[str, ProbeOutcome]) -> None:
+    """A string the client never mentions makes its check absent, not failed; a
+    terminal_reason the result does not carry is not observable; another value fails."""
+    never = recheck(real_outcomes["tool-deferred"], _client_never_mentions)
+    assert never["client-mentions.tool_deferred"].status == "absent"
+    assert "never mentions tool_deferred" in str(never["client-mentions.tool_deferred"].observed)
+    missing = recheck(real_outcomes["tool-deferred"], _no_terminal_reason("run"))
+    assert missing["run.terminal-reason"].status == "not_observable"
+    other = recheck(real_outcomes["tool-deferred"], _result("run", terminal_reason="completed"))
+    assert other["run.terminal-reason"].status == "failed"
 
 
 def _results_broken(ev: Evidence) -> None:
@@ -488,7 +524,8 @@ def _errors_printed(ev: Evidence) -> None:
 
 GENERIC = (_errors_printed, _phantom_hooks, _results_broken, _no_hooks, _requests_doubled,
            _requests_gone, _requests_scrambled, _workspace_changed, _timing_inverted, _events_gone,
-           _served_twice, _phantom_tool_results, _workspace_emptied, _exits_clean)
+           _served_twice, _phantom_tool_results, _workspace_emptied, _exits_clean,
+           _client_never_mentions)
 
 
 def test_alterations_reach_every_claim_check(real_outcomes: dict[str, ProbeOutcome]) -> None:

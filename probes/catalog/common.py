@@ -8,8 +8,8 @@ from typing import Any
 from probes.core.checks import Checks
 from probes.core.evidence import Evidence, RunRecord, block_text, blocks_of_type, locate, messages
 
-__all__ = ["body_text", "check_ended", "check_terminal", "last_user_locations", "result_of",
-           "tool_pairs"]
+__all__ = ["body_text", "check_ended", "check_mentioned", "check_terminal",
+           "last_user_locations", "result_of", "tool_pairs"]
 
 
 def result_of(ev: Evidence, run: str) -> dict[str, Any]:
@@ -19,9 +19,36 @@ def result_of(ev: Evidence, run: str) -> dict[str, Any]:
 
 
 def check_terminal(c: Checks, claim: str, ev: Evidence, run: str, expected: str) -> None:
-    c.equal(f"{run}.terminal-reason", claim, f"the terminal reason is {expected}",
-            expected=expected, observed=result_of(ev, run).get("terminal_reason"),
-            evidence=f"run {run}: result.terminal_reason")
+    """The result's terminal_reason, a field some versions never report (in the committed
+    evidence: none on 2.0.77, not for structured output on 2.1.54-2.1.117): missing is not
+    observable, another value fails."""
+    c.reports(f"{run}.terminal-reason", claim, f"the terminal reason is {expected}",
+              expected=expected, observed=result_of(ev, run).get("terminal_reason"),
+              evidence=f"run {run}: result.terminal_reason")
+
+
+def check_mentioned(c: Checks, claim: str, ev: Evidence, needle: str, what: str, *,
+                    prefix: str | None = None) -> bool:
+    """Static evidence, for a feature no run can show absent (a hook output field or an
+    environment variable the client ignores silently): the installed client's files mention
+    ``needle`` (the probe names it in ``client_mentions``); never mentioned, the claim is
+    absent. Mentioned, the behaviour checks decide. Not looked up is the probe's mistake:
+    the check raises, so the claim is an error."""
+    found = ev.mentions(needle)
+    if found is None:
+        raise LookupError(f"{needle!r} was not looked up in the client's files: name it in "
+                          "the probe's client_mentions")
+    sha = str((ev.client_mentions or {}).get("binary_sha256") or ev.client.get("binary_sha256"))
+    client = f"the installed client (sha256 {sha[:12]}…)"
+    check_id = f"client-mentions.{needle}"
+    return c.reach(f"{prefix}.{check_id}" if prefix else check_id, claim,
+                   f"static evidence: the installed client's package files mention {needle}, {what}",
+                   held=found, absent=True,
+                   expected=f"{needle} mentioned in the client's files",
+                   observed=(f"{client} mentions {needle}" if found else
+                             f"{client} never mentions {needle}"),
+                   evidence="static: a byte search of the client's installed package files "
+                            "(the entry and the package's .js/.cjs/.mjs/.json files)")
 
 
 def check_ended(checks: Checks, claim: str, ev: Evidence, run_name: str, *,

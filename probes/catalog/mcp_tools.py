@@ -12,7 +12,7 @@ from dataclasses import replace
 from typing import Any
 
 from mockapi import Match, Rule, Scenario, text, tool_use
-from probes.catalog.common import check_ended
+from probes.catalog.common import check_ended, check_mentioned
 from probes.catalog.variants import recording_hooks, with_runs
 from probes.core.checks import Checks
 from probes.core.evidence import Evidence, blocks_of_type
@@ -70,6 +70,11 @@ MCP_REWRITE_CLAIM = "probe.posttooluse-mcp-output"
 
 
 def check_rewrites(ev: Evidence, c: Checks) -> None:
+    # a version that does not know updatedToolOutput ignores it silently: nothing in the run
+    # tells that from one that knows it and keeps the original output
+    for run, claim in (("good", UPDATED_CLAIM), ("bad", INVALID_CLAIM)):
+        check_mentioned(c, claim, ev, "updatedToolOutput",
+                        "the PostToolUse output field the hook answers", prefix=run)
     good = tool_result_text(ev.request("good", 1), "toolu_rewrite_good")
     c.that("good.rewritten", UPDATED_CLAIM,
            "the model receives the hook's output instead of the file's",
@@ -165,6 +170,7 @@ REWRITE_PROBE = Probe(
                  Invocation("mcp", "REWRITE_MCP_PROMPT", mcp=SERVER)),
     check=check_rewrites,
     fingerprinted=False,
+    client_mentions=("updatedToolOutput",),
     boundaries=("Read's output as the hook gives it is the shape Read itself reports "
                 "(tool_use_result in stream-json); a string is not that shape.",
                 "Whether the client adds a hook error attachment for the invalid output is "
@@ -266,7 +272,12 @@ REFRESH_PROBE = Probe(
     check=check_refresh,
     fingerprinted=False,
     boundaries=("Two turns of one streamed session; the server changes its list while "
-                "answering the first turn's call.",),
+                "answering the first turn's call.",
+                "The server notifies list_changed before it answers the call and waits (at "
+                "most 5 s) for the client to list its tools again: the client holds the new "
+                "list before it reads the result. Answering first let the request right after "
+                "the call (within the turn, not claimed) race the client's re-listing: 2.1.235 "
+                "offered the old list there on one run and the new one on another.",),
     counterfactuals=(Counterfactual(
         "list-unchanged",
         "The server answers the call without changing its tool list: there is nothing to refresh.",

@@ -160,6 +160,9 @@ class Evidence:
     runs_not_started: dict[str, str] = field(default_factory=dict)
     # what the collector refused or cut (a second egress reporter, an oversized line)
     evidence_faults: list[dict[str, Any]] = field(default_factory=list)
+    # static evidence, for the strings the probe names (Probe.client_mentions): whether the
+    # installed client's files mention each ({"binary_sha256", "files", "found": {s: bool}})
+    client_mentions: dict[str, Any] = field(default_factory=dict)
     # journal seqs the checks looked up since the last take_reads(): which lines a check read
     _reads: set[int] = field(default_factory=set, repr=False, compare=False)
 
@@ -171,6 +174,12 @@ class Evidence:
     def _seen(self, records: list[RequestRecord]) -> list[RequestRecord]:
         self._reads.update(r["seq"] for r in records)
         return records
+
+    def mentions(self, needle: str) -> bool | None:
+        """Whether the installed client's files mention ``needle`` (static evidence); None
+        when it was not looked up."""
+        found = (self.client_mentions.get("found") or {}).get(needle)
+        return found if isinstance(found, bool) else None
 
     def path(self, placeholder: str) -> str:
         """The path behind a placeholder such as ``$WORKSPACE``, as the client saw it."""

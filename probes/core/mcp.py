@@ -27,8 +27,10 @@ SERVER_SCRIPT = Path(__file__).parents[1] / "inside" / "mcp_server.py"
 class McpReply:
     """One answer of a tool: ``text`` (a result), ``error`` (a result with isError), ``crash``
     (the server process exits mid-call, answering nothing) or ``hang`` (the call is never
-    answered); after ``delay`` seconds. ``then_tools``: after answering, the server's tool
-    list becomes these and the client is notified (tools/list_changed)."""
+    answered); after ``delay`` seconds. ``then_tools``: the server's tool list becomes these
+    and the client is notified (tools/list_changed) before the answer, which waits until the
+    client has listed the tools again (at most 5 s), so the client's next request does not
+    race its own re-listing."""
 
     text: str | None = None
     error: str | None = None

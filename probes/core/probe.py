@@ -139,6 +139,10 @@ class Probe:
     # tools or flags of their own (an MCP server, --json-schema, streamed input) do not, so
     # fingerprints compare versions on the same plain runs whatever the suite grew to hold
     fingerprinted: bool = True
+    # strings the runner looks up in the installed client's files (static evidence, kept in
+    # Evidence.client_mentions), for the reach of a feature no run can show absent: a hook
+    # output field or an environment variable a version ignores silently
+    client_mentions: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         # its sandbox is a folder named after it; a counterfactual's name adds to its probe's
@@ -184,6 +188,11 @@ class Probe:
                                    f"{sorted(set(counterfactual.claims) - claims)} that are not "
                                    f"the probe's: {sorted(claims)}")
         _expect(owner, "fingerprinted", self.fingerprinted, bool, "True or False")
+        _expect_items(owner, "client_mentions", self.client_mentions, str, "a string")
+        for needle in self.client_mentions:
+            if not needle.strip() or not needle.isascii() or len(needle) > 100:
+                raise CatalogError(f"{owner}: client_mentions holds {needle!r}, expected a "
+                                   "non-blank ASCII string of at most 100 characters")
 
     def capabilities(self) -> list[str]:
         """Everything a client must support to run this probe, in a stable order."""

@@ -5,10 +5,13 @@ venv with the official ``mcp`` SDK, mounted read-only), so it imports nothing of
 ``python mcp_server.py SPEC_JSON SOCKET RUN``. The spec (``probes.core.mcp.McpServer.to_json``)
 names the tools and, per tool, the replies used in order (the last repeats): a text, an
 error result, a crash of the whole server mid-call, a call never answered, an optional
-delay, and ``then_tools``: after answering, the tool list becomes these and the client is
-told (``notifications/tools/list_changed``). The log is one JSON line per event, sent as it
-happens to the harness's collector (``probes.run.collector``) on the Unix socket, which keeps it
-where the client cannot reach; a crash or a hang loses nothing already served.
+delay, and ``then_tools``: the tool list becomes these and the client is told
+(``notifications/tools/list_changed``) before the answer, which waits until the client has
+listed the tools again (at most ``RELIST_WAIT`` seconds), so the client holds the new list
+before it reads the call's result, whatever the timing of its next request. The log is one
+JSON line per event, sent as it happens to the harness's collector (``probes.run.collector``)
+on the Unix socket, which keeps it where the client cannot reach; a crash or a hang loses
+nothing already served.
 """
 
 from __future__ import annotations
@@ -25,12 +28,19 @@ from mcp import types
 from mcp.server.lowlevel import NotificationOptions, Server
 from mcp.server.stdio import stdio_server
 
+# how long an answer whose then_tools changed the list waits for the client to list it again;
+# a client that never lists again (it ignores list_changed) gets the answer after this
+RELIST_WAIT = 5.0
+# after the client's new list was answered, so that answer is written before the call's
+RELIST_SETTLE = 0.2
+
 
 class Script:
     def __init__(self, spec: dict[str, Any], socket_path: str, run: str):
         self.name = spec["name"]
         self.tools: list[dict[str, Any]] = list(spec["tools"])
         self.used: dict[str, int] = {}
+        self.listed_again: anyio.Event | None = None  # set when a changed list is listed
         self.channel = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self.channel.connect(socket_path)
         self.channel.sendall((json.dumps({"stream": "mcp", "run": run}) + "\n").encode())
@@ -59,6 +69,8 @@ class Script:
 def build(script: Script) -> Server[Any]:
     async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
         script.log("tools/list", tools=[t["name"] for t in script.tools])
+        if script.listed_again is not None:
+            script.listed_again.set()
         return types.ListToolsResult(tools=script.listed())
 
     async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
@@ -81,12 +93,17 @@ def build(script: Script) -> Server[Any]:
         error = "error" in reply
         result = types.CallToolResult(content=[types.TextContent(
             type="text", text=str(reply["error"] if error else reply["text"]))], is_error=error)
-        script.log("answered", tool=name, reply=index, is_error=error)
         if reply.get("then_tools") is not None:
             script.tools = list(reply["then_tools"])
+            script.listed_again = anyio.Event()
             await ctx.session.send_tool_list_changed()
             script.log("notifications/tools/list_changed",
                        tools=[t["name"] for t in script.tools])
+            with anyio.move_on_after(RELIST_WAIT):
+                await script.listed_again.wait()
+                await anyio.sleep(RELIST_SETTLE)
+            script.listed_again = None
+        script.log("answered", tool=name, reply=index, is_error=error)
         return result
 
     return Server(script.name, version="1", on_list_tools=list_tools, on_call_tool=call_tool)

@@ -131,6 +131,8 @@ def _probe_section(outcome: ProbeOutcome,
                                for r in ev.all_requests()]
         section["hook_calls"] = _hook_calls(ev, norm)
         section["journal_torn_tail"] = ev.torn_journal
+        if ev.client_mentions:  # static evidence the probe's reach checks read
+            section["client_mentions"] = ev.client_mentions
         if ev.mcp_calls:
             section["mcp_calls"] = {run: [norm({k: v for k, v in e.items()
                                                 if k not in ("time", "pid")}, volatile=True)

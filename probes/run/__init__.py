@@ -6,7 +6,8 @@ run is shown, its bwrap command), ``bounds`` (memory, processes, disk, time) and
 ``cgroups`` (the per-run cgroups that bound memory and processes),
 ``process`` and ``pipes`` (the client process and its bounded output), ``conversation``
 (streamed input carried out), ``collector`` and ``hook_policy`` (what hooks, MCP and egress
-report, on the host), ``mcp_runtime`` (the MCP server's venv).
+report, on the host), ``mcp_runtime`` (the MCP server's venv), ``client_mentions``
+(static evidence: whether the installed client's files mention a string).
 
 May import: ``probes.core``, ``probes.sandbox``, ``probes.inside`` (paths), ``probes.clients``.
 """

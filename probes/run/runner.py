@@ -29,6 +29,7 @@ from probes.core.outcome import ProbeOutcome
 from probes.core.probe import Probe, served_scenario, shown_scenario
 from probes.core.verdicts import check_evidence
 from probes.inside import hook_recorder
+from probes.run.client_mentions import look_up
 from probes.run.collector import Collector
 from probes.run.containment import Containment, Place, find_containment
 from probes.run.conversation import Conversation
@@ -187,6 +188,8 @@ def run_probe(probe: Probe, client: Client, binary: ClientBinary, work_dir: Path
             evidence.egress = sorted([*place.egress_attempts(), *collector.egress],
                                      key=lambda a: float(a.get("time") or 0))
             evidence.containment = containment.describe()
+            if probe.client_mentions:
+                evidence.client_mentions = look_up(binary, probe.client_mentions)
             evidence.client_paths = {name: place.seen(Path(host))
                                      for host, name in box.placeholders().items()}
     except KeyboardInterrupt:

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from mockapi import Match, Rule, Scenario, text, tool_use
-from probes.catalog.common import check_terminal
+from probes.catalog.common import check_mentioned, check_terminal
 from probes.catalog.variants import recording_hooks
 from probes.core.checks import Checks
 from probes.core.evidence import Evidence
@@ -25,8 +25,13 @@ DEFERRED = "probe.tool-deferred-terminal"
 
 def _hook_probe(name: str, claim: str, statement: str, hooks: dict[str, Any], terminal: str,
                 title: str, *, source: Source,
-                counterfactuals: tuple[Counterfactual, ...] = ()) -> Probe:
+                counterfactuals: tuple[Counterfactual, ...] = (),
+                mentions: tuple[tuple[str, str], ...] = ()) -> Probe:
+    """``mentions``: (string, what it is) the installed client must mention for the hook's
+    answer to be known to it (static evidence, where no run can tell)."""
     def check(ev: Evidence, c: Checks) -> None:
+        for needle, what in mentions:
+            check_mentioned(c, claim, ev, needle, what)
         check_terminal(c, claim, ev, "run", terminal)
         c.equal("requests", claim, "no model request after the hook's decision",
                 expected=1, observed=len(ev.requests("run")), evidence="journal: main requests")
@@ -39,7 +44,7 @@ def _hook_probe(name: str, claim: str, statement: str, hooks: dict[str, Any], te
         ]),
         fixtures={"hook.txt": "HOOK\n"}, hooks=Hooks(hooks),
         invocations=(Invocation("run", "HOOK_TERMINAL_PROMPT"),), check=check,
-        counterfactuals=counterfactuals)
+        counterfactuals=counterfactuals, client_mentions=tuple(n for n, _ in mentions))
 
 
 HOOK_STOPPED_PROBE = _hook_probe(
@@ -100,6 +105,9 @@ DEFERRED_PROBE = _hook_probe(
     "tool_deferred", "A PreToolUse defer suspends the only tool call",
     source=from_analysis("有工具调用时的后半程",
                          "PreToolUse defer?\n-> tool_deferred", 295),
+    # a version without defer ignores the decision silently and runs the tool, as one that
+    # knows it and runs the tool anyway would: only its files tell them apart
+    mentions=(("tool_deferred", "the terminal reason a PreToolUse defer ends the loop with"),),
     counterfactuals=(
         Counterfactual(
             "hook-records-only",

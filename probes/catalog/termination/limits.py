@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from mockapi import Match, Message, Rule, Scenario, ToolUseBlock, api_error, text, tool_use
 from mockapi.replies import Usage
-from probes.catalog.common import check_ended, check_terminal, result_of
+from probes.catalog.common import check_ended, check_mentioned, check_terminal, result_of
 from probes.catalog.variants import answering, recording_hooks, with_rules, with_runs
 from probes.core.checks import Checks
 from probes.core.evidence import Evidence
@@ -31,6 +31,10 @@ def _post_tool_uses(ev: Evidence, run: str) -> int:
 CAP_WARNING = "overriding"
 
 def check_cap(ev: Evidence, c: Checks) -> None:
+    # a version without the cap ignores the variable silently and honours every block, as
+    # one with a cap that failed would: only its files tell them apart
+    check_mentioned(c, CAP, ev, "CLAUDE_CODE_STOP_HOOK_BLOCK_CAP",
+                    "the variable that sets the Stop-hook block cap")
     for run, cap in (("cap-3", 3), ("cap-default", 8)):
         record = ev.run(run)
         session = record.session_id if record else None
@@ -81,6 +85,7 @@ CAP_PROBE = Probe(
         Invocation("cap-default", "STOP_CAP_PROMPT", timeout=30),
     ),
     check=check_cap,
+    client_mentions=("CLAUDE_CODE_STOP_HOOK_BLOCK_CAP",),
     boundaries=("The hook blocks its first 15 calls only (both runs together need 13 with a "
                 "cap), so a client without a cap ends instead of looping: its counts then "
                 "show 16 requests, not a cap.",),
