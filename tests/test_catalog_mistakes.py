@@ -72,8 +72,8 @@ def test_a_claim_whose_beyond_source_is_not_text() -> None:
 
 
 def test_a_source_of_an_unknown_kind() -> None:
-    with pytest.raises(CatalogError, match=r"^Source: kind must be 'analysis', 'project' or "
-                                           r"'unstated', got str 'docs'$"):
+    with pytest.raises(CatalogError, match=r"^Source: kind must be one of analysis, project, "
+                                           r"baseline, unstated, got str 'docs'$"):
         Source("docs", "README", "why")  # type: ignore[arg-type]
 
 
