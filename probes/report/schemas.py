@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, NotRequired
 
 import jsonschema
 import yaml
@@ -100,9 +100,19 @@ class BisectFile(TypedDict):
     changed_verdict: Any
     candidates: list[Any]
     skipped: list[Any]
-    flipped_checks: Any
-    reports: Any
-    note: Any
+    target: NotRequired[str]  # the claim, or probe-<name>
+    tested: NotRequired[dict[str, str]]  # version -> verdict, in visit order
+    flipped_checks: NotRequired[list[dict[str, Any]]]  # when narrowed to one version
+    reports: NotRequired[dict[str, str]]  # the report folder of each side, when narrowed
+    note: NotRequired[str]  # a word added to a committed result
+    # the kind of transition followed, and the kind and name of the change found (results
+    # written before bisect followed kinds lack them: their kind is read from the verdicts)
+    kind: NotRequired[Literal["behaviour", "presence", "reach", "reporting", "any"]]
+    transition: NotRequired[Literal["behaviour", "presence", "reach", "reporting", "source"]
+                            | None]
+    change: NotRequired[Literal["regressed", "error", "removed", "changed", "introduced",
+                                "newly applicable", "now reached", "fixed", "not run", "same"]
+                        | None]
 
 
 JournalLine = Annotated[RequestRecord | ResponseEndRecord | JournalNote,
