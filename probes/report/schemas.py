@@ -28,7 +28,7 @@ from probes.report.normalise import JOURNAL_VOLATILE, REPORT_JOURNAL_OMITTED
 
 __all__ = ["DESCRIPTIONS", "DIALECT", "KINDS", "REPORT_JOURNAL_VOLATILE", "SCHEMA_DIR",
            "BisectFile", "JournalLine", "MatrixCell", "MatrixClaim", "MatrixFile",
-           "MatrixVersion", "Problem", "SessionPair", "SessionSide", "SessionsFile",
+           "MatrixVersion", "Problem", "SessionCheck", "SessionPair", "SessionSide", "SessionsFile",
            "TimingFile", "kind_of", "schema", "validate_path", "write_schemas"]
 
 SCHEMA_DIR = Path(__file__).with_name("json_schemas")
@@ -73,6 +73,14 @@ class SessionSide(TypedDict):
     binary_sha256: str
 
 
+class SessionCheck(TypedDict):
+    id: str
+    claim: str | None
+    status: Literal["passed", "failed", "not_observable", "absent", "not_reached"]
+    expected: Any  # cut to a string when long
+    observed: Any
+
+
 class SessionPair(TypedDict):
     writer: SessionSide
     reader: SessionSide
@@ -81,7 +89,9 @@ class SessionPair(TypedDict):
     not_applicable: str | None
     error: str | None
     runs: list[dict[str, Any]]
-    failed_checks: list[dict[str, Any]]
+    checks: NotRequired[list[SessionCheck]]  # every check (tables before: failed_checks)
+    failed_checks: NotRequired[list[dict[str, Any]]]  # tables written before checks were kept
+    journal: NotRequired[str]  # the pair's recorded requests, gzipped, relative to the table
 
 
 class SessionsFile(TypedDict):
