@@ -20,7 +20,7 @@ from packaging.version import Version
 from probes.core.verdicts import claim_change
 from probes.scale.bisect import order_versions, transition_kind
 
-__all__ = ["load_bisects", "render_timeline"]
+__all__ = ["bisect_transition", "load_bisects", "render_timeline"]
 
 
 def load_bisects(folder: Path) -> list[dict[str, Any]]:

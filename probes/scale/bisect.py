@@ -20,7 +20,7 @@ from packaging.version import InvalidVersion, Version
 
 from probes.core.verdicts import AGAINST, CLAIM_VERDICTS, claim_change
 
-__all__ = ["SKIPPED_VERDICTS", "TRANSITION_KINDS", "BisectError", "BisectResult",
+__all__ = ["ANY", "SKIPPED_VERDICTS", "SOURCE_TRANSITION", "TRANSITION_KINDS", "BisectError", "BisectResult",
            "bisect_versions", "order_versions", "side_of", "transition_kind", "versions_between"]
 
 # verdicts that say nothing at all (and ``missing``: the report lacks the claim): skipped
