@@ -158,7 +158,8 @@ def _verdict(outcome: ProbeOutcome, claim: str) -> str:
 
 
 def _bounded(value: Any) -> Any:
-    text = json.dumps(value, sort_keys=True, ensure_ascii=False)
+    text = value if isinstance(value, str) else json.dumps(value, sort_keys=True,
+                                                           ensure_ascii=False)
     return value if len(text) <= _BOUND else text[:_BOUND] + f"… (+{len(text) - _BOUND} chars)"
 
 
