@@ -58,7 +58,7 @@ def _command(argv: list[str], env: dict[str, str] | None = None,
 
 
 def _common_args(reports: list[Report]) -> list[str]:
-    """The run of three or more arguments, in order, that saves most when written once:
+    """The run of two or more arguments, in order, that saves most when written once:
     its length times the number of runs that have it, when more than half of them do; it
     does not end on an option (which would part it from its value)."""
     argvs = [[str(a) for a in run["argv"]] for report in reports for probe in report["probes"]
@@ -66,7 +66,7 @@ def _common_args(reports: list[Report]) -> list[str]:
     counts: Counter[tuple[str, ...]] = Counter()
     for argv in argvs:
         counts.update({tuple(argv[i:j]) for i in range(len(argv))
-                       for j in range(i + 3, len(argv) + 1) if not argv[j - 1].startswith("-")})
+                       for j in range(i + 2, len(argv) + 1) if not argv[j - 1].startswith("-")})
     best = max(((sum(len(a) + 1 for a in s) * n, s) for s, n in counts.items()
                 if 2 * n > len(argvs)), default=(0, ()))
     return list(best[1])
