@@ -44,6 +44,38 @@ def test_the_timeline_marks_where_a_bisect_found_the_change(tmp_path: Path) -> N
         {"client": "claude-code", "claims": ["probe.x"], "first_changed": "2.1.91"}))
     (bisects / "other.json").write_text(json.dumps({"not": "a bisect"}))
     text = render_timeline(matrix, load_bisects(bisects), tmp_path)
-    assert ("- `probe.x`: claude-code: 2.0.77 contradicted → **2.1.91** "
+    assert ("- `probe.x`: claude-code: 2.0.77 contradicted → *behaviour: fixed* **2.1.91** "
             "([bisect](bisect/probe.x.json)) 2.1.235–2.1.300 confirmed → "
-            "2.1.332 contradicted") in text
+            "*behaviour: regressed* 2.1.332 contradicted") in text
+
+
+def _matrix(claim: str, verdicts: dict[str, str]) -> dict[str, object]:
+    return {"versions": [{"kind": "claude-code", "version": v} for v in verdicts],
+            "claims": [{"id": claim, "results": {f"claude-code@{v}": {"status": s}
+                                                 for v, s in verdicts.items()}}]}
+
+
+def test_a_bisect_dates_only_a_change_of_its_own_kind(tmp_path: Path) -> None:
+    """The committed max-turns bisect dated terminal_reason appearing in 2.1.91 (a result field,
+    then read as contradicted → confirmed). With that field a reporting check the timeline
+    shows not observable → confirmed, a reporting change, which a behaviour bisect does not
+    date; a presence change is named introduced, and dated by a presence bisect."""
+    committed = load_bisects(Path("reports/bisect"))  # written before kinds: still read
+    assert {b["transition"] for b in committed} <= {"behaviour", "reporting"}
+    terminal = _matrix("probe.max-turns-terminal", {"2.1.90": "not_observable",
+                                                    "2.1.91": "confirmed"})
+    text = render_timeline(terminal, committed, Path("reports"))
+    assert ("`probe.max-turns-terminal`: claude-code: 2.1.90 not_observable → "
+            "*reporting: changed* 2.1.91 confirmed") in text
+    behaviour = _matrix("probe.max-turns-terminal", {"2.1.90": "contradicted",
+                                                     "2.1.91": "confirmed"})
+    assert "**2.1.91** ([bisect](bisect/probe.max-turns-terminal.json))" in render_timeline(
+        behaviour, committed, Path("reports"))
+    (tmp_path / "probe.y.json").write_text(json.dumps(
+        {"client": "claude-code", "claims": ["probe.y"], "first_changed": "2.1.50",
+         "kind": "presence", "transition": "presence", "change": "introduced"}))
+    introduced = _matrix("probe.y", {"2.0.77": "absent", "2.1.90": "not_reached",
+                                     "2.1.235": "confirmed"})
+    text = render_timeline(introduced, load_bisects(tmp_path), tmp_path)
+    assert ("2.0.77 absent → *presence: introduced* **2.1.50** ([bisect](probe.y.json)) "
+            "2.1.90 not_reached → *reach: now reached* 2.1.235 confirmed") in text

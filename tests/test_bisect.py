@@ -14,7 +14,17 @@ import pytest
 
 from probes import cli
 from probes.clients import registry
-from probes.scale.bisect import BisectError, bisect_versions, order_versions, versions_between
+from probes.core.verdicts import CHANGES, CLAIM_VERDICTS
+from probes.report.schemas import validate_path
+from probes.scale.bisect import (
+    TRANSITION_KINDS,
+    BisectError,
+    bisect_versions,
+    order_versions,
+    side_of,
+    transition_kind,
+    versions_between,
+)
 from tests.fakeloop import FakeLoopClient
 from tests.fakeloop.client import DROPS_HOOKS_FROM
 
@@ -69,6 +79,71 @@ def test_ends_must_differ_and_have_verdicts() -> None:
         bisect_versions(VERSIONS, _oracle(5, skip=frozenset({1})))
 
 
+def _history(*spans: tuple[int, str]):  # type: ignore[no-untyped-def]
+    """An oracle from (first version, verdict) spans, oldest first."""
+    def verdict(version: str) -> str:
+        return [found for first, found in spans if int(version) >= first][-1]
+    return verdict
+
+
+# absent until 5 (the feature is not there), not reached until 10 (a gate off), confirmed
+# until 20, then contradicted: each kind of bisect dates its own change
+FEATURE = _history((1, "absent"), (5, "not_reached"), (10, "confirmed"), (20, "contradicted"))
+
+
+@pytest.mark.parametrize(("kind", "start", "first", "transition", "change"), [
+    ("presence", 0, "5", "presence", "introduced"),
+    ("reach", 4, "10", "reach", "now reached"),
+    ("behaviour", 9, "20", "behaviour", "regressed"),
+    ("any", 0, "5", "presence", "introduced"),
+])
+def test_each_kind_dates_its_own_transition(kind: str, start: int, first: str,
+                                            transition: str, change: str) -> None:
+    result = bisect_versions(VERSIONS[start:], FEATURE, kind)
+    assert (result.first_changed, result.kind) == (first, kind)
+    assert (result.transition, result.change) == (transition, change)
+    assert result.to_json()["transition"] == transition
+
+
+def test_a_behaviour_bisect_does_not_date_a_feature_appearing() -> None:
+    with pytest.raises(BisectError, match=r"absent on 1, which says nothing of a behaviour "
+                       r"transition.*--kind presence follows what changed"):
+        bisect_versions(VERSIONS, FEATURE)
+    # a result field that appears (terminal_reason in 2.1.91): reporting, not behaviour
+    field_appears = _history((1, "not_observable"), (10, "confirmed"))
+    with pytest.raises(BisectError, match="--kind reporting"):
+        bisect_versions(VERSIONS, field_appears)
+    assert bisect_versions(VERSIONS, field_appears, "reporting").first_changed == "10"
+    with pytest.raises(BisectError, match="one side \\(present\\) of a presence transition"):
+        bisect_versions(VERSIONS[9:], FEATURE, "presence")
+    with pytest.raises(BisectError, match="expected a transition kind"):
+        bisect_versions(VERSIONS, FEATURE, "colour")
+
+
+def test_versions_that_say_nothing_of_the_kind_are_skipped() -> None:
+    # the behaviour is not shown on 10-14 (its result field missing): the change is in a range
+    hidden = _history((1, "confirmed"), (10, "not_observable"), (15, "contradicted"))
+    result = bisect_versions(VERSIONS, hidden)
+    assert result.first_changed is None and result.candidates == [str(v) for v in range(10, 16)]
+    assert set(result.skipped) <= set(result.candidates)
+
+
+def test_every_pair_of_telling_verdicts_has_one_kind() -> None:
+    telling = [v for v in CLAIM_VERDICTS if v not in ("error", "not_applicable")]
+    for before in telling:
+        for after in telling:
+            kind = transition_kind(before, after)
+            assert (kind is None) == (before == after), (before, after)
+            if kind in TRANSITION_KINDS:  # the two verdicts are on its two sides
+                assert None not in (side_of(before, kind), side_of(after, kind))
+                assert side_of(before, kind) != side_of(after, kind)
+    assert transition_kind("contradicted", "differs_from_baseline") == "source"
+    assert transition_kind("error", "confirmed") is None
+    assert side_of("a=absent, b=confirmed", "presence") == "a=absent, b=present"
+    assert side_of("a=error, b=confirmed", "any") is None
+    assert "introduced" in CHANGES
+
+
 def test_versions_are_ordered_by_number_and_bounded() -> None:
     published = ["2.0.9", "2.0.77", "2.1.0", "2.0.10", "1.0.128"]
     assert order_versions(published) == ["1.0.128", "2.0.9", "2.0.10", "2.0.77", "2.1.0"]
@@ -94,6 +169,9 @@ def test_bisect_on_the_fake_loop_finds_the_planted_regression(
     assert result["first_changed"] == str(DROPS_HOOKS_FROM)
     assert result["last_same"] == str(DROPS_HOOKS_FROM - 1)
     assert result["good_verdict"] == "confirmed" and result["changed_verdict"] == "contradicted"
+    assert (result["kind"], result["transition"], result["change"]) == (
+        "behaviour", "behaviour", "regressed")
+    assert validate_path(out / "bisect-fake.stop-block.json") == (1, [])
     assert result["flipped_checks"], "the checks that flipped are named"
     assert len(result["tested"]) <= 5
     # both sides' reports are there to cite
@@ -112,6 +190,15 @@ def test_bisect_input_errors(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
     assert "99 is not a published version" in capsys.readouterr().err
     assert cli.main([*base, "--good", "1", "--bad", "3", "--claim", "fake.stop-block"]) == 2
     assert "confirmed on both" in capsys.readouterr().err
+    assert cli.main([*base, "--good", "1", "--bad", "9", "--claim", "fake.stop-block",
+                     "--kind", "presence"]) == 2
+    assert "one side (present) of a presence transition" in capsys.readouterr().err
+
+
+def test_committed_bisects_still_validate() -> None:
+    """Results written before bisect followed kinds (no kind, transition, change) still load."""
+    checked, problems = validate_path(Path("reports/bisect"))
+    assert checked >= 4 and not [p for p in problems if "bisect" in p.message], problems
 
 
 def test_versions_lists_oldest_first(monkeypatch: pytest.MonkeyPatch,

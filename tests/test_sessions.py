@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import itertools
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -16,10 +17,23 @@ import pytest
 
 from probes.clients.base import ClientBinary
 from probes.clients.claude_code import ClaudeCode
+from probes.core.outcome import ProbeOutcome
+from probes.core.probe import Probe
+from probes.report.format import read_journal_lines
+from probes.report.schemas import validate_path
 from probes.run.containment import CLIENT_DIR, _SandboxPlace
 from probes.run.runner import run_probe
 from probes.sandbox.folders import Sandbox
-from probes.scale.sessions import FORK_CLAIM, RESUME_CLAIM, compat_probe, pair_entry, render_table
+from probes.scale.sessions import (
+    FORK_CLAIM,
+    RESUME_CLAIM,
+    compat_probe,
+    failed_checks,
+    pair_entry,
+    render_table,
+    run_table,
+)
+from tests.fakeloop import FakeLoopClient
 
 COMMITTED = Path(__file__).resolve().parent.parent / "reports" / "sessions" / "sessions.json"
 
@@ -60,6 +74,42 @@ def test_the_table_orders_versions_numerically_and_lists_every_failure() -> None
             "'a', observed 'b'") in table
     assert "- **2.1.10 → 2.1.10** (resume ok, fork not applicable): claude-code 2.1.10 lacks " \
            "fork" in table
+
+
+def test_an_ok_pair_keeps_every_check_and_its_journal(tmp_path: Path) -> None:
+    """Run on the fake loop (which has no fork: the pair's fork run is left out), the table
+    keeps the passed checks with what they observed, and the pair's requests gzipped."""
+    client = FakeLoopClient()
+
+    def run(probe: Probe, binary: ClientBinary) -> ProbeOutcome:
+        no_fork = replace(probe, invocations=probe.invocations[:2])
+        return run_probe(no_fork, client, binary, tmp_path / "work")
+
+    out = tmp_path / "sessions"
+    (entry,) = run_table(client, ["1"], out, jobs=1, run=run)
+    assert entry["resume"] == "ok", failed_checks(entry)
+    passed = {c["id"].split(".", 1)[1]: c for c in entry["checks"] if c["status"] == "passed"}
+    assert passed["write.ended"]["observed"] == "SESSION_COMPAT_WRITER_ANSWER"
+    seen = passed["resume.writer-prompt"]["observed"]  # placeholders, as in reports
+    assert "SESSION_COMPAT_WRITE_MARKER" in seen and "$WORKSPACE/notes.txt" in seen
+    assert all(len(json.dumps(c[side])) < 340 for c in entry["checks"]
+               for side in ("expected", "observed"))
+    assert [c["id"] for c in failed_checks(entry)] == [
+        c["id"] for c in entry["checks"] if c["status"] != "passed"] != []
+    lines = [json.loads(line) for line in read_journal_lines(out / entry["journal"])]
+    assert [r["seq"] for r in lines if r["type"] == "request"] == [1, 2, 3]
+    assert all(r["probe"] == "session-compat-1-to-1" for r in lines)
+    assert (out / entry["journal"]).read_bytes()[4:8] == b"\0\0\0\0"  # no gzip timestamp
+    assert validate_path(out / "sessions.json") == (1, [])
+
+
+def test_a_table_written_before_every_check_was_kept_still_reads() -> None:
+    committed = json.loads(COMMITTED.read_text())
+    assert all("failed_checks" in p and "checks" not in p for p in committed["pairs"])
+    assert validate_path(COMMITTED) == (1, [])
+    assert "| **2.1.235** | ok / ok |" in "\n".join(render_table(committed["pairs"]))
+    # what they kept: the failed checks alone (here the refused egress of older versions)
+    assert failed_checks(_committed("2.0.77", "2.0.77"))[0]["id"].endswith("no-egress")
 
 
 def test_a_missing_pair_is_shown_as_such() -> None:
@@ -107,7 +157,7 @@ def test_a_real_pair_gives_the_committed_verdicts(writer: str, reader: str, tmp_
     entry = pair_entry(binaries[writer], binaries[reader], outcome)
     committed = _committed(writer, reader)
     assert (entry["resume"], entry["fork"]) == (committed["resume"], committed["fork"]), \
-        entry["failed_checks"]
+        failed_checks(entry)
 
 
 @pytest.mark.client

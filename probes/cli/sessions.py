@@ -56,7 +56,8 @@ def cmd_sessions(args: argparse.Namespace) -> int:
     except InstallError as error:
         print(f"loopprobe: {error}", file=sys.stderr)
         return EXIT_HARNESS
-    say(f"  wrote {out / 'sessions.json'} and {out / 'SESSIONS.md'}")
+    say(f"  wrote {out / 'sessions.json'}, {out / 'SESSIONS.md'} and each pair's journal "
+        f"under {out / 'journals'}")
     if any(e["error"] for e in entries):
         return EXIT_HARNESS
     return 1 if any("fails" in (e["resume"], e["fork"]) for e in entries) else 0

@@ -30,7 +30,9 @@ from probes.core.files import write_json
 from probes.core.probe import ReportSpec
 from probes.report.diff import diff_directories
 from probes.scale.bisect import (
+    ANY,
     SKIPPED_VERDICTS,
+    TRANSITION_KINDS,
     BisectError,
     bisect_versions,
     order_versions,
@@ -105,6 +107,7 @@ def cmd_bisect(args: argparse.Namespace) -> int:
         versions = versions_between(client.published(), args.good, args.bad)
     except (InstallError, BisectError) as error:
         raise HarnessInputError(str(error)) from None
+    kind = args.kind
     if order_versions([args.good, args.bad])[0] != args.good:
         versions.reverse()  # the search runs from the trusted end
     out = Path(args.out)
@@ -112,7 +115,7 @@ def cmd_bisect(args: argparse.Namespace) -> int:
     installed_before = {b.version for b in client.installed()}
     target = args.claim or f"probe-{args.probe}"
     say(f"bisect {target} on {client.name}: {len(versions)} versions from {args.good} "
-         f"(good) to {args.bad}")
+         f"(good) to {args.bad}, following {kind if kind == ANY else f'a {kind} transition'}")
 
     def verdict_at(version: str) -> str:
         folder = out / report_folder(ClientKey(client.name, version))
@@ -127,7 +130,7 @@ def cmd_bisect(args: argparse.Namespace) -> int:
         return found
 
     try:
-        result = bisect_versions(versions, verdict_at)
+        result = bisect_versions(versions, verdict_at, kind)
     except BisectError as error:
         raise HarnessInputError(str(error)) from None
     summary: dict[str, Any] = {"client": client.name, "target": target, "claims": claims,
@@ -143,8 +146,9 @@ def cmd_bisect(args: argparse.Namespace) -> int:
                    if check["id"] in claim_checks]
         summary["reports"] = {"last_same": str(same), "first_changed": str(changed)}
         summary["flipped_checks"] = flipped
-        say(f"bisect: {target} changed in {result.first_changed} "
-             f"({result.good_verdict} on {result.last_same} -> {result.changed_verdict})")
+        say(f"bisect: {target} changed in {result.first_changed}, a {result.transition} "
+             f"transition ({result.change}: {result.tested[result.last_same]} on "
+             f"{result.last_same} -> {result.changed_verdict})")
         for check in flipped:
             say(f"  flipped: {check.get('id')}")
     else:
@@ -187,6 +191,12 @@ def add_bisect(commands: Any) -> None:
     bisect.add_argument("--bad", required=True, help="a version where the verdict differs")
     bisect.add_argument("--claim", help="the claim id to follow")
     bisect.add_argument("--probe", help="or: a probe, following all its claims")
+    bisect.add_argument("--kind", choices=[*TRANSITION_KINDS, ANY], default="behaviour",
+                        help="what change to date: behaviour (confirmed <-> contradicted or "
+                        "differs from baseline), presence (absent -> present: introduced in), "
+                        "reach (not reached -> reached), reporting (not observable -> "
+                        "observed) or any change of verdict; versions whose verdict says "
+                        "nothing of that kind are skipped (default: %(default)s)")
     bisect.add_argument("--out", default="runs/bisect", help="report folders and the "
                         "bisect-<target>.json result (default: %(default)s)")
     bisect.add_argument("--catalog", help="a module whose REPORTS replace the built-in probes")

@@ -1,14 +1,21 @@
-"""The evidence guide: every claim of every report in a directory, readable on its own."""
+"""The evidence guide: every claim of every report in a directory, readable on its own.
+
+Kept small enough to read: the environment every run shares is written once, each probe's
+runs, script, output and requests once (its claims link to them), long output lines cut and
+request bodies left in the journal, each request linked to its line.
+"""
 
 from __future__ import annotations
 
 import json
 import shlex
+from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from probes.core.files import write_text
-from probes.report.format import ClaimEntry, Report, load_folder
+from probes.report.format import ClaimEntry, Report, load_folder, read_journal_lines
 
 __all__ = ["render_guide", "write_guide"]
 
@@ -19,14 +26,91 @@ def _short(value: Any, limit: int = 160) -> str:
     return text if len(text) <= limit else text[:limit - 1] + "…"
 
 
-def _command(argv: list[str], env: dict[str, str] | None = None) -> str:
-    """The run as a shell command: its whole environment (nothing else reached it), then argv."""
-    def quote(value: str) -> str:
-        return value if value.startswith("$") and " " not in value else shlex.quote(value)
-    assignments = [f"{name}={quote(value)} \\" for name, value in sorted((env or {}).items())]
-    return "\n".join(["env -i \\", *(f"  {a}" for a in assignments),
-                      "  " + " ".join(quote(a) for a in argv)] if env else
-                     [" ".join(quote(a) for a in argv)])
+_SHOWN_LINE = 240  # a literal output line longer than this is cut, pointing at the whole
+_STDERR = 2000
+_FIELD = 40  # a literal event's field longer than this is shortened
+_ID_FIELDS = ("uuid", "session_id", "parent_tool_use_id")
+
+
+def _quote(value: str) -> str:
+    return (value if (value.startswith("$") and " " not in value) or value == "$COMMON_ARGS"
+            else shlex.quote(value))
+
+
+def _assignments(env: dict[str, str]) -> list[str]:
+    return [f"  {name}={_quote(value)} \\" for name, value in sorted(env.items())]
+
+
+def _command(argv: list[str], env: dict[str, str] | None = None,
+             common: dict[str, str] | None = None, args: list[str] | None = None) -> str:
+    """The run as a shell command: its whole environment (nothing else reached it), then argv;
+    the part of it most runs share written ``$COMMON_ENV`` (listed once, at the top), then
+    what this run sets otherwise, and what of it this run lacks."""
+    argv = _with_common_args([str(a) for a in argv], args or [])
+    if not env:
+        return " ".join(_quote(a) for a in argv)
+    common = common or {}
+    lacks = sorted(k for k in common if k not in env)
+    own = " ".join(f"{k}={_quote(v)}" for k, v in sorted(env.items()) if common.get(k) != v)
+    return ((f"# without {', '.join(lacks)} of $COMMON_ENV\n" if lacks else "")
+            + " ".join(["env -i", *(["$COMMON_ENV"] if common else []), *([own] if own else []),
+                        *(_quote(a) for a in argv)]))
+
+
+def _common_args(reports: list[Report]) -> list[str]:
+    """The run of two or more arguments, in order, that saves most when written once:
+    its length times the number of runs that have it, when more than half of them do; it
+    does not end on an option (which would part it from its value)."""
+    argvs = [[str(a) for a in run["argv"]] for report in reports for probe in report["probes"]
+             for run in dict(probe).get("runs", []) if run.get("argv")]
+    counts: Counter[tuple[str, ...]] = Counter()
+    for argv in argvs:
+        counts.update({tuple(argv[i:j]) for i in range(len(argv))
+                       for j in range(i + 2, len(argv) + 1) if not argv[j - 1].startswith("-")})
+    best = max(((sum(len(a) + 1 for a in s) * n, s) for s, n in counts.items()
+                if 2 * n > len(argvs)), default=(0, ()))
+    return list(best[1])
+
+
+def _with_common_args(argv: list[str], common: list[str]) -> list[str]:
+    for i in range(len(argv) - len(common) + 1) if common else ():
+        if argv[i:i + len(common)] == common:
+            return [*argv[:i], "$COMMON_ARGS", *argv[i + len(common):]]
+    return argv
+
+
+def _common_env(reports: list[Report]) -> dict[str, str]:
+    """The environment most runs of these reports share: each variable whose value more than
+    half of them have."""
+    envs = [env for report in reports for probe in report["probes"]
+            for run in dict(probe).get("runs", []) if (env := run.get("env"))]
+    counts = Counter((k, v) for env in envs for k, v in env.items())
+    return {k: v for (k, v), n in sorted(counts.items()) if 2 * n > len(envs)}
+
+
+def _cut(text: str, limit: int = _SHOWN_LINE) -> str:
+    """A long line cut, saying how much is left out."""
+    return text if len(text) <= limit else f"{text[:limit]}… (+{len(text) - limit} chars)"
+
+
+def _compact(event: dict[str, Any]) -> dict[str, Any]:
+    """An event as a reader scans it (subtype, terminal_reason, is_error, result): fields of no
+    value here (null, empty, ``$VOLATILE``, ids) left out, long texts cut and long tables
+    (usage) named only; the whole event is in the report."""
+    kept: dict[str, Any] = {}
+    omitted = []
+    for key, value in event.items():
+        if value in (None, "", [], {}, "$VOLATILE") or key in _ID_FIELDS:
+            continue
+        if isinstance(value, str):
+            kept[key] = value if len(value) <= _FIELD else value[:_FIELD] + "…"
+        elif len(json.dumps(value, sort_keys=True, ensure_ascii=False)) <= _FIELD:
+            kept[key] = value
+        else:
+            omitted.append(key)
+    if omitted:
+        kept["…"] = sorted(omitted)
+    return kept
 
 
 def _lines(numbers: list[int] | None) -> str:
@@ -45,12 +129,12 @@ def _lines(numbers: list[int] | None) -> str:
 def _rule_lines(scenario: dict[str, Any]) -> list[str]:
     lines = []
     for position, rule in enumerate(scenario.get("rules", []), start=1):
-        match = {"kind": "main", **{k: v for k, v in (rule.get("match") or {}).items()
-                                    if v is not None and k != "path"}}
+        match = {k: v for k, v in (rule.get("match") or {}).items()
+                 if v is not None and k != "path" and (k, v) != ("kind", "main")}
         replies = [rule["reply"]] if rule.get("reply") else rule.get("replies") or []
         rule_id = rule.get("id") or f"rule-{position}"
-        lines.append(f"- `{rule_id}` when {_short(match, 120)} → "
-                     + "; then ".join(_short(_reply_view(r), 200) for r in replies)
+        lines.append(f"- `{rule_id}` when {_short(match, 60) if match else 'any main request'} → "
+                     + "; then ".join(_short(_reply_view(r), 60) for r in replies)
                      + (f" (repeat: {rule['repeat']})" if rule.get("repeat") == "always" else ""))
     return lines
 
@@ -65,8 +149,9 @@ def _reply_view(reply: dict[str, Any]) -> Any:
     return keep
 
 
-# the printed events quoted whole in the guide (assistant and user events are in the requests)
-_LITERAL_EVENTS = ("result", "system", "control_request", "control_response", "command_lifecycle")
+# the printed events quoted in the guide (assistant and user events are in the requests, each
+# run's result in the table of how every run ended)
+_LITERAL_EVENTS = ("system", "control_request", "control_response", "command_lifecycle")
 
 
 def _stdin_lines(runs: list[dict[str, Any]]) -> list[str]:
@@ -81,7 +166,7 @@ def _stdin_lines(runs: list[dict[str, Any]]) -> list[str]:
                 out.append(f"- *{entry['why']}*")
                 continue
             line = json.dumps(entry.get("line"), sort_keys=True, ensure_ascii=False)
-            out.append(f"- `{_short(line, 160)}` — {entry.get('why')}")
+            out.append(f"- `{_short(line, 100)}` — {entry.get('why')}")
         for step in run.get("stdin_never_written") or []:
             out.append(f"- never written (its moment did not come): "
                        f"`{_short(json.dumps(step.get('line'), sort_keys=True), 120)}` — "
@@ -90,9 +175,84 @@ def _stdin_lines(runs: list[dict[str, Any]]) -> list[str]:
     return out
 
 
+@dataclass(frozen=True)
+class _Shared:
+    """What most runs of a folder share, written once at the top."""
+    env: dict[str, str]
+    args: list[str]
+
+
+def _request_kind(r: dict[str, Any]) -> tuple[Any, ...]:
+    return (r["kind"], r["rule"], r["outcome"], r.get("status"), bool(r.get("stream")))
+
+
+def _request_span(group: list[dict[str, Any]], lines: list[int | None]) -> str:
+    """``#seq@line kind turn.attempt → rule status``; a run of like requests as its first and
+    last, with how many."""
+    def at(r: dict[str, Any], line: int | None) -> str:
+        return f"#{r['seq']}@{line}" if line else f"#{r['seq']}"
+
+    def step(r: dict[str, Any]) -> str:
+        return f"{r['turn']}.{r['attempt']}"
+    first, last = group[0], group[-1]
+    where = (f"{at(first, lines[0])} {first['kind']} {step(first)}" if len(group) == 1 else
+             f"{at(first, lines[0])}–{at(last, lines[-1])} {first['kind']} {step(first)}–"
+             f"{step(last)} ×{len(group)}")
+    outcome = (str(first.get("status") or "") if first["outcome"] == "replied"
+               else f"{first['outcome']} {first.get('status') or ''}").strip()
+    return (f"{where}{'' if first.get('stream') else ' non-stream'} → `{first['rule']}` "
+            f"{outcome}").rstrip()
+
+
+def _probe_section(report: Report, probe: dict[str, Any], shared: _Shared,
+                   lines: dict[tuple[str, int], int]) -> list[str]:
+    """What a probe ran and what happened, once for all its claims: the commands (each with
+    how its environment differs from the common one), the script, what the caller wrote, how
+    each run ended, its literal output (long events cut) and its requests, each linked to its
+    journal line."""
+    out = [f"### Probe `{probe['name']}`" + (f": {probe['title']}" if probe.get("title") else ""),
+           ""]
+    runs = probe.get("runs", [])
+    if runs:
+        out += ["**Commands** (cwd `$WORKSPACE`):", "", "```"]
+        out += [f"# {run['name']}\n{_command(run['argv'], run.get('env'), shared.env, shared.args)}"
+                for run in runs]
+        out += ["```", ""]
+    if probe.get("scenario"):
+        out += ["**Script:**", "", *_rule_lines(probe["scenario"]), ""]
+    out += _stdin_lines(runs)
+    if not runs:
+        return out
+    for run in runs:
+        literal = [_cut(json.dumps(_compact(e), sort_keys=True, ensure_ascii=False))
+                   for e in run.get("stdout", [])
+                   if e.get("type") in _LITERAL_EVENTS and e.get("subtype") != "init"]
+        stderr = run.get("stderr", "").strip()
+        if literal or stderr:
+            out += [f"<details><summary>Output of <code>{run['name']}</code></summary>", "",
+                    "```", *literal, *([_cut(stderr, _STDERR)] if stderr else []),
+                    "```", "</details>", ""]
+    requests = [r for r in probe.get("requests", []) if r.get("path") == "/v1/messages"]
+    if requests:
+        out += ["**Requests:**", ""]
+        for run in dict.fromkeys(str(r["run"]) for r in requests):
+            groups: list[list[dict[str, Any]]] = []
+            for r in (r for r in requests if r["run"] == run):
+                if groups and _request_kind(groups[-1][-1]) == _request_kind(r):
+                    groups[-1].append(r)  # a run of like requests (warmups, retries) as one
+                else:
+                    groups.append([r])
+            out.append(f"- `{run}`: " + "; ".join(
+                _request_span(g, [lines.get((probe["name"], r["seq"])) for r in g])
+                for g in groups))
+        out.append("")
+    if probe.get("boundaries"):
+        out += ["**Boundaries** (what this does not prove):", ""]
+        out += [f"- {b}" for b in probe["boundaries"]] + [""]
+    return out
+
+
 def _claim_section(report: Report, claim: ClaimEntry) -> list[str]:
-    probe: dict[str, Any] = next(
-        (p for p in report["probes"] if p["name"] == claim["probe"]), {})
     checks = {c["id"]: c for c in report["checks"]}
     out = [f"### `{claim['id']}` — {claim['status'].replace('_', ' ').upper()}", "",
            f"**Claim.** {claim['statement']}", "",
@@ -101,52 +261,14 @@ def _claim_section(report: Report, claim: ClaimEntry) -> list[str]:
              if claim.get("beyond_source") else []),
            f"**Verdict.** {claim['reason']}", ""]
     counterfactuals = claim.get("counterfactuals")
-    out += [("**Shown able to fail** on the real client when: " + "; ".join(counterfactuals))
+    out += [("**Shown able to fail** when: " + "; ".join(counterfactuals))
             if counterfactuals else "**No counterfactual run yet** for this claim.", ""]
-    runs = probe.get("runs", [])
-    if runs:
-        out += ["**Commands**, each with the whole environment it ran with (cwd `$WORKSPACE`, "
-                "isolated `$HOME`, mock at `$MOCK_URL`):", "",
-                "```"]
-        out += [f"# {run['name']}\n{_command(run['argv'], run.get('env'))}" for run in runs]
-        out += ["```", ""]
-    if probe.get("scenario"):
-        out += ["**Scripted model responses:**", "", *_rule_lines(probe["scenario"]), ""]
-    out += _stdin_lines(runs)
-    if runs:
-        out += ["**What the client did:**", "", "| run | exit | result subtype | result text |",
-                "|---|---|---|---|"]
-        for run in runs:
-            result = run.get("result") or {}
-            out.append(f"| {run['name']} | {run['exit_code']}"
-                       f"{' (timeout)' if run.get('timed_out') else ''} | "
-                       f"{result.get('subtype')} | {_short(result.get('result'), 80)} |")
-        out.append("")
-        for run in runs:
-            literal = [json.dumps(e, sort_keys=True) for e in run.get("stdout", [])
-                       if e.get("type") in _LITERAL_EVENTS and e.get("subtype") != "init"]
-            if literal or run.get("stderr"):
-                out += [f"<details><summary>Literal output of <code>{run['name']}</code> "
-                        "(stream-json result, system, control and command_lifecycle events; "
-                        "stderr)</summary>", "",
-                        "```", *literal, *([run["stderr"].strip()] if run.get("stderr") else []),
-                        "```", "</details>", ""]
-        requests = [r for r in probe.get("requests", []) if r.get("path") == "/v1/messages"]
-        if requests:
-            out += ["Requests the mock received:", ""]
-            for r in requests:
-                mode = "stream" if r.get("stream") else "non-stream"
-                out.append(f"- #{r['seq']} run `{r['run']}`: {r['kind']} turn {r['turn']} "
-                           f"attempt {r['attempt']} ({mode}) → rule `{r['rule']}`, "
-                           f"{r['outcome']} {r.get('status') or ''}".rstrip())
-                for line in (r.get("messages") or [])[-2:]:
-                    out.append(f"    - {_short(line, 160)}")
-            out.append("")
-    journal = report["journal"]
     read = [n for check_id in claim["checks"] for n in checks[check_id].get("journal_lines", [])]
-    out += [f"**Checks** (they read lines {_lines(read)} of [`{journal}`]({journal})):", "",
-            "| check | result | expected | observed | evidence |",
-            "|---|---|---|---|---|"]
+    prefix = f"{claim['probe']}."
+    shared = all(check_id.startswith(prefix) for check_id in claim["checks"])
+    out += [f"**Checks**{f' `{prefix}*`' if shared else ''} (journal lines {_lines(read)}):",
+            "",
+            "| check | result | expected | observed |", "|---|---|---|---|"]
     for check_id in claim["checks"]:
         c = checks[check_id]
         status = str(c.get("status") or ("passed" if c["passed"] else "failed"))
@@ -155,17 +277,35 @@ def _claim_section(report: Report, claim: ClaimEntry) -> list[str]:
                   }.get(status, status)
         if c.get("role") and status == "passed":
             result += f" ({c['role']})"
-        out.append(f"| `{check_id}` | {result} | "
-                   f"{_short(c['expected'], 90)} | {_short(c['observed'], 120)} | "
-                   f"{_short(c['evidence'], 60)} |")
+        observed = ("= expected" if c["observed"] == c["expected"]
+                    else _short(c["observed"], 70))
+        shown = check_id[len(prefix):] if shared else check_id
+        out.append(f"| `{shown}` | {result} | {_short(c['expected'], 50)} | {observed} |")
     out.append("")
-    if probe.get("boundaries"):
-        out += ["**Boundaries** (what this does not prove):", ""]
-        out += [f"- {b}" for b in probe["boundaries"]] + [""]
     return out
 
 
-def render_guide(reports: list[Report]) -> str:
+def _report_sections(report: Report, shared: _Shared,
+                     lines: dict[tuple[str, int], int]) -> list[str]:
+    """Each probe once, then its claims; claims of no probe in the report last."""
+    out: list[str] = []
+    shown: set[str] = set()
+    for probe in report["probes"]:
+        out += _probe_section(report, dict(probe), shared, lines)
+        for claim in report["claims"]:
+            if claim["probe"] == probe["name"]:
+                out += _claim_section(report, claim)
+                shown.add(claim["id"])
+    for claim in report["claims"]:
+        if claim["id"] not in shown:
+            out += _claim_section(report, claim)
+    return out
+
+
+def render_guide(reports: list[Report],
+                 journal_lines: dict[str, dict[tuple[str, int], int]] | None = None) -> str:
+    """EVIDENCE.md of a folder's reports; ``journal_lines`` per report maps each request
+    (probe, seq) to its journal line, which the request list links to."""
     if not reports:
         return "# Evidence guide\n\nNo reports in this directory.\n"
     client = reports[0]["client"]
@@ -192,17 +332,37 @@ def render_guide(reports: list[Report]) -> str:
     out += ["## How every run ended", "",
             "The final `result` of every client run in these reports (terminal reasons the "
             "loop reached in print mode):", "",
-            "| report | probe | run | terminal_reason | subtype | is_error | exit |",
-            "|---|---|---|---|---|---|---|"]
+            "| report | probe | run | terminal_reason | subtype | is_error | exit | result |",
+            "|---|---|---|---|---|---|---|---|"]
+    results = {(report["report"], probe["name"], run["name"]): (run.get("result") or {}).get(
+        "result") for report in reports for probe in report["probes"]
+        for run in dict(probe).get("runs", [])}
     for report in reports:
         for row in report.get("terminal_reasons", []):
             exit_code = "timeout" if row.get("timed_out") else row.get("exit_code")
             out.append(f"| {report['report']} | {row['probe']} | {row['run']} | "
                        f"{row.get('terminal_reason') or '—'} | {row.get('subtype') or '—'} | "
-                       f"{row.get('is_error')} | {exit_code} |")
+                       f"{row.get('is_error')} | {exit_code} | "
+                       f"{_short(results.get((report['report'], row['probe'], row['run'])), 50)} |")
     out.append("")
+    shared = _Shared(_common_env(reports), _common_args(reports))
+    if shared.env or shared.args:
+        out += ["## What most runs share", "",
+                "Each command below is written `env -i $COMMON_ENV`, the variables most runs "
+                "share (placeholders as in the reports), then what that run sets otherwise "
+                "(a run without one of them says so), then its arguments, `$COMMON_ARGS` "
+                "standing for the ones most runs share. A script's rules answer main requests "
+                "unless they name another kind. Each request's body is whole in the report's "
+                "journal at the line given as `#seq@line kind turn.attempt → rule status`; "
+                "each check's evidence, and each run's whole output, in the report.",
+                "", "```", *(["COMMON_ENV=", *_assignments(shared.env)] if shared.env else []),
+                *([f"COMMON_ARGS={' '.join(_quote(a) for a in shared.args)}"]
+                  if shared.args else []), "```", ""]
     for report in reports:
-        out += [f"## {report['title']}", "", report.get("summary", ""), ""]
+        journal = report["journal"]
+        out += [f"## {report['title']}", "", report.get("summary", ""), "",
+                f"Report [`{report['report']}.json`]({report['report']}.json), journal "
+                f"[`{journal}`]({journal}) (the lines below are its lines).", ""]
         if "partial" in report:
             out += [f"**Partial:** only {', '.join(report['partial']['probes_run'])} ran; "
                     f"not run: {', '.join(report['partial']['probes_not_run'])}.", ""]
@@ -210,11 +370,23 @@ def render_guide(reports: list[Report]) -> str:
             out += [f"**Merged:** {', '.join(report['merged']['probes_run_now'])} run later "
                     "into this report of the same binary; from the earlier run: "
                     f"{', '.join(report['merged']['probes_from_earlier_run']) or 'none'}.", ""]
-        for claim in report["claims"]:
-            out += _claim_section(report, claim)
+        out += _report_sections(report, shared, (journal_lines or {}).get(report["report"], {}))
     return "\n".join(out) + "\n"
+
+
+def _request_lines(path: Path) -> dict[tuple[str, int], int]:
+    """(probe, seq) -> the line of a report's journal recording that request."""
+    found: dict[tuple[str, int], int] = {}
+    if not path.is_file():
+        return found
+    for number, line in enumerate(read_journal_lines(path), 1):
+        record = json.loads(line)
+        if record.get("type") == "request":
+            found[(str(record.get("probe")), int(record.get("seq") or 0))] = number
+    return found
 
 
 def write_guide(directory: Path) -> Path:
     reports = list(load_folder(directory, require_reports=False).reports.values())
-    return write_text(directory / "EVIDENCE.md", render_guide(reports))
+    lines = {r["report"]: _request_lines(directory / r["journal"]) for r in reports}
+    return write_text(directory / "EVIDENCE.md", render_guide(reports, lines))

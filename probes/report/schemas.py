@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, NotRequired
 
 import jsonschema
 import yaml
@@ -28,7 +28,7 @@ from probes.report.normalise import JOURNAL_VOLATILE, REPORT_JOURNAL_OMITTED
 
 __all__ = ["DESCRIPTIONS", "DIALECT", "KINDS", "REPORT_JOURNAL_VOLATILE", "SCHEMA_DIR",
            "BisectFile", "JournalLine", "MatrixCell", "MatrixClaim", "MatrixFile",
-           "MatrixVersion", "Problem", "SessionPair", "SessionSide", "SessionsFile",
+           "MatrixVersion", "Problem", "SessionCheck", "SessionPair", "SessionSide", "SessionsFile",
            "TimingFile", "kind_of", "schema", "validate_path", "write_schemas"]
 
 SCHEMA_DIR = Path(__file__).with_name("json_schemas")
@@ -73,6 +73,14 @@ class SessionSide(TypedDict):
     binary_sha256: str
 
 
+class SessionCheck(TypedDict):
+    id: str
+    claim: str | None
+    status: Literal["passed", "failed", "not_observable", "absent", "not_reached"]
+    expected: Any  # cut to a string when long
+    observed: Any
+
+
 class SessionPair(TypedDict):
     writer: SessionSide
     reader: SessionSide
@@ -81,7 +89,9 @@ class SessionPair(TypedDict):
     not_applicable: str | None
     error: str | None
     runs: list[dict[str, Any]]
-    failed_checks: list[dict[str, Any]]
+    checks: NotRequired[list[SessionCheck]]  # every check (tables before: failed_checks)
+    failed_checks: NotRequired[list[dict[str, Any]]]  # tables written before checks were kept
+    journal: NotRequired[str]  # the pair's recorded requests, gzipped, relative to the table
 
 
 class SessionsFile(TypedDict):
@@ -100,9 +110,19 @@ class BisectFile(TypedDict):
     changed_verdict: Any
     candidates: list[Any]
     skipped: list[Any]
-    flipped_checks: Any
-    reports: Any
-    note: Any
+    target: NotRequired[str]  # the claim, or probe-<name>
+    tested: NotRequired[dict[str, str]]  # version -> verdict, in visit order
+    flipped_checks: NotRequired[list[dict[str, Any]]]  # when narrowed to one version
+    reports: NotRequired[dict[str, str]]  # the report folder of each side, when narrowed
+    note: NotRequired[str]  # a word added to a committed result
+    # the kind of transition followed, and the kind and name of the change found (results
+    # written before bisect followed kinds lack them: their kind is read from the verdicts)
+    kind: NotRequired[Literal["behaviour", "presence", "reach", "reporting", "any"]]
+    transition: NotRequired[Literal["behaviour", "presence", "reach", "reporting", "source"]
+                            | None]
+    change: NotRequired[Literal["regressed", "error", "removed", "changed", "introduced",
+                                "newly applicable", "now reached", "fixed", "not run", "same"]
+                        | None]
 
 
 JournalLine = Annotated[RequestRecord | ResponseEndRecord | JournalNote,

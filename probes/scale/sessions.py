@@ -4,11 +4,16 @@ For writer W and reader R, one probe in one sandbox: W runs a tool turn in a new
 R resumes it, R forks it (each run's binary recorded). Every ordered pair of a list of
 versions, the diagonal included as the baseline, gives the compatibility table
 (``loopprobe sessions``): ``sessions.json`` (each pair's binaries, commands, exit codes and
-checks) and ``SESSIONS.md``.
+every check with its expected and observed value, bounded), each pair's recorded requests as
+a gzipped journal under ``journals/`` (the lines a report's journal has) and ``SESSIONS.md``.
+Tables written before every check was kept list only the failed ones (``failed_checks``):
+they still read.
 """
 
 from __future__ import annotations
 
+import gzip
+import json
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
@@ -20,16 +25,17 @@ from probes.catalog.common import body_text, check_ended, last_user_locations, t
 from probes.clients.base import Client, ClientBinary
 from probes.core.checks import Checks
 from probes.core.evidence import Evidence
-from probes.core.files import write_json, write_lines
+from probes.core.files import write_bytes, write_json, write_lines
 from probes.core.outcome import ProbeOutcome
 from probes.core.probe import Claim, Counterfactual, Invocation, Probe
 from probes.core.provenance import project_expectation
 from probes.core.verdicts import decide_claim
+from probes.report.normalise import Normaliser, journal_line
 
 __all__ = ["CLAIMS", "CLI_DOCS", "FILE_MARKER", "FORKED_ANSWER", "FORK_CLAIM", "FORK_PROMPT",
            "RESUMED_ANSWER", "RESUME_CLAIM", "RESUME_PROMPT", "SCENARIO", "TOOL_ID",
-           "WRITER_ANSWER", "WRITE_PROMPT", "check", "compat_probe", "pair_entry",
-           "render_table", "run_table"]
+           "WRITER_ANSWER", "WRITE_PROMPT", "check", "compat_probe", "failed_checks",
+           "pair_entry", "pair_journal", "render_table", "run_table"]
 
 WRITE_PROMPT, WRITER_ANSWER = "SESSION_COMPAT_WRITE_MARKER", "SESSION_COMPAT_WRITER_ANSWER"
 RESUME_PROMPT, RESUMED_ANSWER = "SESSION_COMPAT_RESUME_MARKER", "SESSION_COMPAT_RESUMED"
@@ -39,6 +45,7 @@ FILE_MARKER = "SESSION_COMPAT_FILE_MARKER"
 RESUME_CLAIM = "probe.session-cross-version-resume"
 FORK_CLAIM = "probe.session-cross-version-fork"
 CLI_DOCS = "https://docs.claude.com/en/docs/claude-code/cli-reference (--resume, --fork-session)"
+_BOUND = 300  # an expected or observed value longer than this (as JSON) is kept cut, as text
 
 
 def _history(c: Checks, claim: str, ev: Evidence, run: str) -> None:
@@ -151,23 +158,48 @@ def _verdict(outcome: ProbeOutcome, claim: str) -> str:
             "not_reached": "not reached"}.get(status, status)
 
 
+def _bounded(value: Any) -> Any:
+    text = value if isinstance(value, str) else json.dumps(value, sort_keys=True,
+                                                           ensure_ascii=False)
+    return value if len(text) <= _BOUND else text[:_BOUND] + f"… (+{len(text) - _BOUND} chars)"
+
+
 def pair_entry(writer: ClientBinary, reader: ClientBinary, outcome: ProbeOutcome) -> dict[str, Any]:
-    """A pair's compact, machine-independent evidence."""
+    """A pair's compact, machine-independent evidence: every check (id, claim, status,
+    expected, observed; long values cut), so a pair that is ok shows what was seen too."""
     ev = outcome.evidence
+    norm = Normaliser(ev)
     return {
         "writer": {"version": writer.version, "binary_sha256": writer.sha256},
         "reader": {"version": reader.version, "binary_sha256": reader.sha256},
         "resume": _verdict(outcome, RESUME_CLAIM), "fork": _verdict(outcome, FORK_CLAIM),
         "not_applicable": outcome.not_applicable, "error": outcome.error,
         "runs": [{"name": r.name, "version": (r.client or {}).get("version", writer.version),
-                  "argv": [_placeholder(a, ev) for a in r.argv], "exit_code": r.exit_code,
+                  "argv": [norm(_placeholder(a, ev)) for a in r.argv], "exit_code": r.exit_code,
                   "result": (r.result or {}).get("result"),
                   "subtype": (r.result or {}).get("subtype")}
                  for r in (ev.runs.values() if ev else [])],
-        "failed_checks": [{"id": c.id, "claim": c.claim, "expected": c.expected,
-                           "observed": _placeholder(str(c.observed)[:300], ev)}
-                          for c in outcome.checks if not c.passed],
+        "checks": [{"id": c.id, "claim": c.claim, "status": c.status,
+                    "expected": _bounded(norm(c.expected)),
+                    "observed": _bounded(norm(c.observed))} for c in outcome.checks],
     }
+
+
+def pair_journal(outcome: ProbeOutcome) -> bytes:
+    """The pair's recorded requests, each a line as in a report's journal, gzipped with no
+    timestamp in the header (the same bytes for the same lines)."""
+    ev = outcome.evidence
+    norm = Normaliser(ev)
+    lines = [journal_line(outcome.probe.name, dict(r), norm) for r in (ev.journal if ev else [])]
+    return gzip.compress("".join(line + "\n" for line in lines).encode(), 9, mtime=0)
+
+
+def failed_checks(entry: dict[str, Any]) -> list[dict[str, Any]]:
+    """The checks of a pair that did not pass: from every check kept, or from a table written
+    before they were (``failed_checks``)."""
+    if "checks" in entry:
+        return [c for c in entry["checks"] if c.get("status") != "passed"]
+    return list(entry.get("failed_checks") or [])
 
 
 def _placeholder(text: str, ev: Evidence | None) -> str:
@@ -187,7 +219,8 @@ def render_table(entries: Sequence[dict[str, Any]]) -> list[str]:
            "(`--resume`) and forked (`--resume --fork-session`) by the column's version, in "
            "one sandbox against the mock. Each cell: resume / fork. Claims "
            f"`{RESUME_CLAIM}` and `{FORK_CLAIM}`; the evidence of each pair (binaries, "
-           "commands, exit codes, failed checks) is in `sessions.json`; regenerate with "
+           "commands, exit codes, every check with what it expected and observed) is in "
+           "`sessions.json`, its recorded requests in `journals/`; regenerate with "
            "`loopprobe sessions`.", "",
            "| writer ↓ reader → | " + " | ".join(versions) + " |",
            "|---|" + "---|" * len(versions)]
@@ -206,7 +239,7 @@ def render_table(entries: Sequence[dict[str, Any]]) -> list[str]:
                        f"(resume {e['resume']}, fork {e['fork']}): "
                        + (e["not_applicable"] or e["error"] or "; ".join(
                            f"`{c['id']}` expected {c['expected']!r}, observed "
-                           f"{c['observed']!r}" for c in e["failed_checks"][:3])))
+                           f"{c['observed']!r}" for c in failed_checks(e)[:3])))
     return out
 
 
@@ -225,6 +258,8 @@ def run_table(client: Client, versions: Sequence[str], out: Path, *, jobs: int,
         writer, reader = pair
         outcome = run(compat_probe(writer, reader), binaries[writer])
         entry = pair_entry(binaries[writer], binaries[reader], outcome)
+        entry["journal"] = f"journals/{writer}-to-{reader}.journal.jsonl.gz"
+        write_bytes(out / entry["journal"], pair_journal(outcome))
         progress(f"  {writer} -> {reader}: resume {entry['resume']}, fork {entry['fork']}")
         return entry
 
