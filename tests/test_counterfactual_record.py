@@ -90,3 +90,20 @@ def test_each_counterfactual_is_recorded_with_its_verdict(fake_kind: None, tmp_p
 
 def test_a_folder_without_the_record_says_so(tmp_path: Path) -> None:
     assert load_counterfactuals(tmp_path) is None
+
+
+def test_the_guide_says_able_to_fail_only_where_the_record_shows_it(fake_kind: None,
+                                                                    tmp_path: Path) -> None:
+    catalog = tmp_path / "cf_catalog.py"
+    catalog.write_text(CATALOG)
+    out = tmp_path / "out"
+    base = ["run", "--client", "fake-loop@1", "--catalog", str(catalog), "--out", str(out),
+            "--work-dir", str(tmp_path / "work"), "-q"]
+    assert cli.main(base) == 0
+    guide = (out / "EVIDENCE.md").read_text()
+    assert "**Counterfactuals** (not run here):" in guide and "able to fail" not in guide
+    assert cli.main([*base, "--counterfactuals"]) == 0
+    guide = (out / "EVIDENCE.md").read_text()
+    assert ("- able to fail: the model ends with another text — contradicted: "
+            "cf-write.final observed OTHER") in guide
+    assert "- did NOT make it fail: Write is not offered — absent: " in guide

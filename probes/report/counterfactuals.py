@@ -11,6 +11,7 @@ so a reader of a version folder sees on which evidence each "able to fail" rests
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -22,9 +23,16 @@ from probes.core.verdicts import AGAINST, decide_claim, is_harness_failure
 from probes.report.format import COUNTERFACTUALS_FILE, ReportError, load_json_file
 from probes.report.normalise import Normaliser
 
-__all__ = ["COUNTERFACTUALS_FILE", "COUNTERFACTUALS_SCHEMA_VERSION", "counterfactual_entry",
-           "load_counterfactuals", "merge_counterfactuals", "shown_able_to_fail",
-           "write_counterfactuals"]
+__all__ = [
+    "COUNTERFACTUALS_FILE",
+    "COUNTERFACTUALS_SCHEMA_VERSION",
+    "claim_counterfactuals",
+    "counterfactual_entry",
+    "load_counterfactuals",
+    "merge_counterfactuals",
+    "shown_able_to_fail",
+    "write_counterfactuals",
+]
 
 COUNTERFACTUALS_SCHEMA_VERSION = 1
 _OBSERVED = 300  # characters of an observed value kept
@@ -111,3 +119,23 @@ def shown_able_to_fail(record: dict[str, Any] | None, claim: str) -> list[dict[s
         return []
     return [e for e in record["counterfactuals"]
             if e["claims"].get(claim, {}).get("verdict") in AGAINST]
+
+
+def claim_counterfactuals(record: dict[str, Any] | None, claim: Mapping[str, Any]) -> dict[str, Any]:
+    """What a reader is told of a claim's counterfactuals: those declared, whether they were
+    run on this folder's binary, and what each did there (its verdict for the claim and the
+    check that decided it)."""
+    declared = list(claim.get("counterfactuals") or [])
+    if record is None:
+        return {"declared": declared, "run": False, "results": []}
+    results = []
+    for entry in record["counterfactuals"]:
+        outcome = entry["claims"].get(claim["id"])
+        if outcome is None:
+            continue
+        failed = outcome.get("failed_checks") or []
+        results.append({"description": entry["description"], "verdict": outcome["verdict"],
+                        "able_to_fail": outcome["verdict"] in AGAINST,
+                        "deciding": (f"{failed[0]['id']} observed {failed[0]['observed']}"
+                                     if failed else outcome.get("reason", ""))})
+    return {"declared": declared, "run": bool(results), "results": results}

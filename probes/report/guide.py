@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from probes.core.files import write_text
+from probes.report.counterfactuals import claim_counterfactuals, load_counterfactuals
 from probes.report.format import ClaimEntry, Report, load_folder, read_journal_lines
 
 __all__ = ["render_guide", "write_guide"]
@@ -252,7 +253,21 @@ def _probe_section(report: Report, probe: dict[str, Any], shared: _Shared,
     return out
 
 
-def _claim_section(report: Report, claim: ClaimEntry) -> list[str]:
+def _counterfactual_lines(shown: dict[str, Any]) -> list[str]:
+    """Able to fail only where counterfactuals.json shows it on this binary."""
+    if shown["run"]:
+        out = ["**Counterfactuals run here:**", ""]
+        out += [f"- {'able to fail' if r['able_to_fail'] else 'did NOT make it fail'}: "
+                f"{r['description']} — {r['verdict'].replace('_', ' ')}: "
+                f"{_short(r['deciding'], 200)}" for r in shown["results"]]
+        return [*out, ""]
+    if shown["declared"]:
+        return ["**Counterfactuals** (not run here): " + "; ".join(shown["declared"]), ""]
+    return ["**No counterfactual** for this claim.", ""]
+
+
+def _claim_section(report: Report, claim: ClaimEntry,
+                   record: dict[str, Any] | None = None) -> list[str]:
     checks = {c["id"]: c for c in report["checks"]}
     out = [f"### `{claim['id']}` — {claim['status'].replace('_', ' ').upper()}", "",
            f"**Claim.** {claim['statement']}", "",
@@ -260,9 +275,7 @@ def _claim_section(report: Report, claim: ClaimEntry) -> list[str]:
            *([f"**Beyond the source.** {claim['beyond_source']}", ""]
              if claim.get("beyond_source") else []),
            f"**Verdict.** {claim['reason']}", ""]
-    counterfactuals = claim.get("counterfactuals")
-    out += [("**Shown able to fail** when: " + "; ".join(counterfactuals))
-            if counterfactuals else "**No counterfactual run yet** for this claim.", ""]
+    out += _counterfactual_lines(claim_counterfactuals(record, claim))
     read = [n for check_id in claim["checks"] for n in checks[check_id].get("journal_lines", [])]
     prefix = f"{claim['probe']}."
     shared = all(check_id.startswith(prefix) for check_id in claim["checks"])
@@ -285,8 +298,8 @@ def _claim_section(report: Report, claim: ClaimEntry) -> list[str]:
     return out
 
 
-def _report_sections(report: Report, shared: _Shared,
-                     lines: dict[tuple[str, int], int]) -> list[str]:
+def _report_sections(report: Report, shared: _Shared, lines: dict[tuple[str, int], int],
+                     record: dict[str, Any] | None) -> list[str]:
     """Each probe once, then its claims; claims of no probe in the report last."""
     out: list[str] = []
     shown: set[str] = set()
@@ -294,18 +307,20 @@ def _report_sections(report: Report, shared: _Shared,
         out += _probe_section(report, dict(probe), shared, lines)
         for claim in report["claims"]:
             if claim["probe"] == probe["name"]:
-                out += _claim_section(report, claim)
+                out += _claim_section(report, claim, record)
                 shown.add(claim["id"])
     for claim in report["claims"]:
         if claim["id"] not in shown:
-            out += _claim_section(report, claim)
+            out += _claim_section(report, claim, record)
     return out
 
 
 def render_guide(reports: list[Report],
-                 journal_lines: dict[str, dict[tuple[str, int], int]] | None = None) -> str:
+                 journal_lines: dict[str, dict[tuple[str, int], int]] | None = None,
+                 counterfactuals: dict[str, Any] | None = None) -> str:
     """EVIDENCE.md of a folder's reports; ``journal_lines`` per report maps each request
-    (probe, seq) to its journal line, which the request list links to."""
+    (probe, seq) to its journal line, which the request list links to; ``counterfactuals``
+    is the folder's counterfactuals.json (None: not run on this binary)."""
     if not reports:
         return "# Evidence guide\n\nNo reports in this directory.\n"
     client = reports[0]["client"]
@@ -318,7 +333,10 @@ def render_guide(reports: list[Report],
            "response's end with when every body write went out, each hook call's start and "
            "end per tool_use_id, each refused egress attempt; `t_ms` from the start of the "
            "run's client process, the only part of the evidence that differs between runs). "
-           "A check that compares times names the timeline entries it compares.", "",
+           "A check that compares times names the timeline entries it compares. A claim's "
+           "counterfactuals (its probe changed so that the behaviour cannot happen) are "
+           "\"run here\" when `counterfactuals.json` in this folder records what each did on "
+           "this binary; \"not run here\" otherwise: declared, not shown on this binary.", "",
            "| report | status | claims confirmed |", "|---|---|---|"]
     for report in reports:
         passed = sum(1 for c in report["claims"] if c["passed"])
@@ -370,7 +388,8 @@ def render_guide(reports: list[Report],
             out += [f"**Merged:** {', '.join(report['merged']['probes_run_now'])} run later "
                     "into this report of the same binary; from the earlier run: "
                     f"{', '.join(report['merged']['probes_from_earlier_run']) or 'none'}.", ""]
-        out += _report_sections(report, shared, (journal_lines or {}).get(report["report"], {}))
+        out += _report_sections(report, shared, (journal_lines or {}).get(report["report"], {}),
+                                counterfactuals)
     return "\n".join(out) + "\n"
 
 
@@ -389,4 +408,5 @@ def _request_lines(path: Path) -> dict[tuple[str, int], int]:
 def write_guide(directory: Path) -> Path:
     reports = list(load_folder(directory, require_reports=False).reports.values())
     lines = {r["report"]: _request_lines(directory / r["journal"]) for r in reports}
-    return write_text(directory / "EVIDENCE.md", render_guide(reports, lines))
+    return write_text(directory / "EVIDENCE.md",
+                      render_guide(reports, lines, load_counterfactuals(directory)))

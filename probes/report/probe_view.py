@@ -13,6 +13,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from probes.report.counterfactuals import claim_counterfactuals
 from probes.report.format import TIMING_SUFFIX, CheckEntry, Report, read_journal_lines
 
 __all__ = ["TEXT_LIMIT", "Requests", "ToolIds", "journal_requests", "pretty", "probe_view",
@@ -259,7 +260,8 @@ def _source(source: dict[str, Any]) -> dict[str, Any]:
 
 
 def probe_view(report: Report, probe: dict[str, Any], journal: Requests,
-                timing: dict[str, Any] | None, ids: ToolIds) -> dict[str, Any]:
+                timing: dict[str, Any] | None, ids: ToolIds,
+                counterfactuals: dict[str, Any] | None = None) -> dict[str, Any]:
     anchor = f"{report['report']}--{probe['name']}"
     checks = {c["id"]: c for c in report["checks"]}
     claims = []
@@ -270,7 +272,7 @@ def probe_view(report: Report, probe: dict[str, Any], journal: Requests,
             "id": claim["id"], "statement": claim["statement"], "status": claim["status"],
             "reason": claim["reason"], "source": _source(claim["source"]),
             "beyond_source": claim.get("beyond_source"),
-            "counterfactuals": claim.get("counterfactuals") or [],
+            "counterfactuals": claim_counterfactuals(counterfactuals, claim),
             "checks": [_check_view(checks[c], report) for c in claim["checks"] if c in checks]})
     requests = []
     for summary in probe.get("requests", []):

@@ -21,6 +21,7 @@ from markupsafe import Markup
 
 from probes.core.files import write_text
 from probes.core.verdicts import CHANGES, LABELS
+from probes.report.counterfactuals import load_counterfactuals
 from probes.report.diff import DiffResult, diff_directories
 from probes.report.format import (
     FINGERPRINT_FILE,
@@ -78,6 +79,7 @@ def _verdict_label(status: str | None) -> str:
 def render_folder(directory: Path) -> str:
     """The page of one version folder (``reports/2.1.235``)."""
     folder = load_folder(directory)
+    record = load_counterfactuals(directory)
     ids = ToolIds()
     reports: list[dict[str, Any]] = []
     for report in folder.reports.values():
@@ -88,7 +90,8 @@ def render_folder(directory: Path) -> str:
             "status": report["status"], "journal": report["journal"],
             "journal_missing": missing, "timing": timing is not None,
             "partial": report.get("partial"), "merged": report.get("merged"),
-            "probes": [probe_view(report, p, journal, timing, ids) for p in report["probes"]]})
+            "probes": [probe_view(report, p, journal, timing, ids, record)
+                       for p in report["probes"]]})
     claims = [(report, probe, claim) for report in reports for probe in report["probes"]
               for claim in probe["claims"]]
     egress = sorted({h for r in folder.reports.values()
