@@ -107,3 +107,19 @@ def test_the_guide_says_able_to_fail_only_where_the_record_shows_it(fake_kind: N
     assert ("- able to fail: the model ends with another text — contradicted: "
             "cf-write.final observed OTHER") in guide
     assert "- did NOT make it fail: Write is not offered — absent: " in guide
+
+
+def test_the_record_validates_against_its_schema(fake_kind: None, tmp_path: Path) -> None:
+    from probes.report.schemas import validate_path
+    catalog = tmp_path / "cf_catalog.py"
+    catalog.write_text(CATALOG)
+    out = tmp_path / "out"
+    assert cli.main(["run", "--client", "fake-loop@1", "--catalog", str(catalog), "--out",
+                     str(out), "--work-dir", str(tmp_path / "work"), "--counterfactuals",
+                     "-q"]) == 0
+    assert validate_path(out / COUNTERFACTUALS_FILE) == (1, [])
+    broken = json.loads((out / COUNTERFACTUALS_FILE).read_text())
+    broken["counterfactuals"][0]["claims"]["cf.writes"]["verdict"] = "maybe"
+    (out / COUNTERFACTUALS_FILE).write_text(json.dumps(broken))
+    checked, problems = validate_path(out / COUNTERFACTUALS_FILE)
+    assert checked == 1 and "maybe" in problems[0].message

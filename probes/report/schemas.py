@@ -27,7 +27,8 @@ from probes.report.format import FingerprintFile, Report
 from probes.report.normalise import JOURNAL_VOLATILE, REPORT_JOURNAL_OMITTED
 
 __all__ = ["DESCRIPTIONS", "DIALECT", "KINDS", "REPORT_JOURNAL_VOLATILE", "SCHEMA_DIR",
-           "BisectFile", "JournalLine", "MatrixCell", "MatrixClaim", "MatrixFile",
+           "BisectFile", "CounterfactualCheck", "CounterfactualClaim", "CounterfactualEntry",
+           "CounterfactualsFile", "JournalLine", "MatrixCell", "MatrixClaim", "MatrixFile",
            "MatrixVersion", "Problem", "SessionCheck", "SessionPair", "SessionSide", "SessionsFile",
            "TimingFile", "kind_of", "schema", "validate_path", "write_schemas"]
 
@@ -125,12 +126,44 @@ class BisectFile(TypedDict):
                         | None]
 
 
+class CounterfactualCheck(TypedDict):
+    id: str
+    expected: Any
+    observed: Any
+
+
+class CounterfactualClaim(TypedDict):
+    verdict: Literal["confirmed", "contradicted", "differs_from_baseline", "absent",
+                     "not_reached", "not_observable", "not_applicable", "error"]
+    reason: str
+    failed_checks: list[CounterfactualCheck]
+
+
+class CounterfactualEntry(TypedDict):
+    probe: str
+    counterfactual: str
+    description: str
+    claims: dict[str, CounterfactualClaim]  # claim id -> what the variant gave it
+    harness_failures: list[dict[str, Any]]
+    able_to_fail: bool
+
+
+class CounterfactualsFile(TypedDict):
+    schema_version: int
+    kind: Literal["counterfactuals"]
+    client: dict[str, str]
+    counterfactuals: list[CounterfactualEntry]
+    able_to_fail: int
+    run: int
+
+
 JournalLine = Annotated[RequestRecord | ResponseEndRecord | JournalNote,
                         Field(discriminator="type")]
 
 KINDS: dict[str, Any] = {
     "report": Report, "fingerprint": FingerprintFile, "matrix": MatrixFile,
     "timing": TimingFile, "sessions": SessionsFile, "bisect": BisectFile,
+    "counterfactuals": CounterfactualsFile,
     "journal-line": JournalLine, "report-journal-line": JournalLine, "scenario": Scenario,
 }
 # what a report's copy of the journal changes in each line (probes.report.normalise.journal_line)
@@ -142,6 +175,7 @@ DESCRIPTIONS = {
     "timing": "a report's timing (<report>.timing.json)",
     "sessions": "the cross-version session table (sessions.json)",
     "bisect": "a bisect result (bisect-<claim>.json)",
+    "counterfactuals": "what each counterfactual did on a folder's binary (counterfactuals.json)",
     "journal-line": "one line of a mock's journal (JSONL, one record per line)",
     "report-journal-line": "one line of a report's journal (<report>.journal.jsonl): the "
                            "mock's record with its probe, timing fields \"$VOLATILE\"",
@@ -206,7 +240,7 @@ def kind_of(path: Path, data: Any) -> str | None:
         return "timing"
     if not isinstance(data, dict):
         return None
-    if data.get("kind") in ("fingerprint", "matrix"):
+    if data.get("kind") in ("fingerprint", "matrix", "counterfactuals"):
         return str(data["kind"])
     if "report" in data and "claims" in data:
         return "report"
