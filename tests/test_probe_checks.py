@@ -262,7 +262,7 @@ def _primary_overloaded_once(ev: Evidence) -> None:
     drop = {r["seq"] for r in requests[2:]}
     ev.journal[:] = [r for r in ev.journal if r.get("seq") not in drop]
     for r in requests[:2]:
-        r["model"] = "claude-opus-4-5"
+        r["model"] = "claude-opus-4-5-20251101"
 
 
 def _stream_not_broken(ev: Evidence) -> None:
@@ -274,8 +274,11 @@ def _non_streaming_resend(ev: Evidence) -> None:
     for run in ("before-content", "after-content"):
         extra = copy.deepcopy(ev.requests(run)[0])
         first, last = ev.runs[run].seqs
-        # after the run's last request, before the next run's first
+        # after the run's last request; the next run's range starts after it
         extra.update(seq=last + 0.5, stream=False, attempt=2)
+        for other in ev.runs.values():
+            if other.seqs[0] == last:
+                other.seqs = (last + 0.5, other.seqs[1])  # type: ignore[assignment]
         ev.runs[run].seqs = (first, last + 0.5)  # type: ignore[assignment]
         ev.journal.append(extra)
 

@@ -186,8 +186,9 @@ NO_STREAM_FALLBACK_PROBE = Probe(
 
 # ---- fallback model -------------------------------------------------------------------------
 
-# an Opus primary: older clients (2.1.117 among them) switch only from an Opus model
-PRIMARY, FALLBACK_MODEL = "claude-opus-4-5", "claude-haiku-4-5"
+# an Opus primary, by its dated id: older clients switch only from an Opus model, and 2.0.77
+# compares the id with its list as is (2.1.117 first strips the date)
+PRIMARY, FALLBACK_MODEL = "claude-opus-4-5-20251101", "claude-haiku-4-5"
 # the overloads that make "repeated overload" (the client switches after three in a row)
 OVERLOADS = 3
 
@@ -272,9 +273,9 @@ FALLBACK_PROBE = Probe(
     check=check_fallback,
     requires=("fallback_model",),
     boundaries=(f"The primary model is {PRIMARY}: older clients switch only from an Opus "
-                "primary (2.1.117's 529 path checks the model against its Opus list, static "
-                "evidence of the installed client), so a Sonnet primary never reached the "
-                "switch there.",
+                "primary (the 529 path of 2.0.77 and 2.1.117 checks the model against a list "
+                "of Opus ids, 2.0.77 without normalising it: static evidence of the installed "
+                "clients), so a Sonnet primary never reached the switch there.",
                 f"The primary model first streams a complete thinking block ({ABANDONED}), "
                 "pauses half a second and drops the connection, then answers every request "
                 "with 529; the fallback model answers with a Read, then text, so a later "
