@@ -276,6 +276,11 @@ FALLBACK_PROBE = Probe(
                 "primary (the 529 path of 2.0.77 and 2.1.117 checks the model against a list "
                 "of Opus ids, 2.0.77 without normalising it: static evidence of the installed "
                 "clients), so a Sonnet primary never reached the switch there.",
+                "2.0.77 re-sends the broken stream without streaming, and that re-send's "
+                "retries carry no fallback model (static evidence of the installed client): "
+                "the overloads it meets there cannot switch models, and no run evidence tells "
+                "this apart from a client that ignores the flag, so it is reported as "
+                "contradicting the claim.",
                 f"The primary model first streams a complete thinking block ({ABANDONED}), "
                 "pauses half a second and drops the connection, then answers every request "
                 "with 529; the fallback model answers with a Read, then text, so a later "
