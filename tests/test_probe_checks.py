@@ -262,6 +262,41 @@ def _unscripted_request(ev: Evidence) -> None:
                        "outcome": "no_rule", "error": "no scenario rule matched request #999"})
 
 
+def _launch_without_background(ev: Evidence) -> None:
+    """The version's Agent/Task tool declares no run_in_background."""
+    for record in ev.requests("parent", kind=None):
+        for tool in record["body"].get("tools", []):
+            if tool.get("name") in ("Agent", "Task"):
+                tool.get("input_schema", {}).get("properties", {}).pop("run_in_background", None)
+
+
+def _primary_overloaded_once(ev: Evidence) -> None:
+    """The client gave up after one overload: no further request, no fallback model."""
+    requests = ev.requests("fallback")
+    drop = {r["seq"] for r in requests[2:]}
+    ev.journal[:] = [r for r in ev.journal if r.get("seq") not in drop]
+    for r in requests[:2]:
+        r["model"] = "claude-opus-4-5-20251101"
+
+
+def _stream_not_broken(ev: Evidence) -> None:
+    for run in ("before-content", "after-content"):
+        ev.requests(run)[0]["reply_index"] = 1
+
+
+def _non_streaming_resend(ev: Evidence) -> None:
+    for run in ("before-content", "after-content"):
+        extra = copy.deepcopy(ev.requests(run)[0])
+        first, last = ev.runs[run].seqs
+        # after the run's last request; the next run's range starts after it
+        extra.update(seq=last + 0.5, stream=False, attempt=2)
+        for other in ev.runs.values():
+            if other.seqs[0] == last:
+                other.seqs = (last + 0.5, other.seqs[1])  # type: ignore[assignment]
+        ev.runs[run].seqs = (first, last + 0.5)  # type: ignore[assignment]
+        ev.journal.append(extra)
+
+
 ALTERATIONS: list[tuple[str, str, Callable[[Evidence], Any], set[str]]] = [
     ("tool-result-resume", "tool_result id differs from the tool_use id", _set_tool_result_id,
      {"request-2.tool-result-id", "request-2.pairing"}),
@@ -361,6 +396,14 @@ ALTERATIONS: list[tuple[str, str, Callable[[Evidence], Any], set[str]]] = [
      {"client-mentions.tool_deferred"}),
     ("tool-deferred", "the result reports no terminal_reason", _no_terminal_reason("run"),
      {"run.terminal-reason"}),
+    ("subagent-loop", "the Agent tool has no run_in_background", _launch_without_background,
+     {"background-declared"}),
+    ("fallback-model", "the primary was overloaded once", _primary_overloaded_once,
+     {"primary-overloaded"}),
+    ("nonstreaming-fallback-disabled", "the first attempt was answered whole",
+     _stream_not_broken, {"before-content.stream-broken", "after-content.stream-broken"}),
+    ("nonstreaming-fallback-disabled", "a non-streaming re-send", _non_streaming_resend,
+     {"before-content.no-non-streaming-resend", "after-content.no-non-streaming-resend"}),
 ]
 
 

@@ -41,7 +41,7 @@ MECHANISMS: tuple[Mechanism, ...] = (
               'probe.streaming-tool-start'),
     Mechanism('concurrency-safe calls overlap',
               'probe.concurrency-safe-overlap'),
-    Mechanism('an unsafe call is a barrier; Bash after Edit sees the edit',
+    Mechanism('an unsafe call (Edit) is a barrier; Bash after Edit sees the edit',
               'probe.unsafe-tool-barrier'),
     Mechanism('results pair by `tool_use_id`, not completion order',
               'probe.result-pairing-by-id'),
@@ -72,10 +72,10 @@ MECHANISMS: tuple[Mechanism, ...] = (
               'stream re-sent without streaming',
               'probe.api-retry-backoff'),
     Mechanism('compaction needs two message groups: one tool turn is not compacted, two and '
-              'three are (reactive and automatic)',
+              'three are (reactive and automatic; baseline of 2.1.235)',
               'probe.compaction-group-gate'),
-    Mechanism('`CLAUDE_CODE_DISABLE_NONSTREAMING_FALLBACK=1`: a broken stream goes to the retry '
-              'layer, never to a non-streaming re-send (public docs, not the analysis)',
+    Mechanism('`CLAUDE_CODE_DISABLE_NONSTREAMING_FALLBACK=1`: a broken stream is never re-sent '
+              'without streaming (public docs, not the analysis)',
               'probe.nonstreaming-fallback-disabled'),
     Mechanism('`--fallback-model` after repeated overload; abandoned response dropped',
               'probe.fallback-model-switch'),

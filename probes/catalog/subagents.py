@@ -38,7 +38,7 @@ tools: Read
 You are the loopprobe child agent ({CHILD_SYSTEM}). Answer the task in one line.
 """
 LAUNCH_INPUT = {"description": "loopprobe child", "prompt": f"{CHILD_PROMPT}: answer at once.",
-                "subagent_type": CHILD_AGENT}
+                "subagent_type": CHILD_AGENT, "run_in_background": True}
 
 
 def _system_text(record: Mapping[str, Any]) -> str:
@@ -49,6 +49,14 @@ def _system_text(record: Mapping[str, Any]) -> str:
 def _tools(record: Mapping[str, Any]) -> list[str] | None:
     body = record.get("body") if record else None
     return [t.get("name") for t in body.get("tools", [])] if isinstance(body, dict) else None
+
+
+def _launch_properties(record: Mapping[str, Any]) -> dict[str, list[str]]:
+    """The input properties the request declares for its Agent / Task tool, by tool name."""
+    body = record.get("body") if record else None
+    return {t.get("name"): sorted((t.get("input_schema") or {}).get("properties") or {})
+            for t in (body.get("tools", []) if isinstance(body, dict) else [])
+            if t.get("name") in ("Agent", "Task")}
 
 
 def check(ev: Evidence, c: Checks) -> None:
@@ -79,6 +87,13 @@ def check(ev: Evidence, c: Checks) -> None:
              needle=PARENT_PROMPT, haystack=body_text(child),
              evidence=f"request #{child.get('seq')} messages")
 
+    declared = _launch_properties(parent)
+    c.reach("background-declared", FEEDBACK,
+            "the version's Agent/Task tool declares run_in_background, which the launch sets",
+            held=any("run_in_background" in props for props in declared.values()),
+            absent=True, expected="run_in_background among the Agent/Task input properties",
+            observed=declared or "no Agent or Task tool declared",
+            evidence=f"request #{parent.get('seq')} body.tools input_schema.properties")
     c.equal("parent-request-count", FEEDBACK,
             "the parent made three requests: launch, after the acknowledgement, after the notification",
             expected=3, observed=len(parents), evidence="journal: main requests")
@@ -169,8 +184,9 @@ PROBE = Probe(
     boundaries=(
         "The child is a project agent defined in the workspace (.claude/agents) with a one-step "
         "answer; built-in agents, worktrees and nested subagents are not exercised.",
-        "Background execution is whatever the client does by default; run_in_background is "
-        "not set.",
+        "The launch asks for run_in_background: true (the analysis' async_launched is a "
+        "background agent); a version whose Agent/Task schema lacks the field is reported "
+        "absent, from the tools its own requests declare.",
     ),
     counterfactuals=(
         Counterfactual(

@@ -256,15 +256,19 @@ BATCH_PROBE = Probe(
               beyond_source=('The analysis speaks of read-only tools without shared state and names Read '
                             'only conditionally; that Read and Grep are concurrency-safe is our '
                             'expectation of read-only tools.')),
-        Claim(BARRIER, "A call that is not concurrency-safe (Edit, Bash) is a barrier: it "
-                       "starts after the calls before it end, the calls after it start after "
-                       "it ends, and a Bash after an Edit sees the edit.",
+        Claim(BARRIER, "A call that is not concurrency-safe (Edit) is a barrier: it starts "
+                       "after the calls before it end, the calls after it (a Read, a Bash) "
+                       "start after it ends, and a Bash after an Edit sees the edit.",
               source=from_analysis(
                   "一个具体执行例子",
                   "Edit 被判定非并发安全;如果 Read 仍在执行,Edit 等待,并形成屏障", 473),
-              beyond_source=('The analysis names Edit as unsafe and says concurrency safety depends on the'
-                            ' tool and its input; that this Bash (a read-only cat) waits for the Edit is '
-                            'expected from the Edit barrier, not from Bash being unsafe.')),
+              beyond_source=(
+                  'Bash is not stated to be a barrier itself: the analysis decides concurrency '
+                  'safety by the tool and its input ("安全性由“工具类型 + 本次 input”共同决定", '
+                  'section “工具并发不是“全部 Promise.all””, line 210), and this Bash is a '
+                  'read-only cat, so nothing is expected of it against the Read beside it. That '
+                  'it waits for the Edit and sees the edit is the next line of the same example '
+                  '(line 474: "Bash 位于 Edit 之后,不能越过 Edit 提前运行").')),
     ),
     scenario=Scenario(name="tool-batch-scheduling", rules=[
         Rule(id="final", match=Match(tool_result_for=IDS["bash"]), reply=text("BATCH_DONE")),
@@ -284,15 +288,22 @@ BATCH_PROBE = Probe(
         {"action": "record", "tools": ["Read"], "input_contains": "a.txt", "sleep": HOOK_SLEEP},
         {"action": "record", "tools": ["Grep"], "sleep": HOOK_SLEEP + 0.3},
         {"action": "record", "tools": ["Read"], "input_contains": "b.txt", "sleep": HOOK_SLEEP + 0.6},
+        # the Bash may run beside read_c (a read-only command can be concurrency-safe): it
+        # sleeps longer, so the two finish in one order whether they overlap or not
+        {"action": "record", "tools": ["Bash"], "sleep": HOOK_SLEEP + 0.4},
         {"action": "record", "sleep": HOOK_SLEEP}]}),
     invocations=(Invocation("batch", BATCH_PROMPT, tools=("Read", "Grep", "Edit", "Bash")),),
     check=check_batch,
     boundaries=(
         "Windows are measured by hooks (PreToolUse to PostToolUse), which run inside each "
         "tool's pipeline; a PreToolUse hook sleeps to widen every window (longer for each "
-        "safe call in turn, so they finish in a fixed order and the evidence is the same "
-        "on every run).",
+        "safe call in turn, and longer for the Bash than the Read beside it, so calls that "
+        "may overlap finish in a fixed order and the evidence is the same on every run).",
         "Edit is preceded by a Read of the same file in the same batch, as Edit requires.",
+        "Whether the read-only Bash (cat) runs beside the Read after the Edit is not "
+        "checked: the analysis decides Bash's concurrency safety by its input and does not "
+        "say which commands are safe (2.0.77 runs it after the Read, 2.1.117 and 2.1.235 "
+        "beside it; the timing file shows which).",
     ),
     counterfactuals=(
         Counterfactual(

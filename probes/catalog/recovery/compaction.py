@@ -14,7 +14,7 @@ from probes.catalog.variants import answering, scripted_rule, with_rules, with_r
 from probes.core.checks import Checks
 from probes.core.evidence import Evidence
 from probes.core.probe import Claim, Counterfactual, Invocation, Probe
-from probes.core.provenance import from_analysis, project_expectation
+from probes.core.provenance import baseline, from_analysis
 
 __all__ = ["AUTO_COMPACT", "AUTO_COMPACT_PROBE", "COMPACTION_GATE", "FILLER_FILE", "GATE_COMPACTS",
            "GATE_PROBE", "GATE_TURNS", "GROUPS", "PTL_FAIL_PROBE", "PTL_FAIL_TURNS", "PTL_PROBE",
@@ -319,12 +319,14 @@ GATE_PROBE = Probe(
                   "prompt-too-long the error is then surfaced with terminal reason "
                   "prompt_too_long); with two or three tool turns it compacts, both reactively "
                   "after a 400 prompt-too-long and automatically past a configured window.",
-                  source=project_expectation(
-                      "the analysis names a legal message group among the gates before a "
-                      "compaction but gives no count; a loopprobe audit of 2.1.235 saw one "
-                      "tool turn refused and two and three compacted",
-                      "behaviour recorded on claude-code 2.1.235 by loopprobe (recovery "
-                      "report, compaction-gate probe)")),),
+                  # the analysis (line 259) names a legal message group among the gates
+                  # before a compaction but gives no count: the count is what 2.1.235 did
+                  source=baseline(
+                      "claude-code 2.1.235",
+                      "one tool turn of history refused (compact_error too_few_groups, then "
+                      "prompt_too_long after a 400), two and three tool turns compacted, both "
+                      "reactively and past a configured window (reports/2.1.235/recovery.json, "
+                      "probe compaction-gate)")),),
     scenario=Scenario(name="compaction-gate", rules=_gate_rules()),
     fixtures={name: FILLER_FILE for turns in GATE_TURNS for trigger in ("reactive", "auto")
               for name in _fillers(f"gate-{trigger}-{turns}-", turns)},
