@@ -83,7 +83,7 @@ def check_wakeup_reached(ev: Evidence, c: Checks, claim: str, prefix: str = "") 
 def check_loop(ev: Evidence, c: Checks) -> None:
     check_wakeup_reached(ev, c, WAKEUP_CLAIM)
     check_wakeup_reached(ev, c, LIFECYCLE_CLAIM, prefix="lifecycle.")
-    check_lifecycle_emitted(ev, c, "loop", LIFECYCLE_CLAIM, prefix="lifecycle.")
+    check_lifecycle_emitted(ev, c, "loop", LIFECYCLE_CLAIM)
     requests = ev.requests("loop")
     c.equal("requests", WAKEUP_CLAIM,
             "two requests for the scheduling turn, then one more: the woken turn",
