@@ -49,6 +49,8 @@ class RequestFacts:
     model: str | None
     stream: bool
     tool_names: tuple[str, ...]
+    # each declared tool's input_schema property names, as "Tool.property"
+    tool_inputs: frozenset[str]
     first_user_text: str
     last_user_text: str
     last_user_tool_result_ids: frozenset[str]
@@ -98,6 +100,12 @@ def facts_from_body(path: str, body: Mapping[str, Any], headers: Mapping[str, st
     tool_names = tuple(
         t["name"] for t in tools if isinstance(t, dict) and isinstance(t.get("name"), str)
     ) if isinstance(tools, list) else ()
+    tool_inputs = frozenset(
+        f"{t['name']}.{prop}" for t in tools if isinstance(t, dict) and isinstance(t.get("name"), str)
+        and isinstance(t.get("input_schema"), dict)
+        and isinstance(t["input_schema"].get("properties"), dict)
+        for prop in t["input_schema"]["properties"]
+    ) if isinstance(tools, list) else frozenset()
     thinking = body.get("thinking")
     model = body.get("model")
     return RequestFacts(
@@ -105,6 +113,7 @@ def facts_from_body(path: str, body: Mapping[str, Any], headers: Mapping[str, st
         model=model if isinstance(model, str) else None,
         stream=body.get("stream") is True,
         tool_names=tool_names,
+        tool_inputs=tool_inputs,
         first_user_text=_text_of(first_user),
         last_user_text=_text_of(last_user),
         last_user_tool_result_ids=_tool_result_ids(last_user),
@@ -165,6 +174,9 @@ class Match(BaseModel):
     tool_result_for: str | None = Field(
         default=None, description="a tool_result with this tool_use_id is in the last user turn")
     declares_tool: str | None = None
+    declares_tool_input: str | None = Field(
+        default=None, description="a declared tool's input schema has this property, as "
+                                  "Tool.property (e.g. ScheduleWakeup.noop)")
     system_contains: str | None = None
     model: str | None = None
     stream: bool | None = None
@@ -200,6 +212,11 @@ class Match(BaseModel):
                                sorted(facts.last_user_tool_result_ids)))
         if self.declares_tool is not None and self.declares_tool not in facts.tool_names:
             misses.append(Miss("declares_tool", self.declares_tool, list(facts.tool_names)))
+        if self.declares_tool_input is not None and \
+                self.declares_tool_input not in facts.tool_inputs:
+            tool = self.declares_tool_input.split(".", 1)[0]
+            misses.append(Miss("declares_tool_input", self.declares_tool_input,
+                               sorted(i for i in facts.tool_inputs if i.startswith(f"{tool}."))))
         if self.system_contains is not None and self.system_contains not in facts.system_text:
             misses.append(Miss("system_contains", self.system_contains,
                                _excerpt(facts.system_text)))

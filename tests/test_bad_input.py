@@ -611,7 +611,8 @@ class Shapes:
             "kind": st.one_of(kinds, st.lists(kinds, min_size=1, max_size=3)),
             "turn": positive, "attempt": positive,
             "last_user_text_contains": st.one_of(SHORT, st.lists(SHORT, max_size=2)),
-            "tool_result_for": SHORT, "declares_tool": SHORT, "system_contains": SHORT,
+            "tool_result_for": SHORT, "declares_tool": SHORT, "declares_tool_input": SHORT,
+            "system_contains": SHORT,
             "model": SHORT, "stream": st.booleans(),
             "path": st.sampled_from(["/v1/messages", "/v1/messages/count_tokens"])})
         blocks = st.one_of(

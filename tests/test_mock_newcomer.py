@@ -132,8 +132,8 @@ def test_the_harness_opts_its_claude_code_probes_in_and_reports_keep_their_shape
      'replies, repeat; did you mean "reply" or "replies"? (found {"replys": [{"text": "a"}]})'),
     ({"rules": [{"match": {"turns": 1}, "reply": {"text": "a"}}]},
      'rules[0].match.turns: unknown key "turns" in rules[0].match; expected one of kind, turn, '
-     'attempt, last_user_text_contains, tool_result_for, declares_tool, system_contains, '
-     'model, stream, path; did you mean "turn"? (found {"turns": 1})'),
+     'attempt, last_user_text_contains, tool_result_for, declares_tool, declares_tool_input, '
+     'system_contains, model, stream, path; did you mean "turn"? (found {"turns": 1})'),
     ({"rules": [{"reply": {"txt": "a"}}]},
      'rules[0].reply.txt: unknown key "txt" in rules[0].reply; expected one of'),
 ])

@@ -257,6 +257,22 @@ def _no_terminal_reason(run: str) -> Callable[[Evidence], None]:
     return alter
 
 
+def _goal_unlisted(ev: Evidence) -> None:
+    """The client lists no /goal among its slash commands and says it does not know it."""
+    for run in ev.runs.values():
+        for event in run.output.of_type("system", "init"):
+            event["slash_commands"] = [c for c in event.get("slash_commands", []) if c != "goal"]
+        if run.output.result is not None:
+            run.output.result["result"] = "Unknown skill: goal"
+
+
+def _client_declares_cancel(ev: Evidence) -> None:
+    """The client's files declare a cancel tool: which one Bash is, they do not say."""
+    found = dict(ev.client_mentions.get("found") or {})
+    found.update({needle: True for needle in found if '"cancel"' in needle})
+    ev.client_mentions = {**ev.client_mentions, "found": found}
+
+
 def _unscripted_request(ev: Evidence) -> None:
     ev.journal.append({"type": "request", "seq": 999, "path": "/v1/messages", "kind": "main",
                        "outcome": "no_rule", "error": "no scenario rule matched request #999"})
@@ -404,6 +420,14 @@ ALTERATIONS: list[tuple[str, str, Callable[[Evidence], Any], set[str]]] = [
      _stream_not_broken, {"before-content.stream-broken", "after-content.stream-broken"}),
     ("nonstreaming-fallback-disabled", "a non-streaming re-send", _non_streaming_resend,
      {"before-content.no-non-streaming-resend", "after-content.no-non-streaming-resend"}),
+    ("goal-evaluator", "the client does not know /goal", _goal_unlisted,
+     {"achieved.goal-accepted", "impossible.goal-accepted"}),
+    ("interrupt-during-tools", "the client declares a cancel tool", _client_declares_cancel,
+     {"bash-is-block"}),
+    ("interrupt-during-tools", "the client never mentions interruptBehavior",
+     _client_never_mentions, {"client-mentions.interruptBehavior"}),
+    ("interrupt-during-tools", "the result reports no terminal_reason",
+     _no_terminal_reason("interrupted"), {"terminal-reason"}),
 ]
 
 
@@ -451,6 +475,18 @@ def test_static_and_reported_fields_decide_by_their_role(
     assert missing["run.terminal-reason"].status == "not_observable"
     other = recheck(real_outcomes["tool-deferred"], _result("run", terminal_reason="completed"))
     assert other["run.terminal-reason"].status == "failed"
+
+
+def test_reach_decides_by_the_clients_words(real_outcomes: dict[str, ProbeOutcome]) -> None:
+    """/goal unknown is absent in the client's answer; a cancel tool declared leaves Bash's
+    kind untold (not reached); a run without command_lifecycle is absent for its claims."""
+    unknown = recheck(real_outcomes["goal-evaluator"], _goal_unlisted)
+    assert unknown["achieved.goal-accepted"].status == "absent"
+    assert "Unknown skill: goal" in str(unknown["achieved.goal-accepted"].observed)
+    cancel = recheck(real_outcomes["interrupt-during-tools"], _client_declares_cancel)
+    assert cancel["bash-is-block"].status == "not_reached"
+    silent = recheck(real_outcomes["mid-turn-input-absorbed"], _events_gone)
+    assert silent["queue.lifecycle-emitted"].status == "absent"
 
 
 def _results_broken(ev: Evidence) -> None:

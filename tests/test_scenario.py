@@ -207,7 +207,8 @@ def test_a_malformed_file_lists_every_problem(tmp_path: Path) -> None:
         pytest.param({"rules": [{"match": {"knd": "main"}, "reply": {"text": "a"}}]},
                      ["rules[0].match.knd: unknown key \"knd\" in rules[0].match; expected "
                       "one of kind, turn, attempt, last_user_text_contains, tool_result_for, "
-                      "declares_tool, system_contains, model, stream, path; did you mean "
+                      "declares_tool, declares_tool_input, system_contains, model, stream, "
+                      "path; did you mean "
                       "\"kind\"? (found {\"knd\": \"main\"})"],
                      id="misspelt-match-field"),
     ],

@@ -17,11 +17,11 @@ from probes.catalog.variants import answering, with_rules, with_runs
 from probes.core.checks import Checks
 from probes.core.evidence import Evidence
 from probes.core.probe import Claim, Counterfactual, Invocation, Probe
-from probes.core.provenance import from_analysis
+from probes.core.provenance import project_expectation
 
-__all__ = ["ACHIEVED", "CONDITION", "EVALUATOR_SYSTEM", "GOAL_CLAIM", "IMPOSSIBLE_ANSWER",
-           "IMPOSSIBLE_CLAIM", "IMPOSSIBLE_CONDITION", "IMPOSSIBLE_REASON", "NOT_YET", "PROBE",
-           "WORKING", "check_goal"]
+__all__ = ["ACHIEVED", "CONDITION", "EVALUATOR_SYSTEM", "GOAL_CLAIM", "GOAL_DOCS",
+           "IMPOSSIBLE_ANSWER", "IMPOSSIBLE_CLAIM", "IMPOSSIBLE_CONDITION", "IMPOSSIBLE_REASON",
+           "NOT_YET", "PROBE", "WORKING", "check_goal", "check_goal_accepted"]
 
 EVALUATOR_SYSTEM = "evaluating a stop-condition hook"
 CONDITION = "GOAL_CONDITION_MARKER appears in an answer"
@@ -33,6 +33,7 @@ IMPOSSIBLE_ANSWER = "GOAL_IMPOSSIBLE_FIRST_ANSWER"
 IMPOSSIBLE_REASON = "GOAL_CANNOT_EVER_HOLD"
 GOAL_CLAIM = "probe.goal-evaluator-loop"
 IMPOSSIBLE_CLAIM = "probe.goal-impossible-ends"
+GOAL_DOCS = "https://code.claude.com/docs/en/goal"
 
 
 def _verdict(ok: bool, reason: str, impossible: bool = False) -> str:
@@ -54,7 +55,30 @@ def _sequence(ev: Evidence, run: str) -> list[str]:
             for r in ev.requests(run, kind=None) if r.get("path") == "/v1/messages"]
 
 
+def check_goal_accepted(ev: Evidence, c: Checks, run: str, claim: str) -> bool:
+    """That this version has /goal: its init event lists goal among its slash commands (a
+    client that prints no init event: a request reached the mock). Not listed, the claim is
+    absent, said in the client's own answer to the command ("Unknown skill: goal")."""
+    record = ev.run(run)
+    init = next(iter(record.output.of_type("system", "init")), None) if record else None
+    listed = init.get("slash_commands") if init else None
+    said = (record.result or {}).get("result") if record else None
+    accepted = "goal" in listed if isinstance(listed, list) else \
+        bool(ev.requests(run, kind=None))
+    return c.reach(f"{run}.goal-accepted", claim,
+                   "this version knows /goal: its init event lists goal among its slash "
+                   "commands",
+                   held=accepted, absent=True,
+                   expected="goal among the init event's slash_commands",
+                   observed=("goal listed" if isinstance(listed, list) else
+                             "no init event; a request reached the mock") if accepted else
+                   f"the client answered {said!r}; goal not among its slash commands",
+                   evidence=f"run {run}: the system init event's slash_commands and the result")
+
+
 def check_goal(ev: Evidence, c: Checks) -> None:
+    check_goal_accepted(ev, c, "achieved", GOAL_CLAIM)
+    check_goal_accepted(ev, c, "impossible", IMPOSSIBLE_CLAIM)
     c.equal("sequence", GOAL_CLAIM,
             "after each model answer the client sends an evaluator request; the first "
             "verdict (not met) sends the model back to work, the second (met) ends the loop",
@@ -109,26 +133,26 @@ PROBE = Probe(
               "evaluator request (no tools) that states the condition and carries the last "
               "answer; a 'not met' verdict blocks the stop and its reason is sent back to the "
               "model in a new request, a 'met' verdict lets the run end with success.",
-              source=from_analysis(
-                  "Stop hook 为什么会让模型再次运行",
-                  "事件 tengu_stop_hook_block_count 记录 count、hit_max_turns、hit_cap 和 "
-                  "goal_active", 290),
-              beyond_source="The analysis names the goal only as state of the Stop-hook "
-                            "block path (goal_active) and as finished by the outer generator. "
-                            "The evaluator request and its JSON verdict are what the client "
-                            "itself announces when a goal is set ('A session-scoped Stop hook "
-                            "is now active with condition ... The hook will block stopping "
-                            "until the condition holds'), observed in its first request."),
+              source=project_expectation(
+                  "/goal sets a completion condition; after each turn a small fast model "
+                  "checks whether it holds: not yet met, Claude starts another turn instead of "
+                  "returning control; met, the goal clears", GOAL_DOCS),
+              beyond_source="The documentation says a model judges the condition after each "
+                            "turn. That the judgement is one more Messages request without "
+                            "tools, carrying the condition and the last answer, and that its "
+                            "reason is the next request's last user turn, is what the client "
+                            "announces when a goal is set ('A session-scoped Stop hook is now "
+                            "active with condition ...'), first recorded on claude-code "
+                            "2.1.235 (reports/2.1.235/goal.json)."),
         Claim(IMPOSSIBLE_CLAIM,
               "An evaluator verdict that the condition can never hold (impossible) ends the "
               "loop after that evaluation, without sending the model back.",
-              source=from_analysis(
-                  "Stop hook 为什么会让模型再次运行",
-                  "事件 tengu_stop_hook_block_count 记录 count、hit_max_turns、hit_cap 和 "
-                  "goal_active", 290),
-              beyond_source="The 'impossible' verdict is offered by the evaluator's own "
-                            "instructions (the JSON shapes in its system prompt); that it ends "
-                            "the loop is our expectation of a verdict that can never change."),
+              source=project_expectation(
+                  "the goal clears automatically once the condition is met or if the model "
+                  "judges the condition impossible to satisfy", GOAL_DOCS),
+              beyond_source="The 'impossible' field of the verdict is the evaluator's own "
+                            "instructions (the JSON shapes in its system prompt); the "
+                            "documentation says only that the goal clears."),
     ),
     scenario=Scenario(name="goal-evaluator", rules=[
         Rule(id="met", match=_evaluator(ACHIEVED + '"'),

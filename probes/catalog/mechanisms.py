@@ -99,8 +99,10 @@ MECHANISMS: tuple[Mechanism, ...] = (
     Mechanism('mid-turn user input queued while a tool runs, absorbed at the next request of '
               'the same turn (a blocking tool is not cancelled)',
               'probe.mid-turn-input-absorbed'),
-    Mechanism('interrupt while a tool runs → `aborted_tools`, an error tool_result for the tool',
+    Mechanism('interrupt while a tool runs → the turn ends `aborted_tools`, no further request',
               'probe.interrupt-during-tools'),
+    Mechanism('interrupt while a block tool runs (no cancel declared) → the tool runs to its end',
+              'probe.interrupt-block-tool-completes'),
     Mechanism('an interrupted session resumes with every tool_use answered',
               'probe.interrupted-session-resumable'),
     Mechanism('interrupt while the model streams → `aborted_streaming`',

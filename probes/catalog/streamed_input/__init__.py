@@ -10,8 +10,17 @@ their runs show is read in ``common``), their names here.
 
 from __future__ import annotations
 
-from probes.catalog.streamed_input.common import ASSISTANT, PERMISSION_DOCS, RESULT, SDK_DOCS, check_cancelled
+from probes.catalog.streamed_input.common import (
+    ASSISTANT,
+    PERMISSION_DOCS,
+    RESULT,
+    SDK_DOCS,
+    check_cancelled,
+    check_lifecycle_emitted,
+)
 from probes.catalog.streamed_input.interrupts import (
+    BLOCK_CLAIM,
+    CANCEL_DECLARATIONS,
     INTERRUPT_FINISHED,
     INTERRUPT_PROMPT,
     INTERRUPT_STARTED,
@@ -79,32 +88,36 @@ from probes.catalog.streamed_input.queue import (
 from probes.catalog.streamed_input.wakeup import (
     LIFECYCLE_CLAIM,
     LOOP_DELAY,
+    LOOP_DOCS,
     LOOP_HORIZON,
     LOOP_PROBE,
     LOOP_PROMPT,
     LOOP_TOOL,
     LOOP_WAITING,
     LOOP_WOKE,
+    NOT_SCHEDULED,
     WAKEUP_CLAIM,
     check_loop,
+    check_wakeup_reached,
 )
 
 __all__ = ["ABSORBED_CLAIM", "ALLOWED_TOOL", "ASKED_CLAIM", "ASKED_FILE", "ASSISTANT",
-           "BASH_DENIED_INPUT", "CANCELLED_CLAIM", "DENIED_FILE", "DENIED_TOOL", "DENY_CLAIM",
-           "DENY_MESSAGE", "INTERRUPT_FINISHED", "INTERRUPT_PROMPT", "INTERRUPT_STARTED",
-           "INTERRUPT_STREAMING_PROBE", "INTERRUPT_TOOL", "INTERRUPT_TOOLS_PROBE",
-           "LIFECYCLE_CLAIM", "LOOP_DELAY", "LOOP_HORIZON", "LOOP_PROBE", "LOOP_PROMPT",
-           "LOOP_TOOL", "LOOP_WAITING", "LOOP_WOKE", "MODEL_CLAIM", "MODEL_PROMPT", "MODEL_SECOND",
-           "MODE_CLAIM", "MODE_FIRST_TOOL", "MODE_PROMPT", "MODE_SECOND", "MODE_SECOND_TOOL",
-           "NEW_MODEL", "PERMISSIONS_PROBE", "PERMISSION_ANSWER", "PERMISSION_DOCS",
-           "PERMISSION_PROMPT", "PROBES", "QUEUED", "QUEUE_ANSWER", "QUEUE_CLAIM", "QUEUE_DONE",
-           "QUEUE_PROBE", "QUEUE_PROMPT", "QUEUE_STARTED", "QUEUE_TOOL", "READ_TOOL", "RESULT",
-           "RESUME_ANSWER", "RESUME_CLAIM", "RESUME_PROMPT", "SDK_DOCS", "SET_MODEL_PROBE",
-           "SET_MODE_PROBE", "STREAM_CLAIM", "STREAM_PROMPT", "TOOLS_CLAIM", "UPDATED_CLAIM",
-           "UPDATED_CONTENT", "UPDATED_FILE", "WAKEUP_CLAIM", "WRITE_INPUT", "WRITE_UPDATED",
-           "check_cancelled", "check_interrupt_streaming", "check_interrupt_tools", "check_loop",
-           "check_permissions", "check_queue", "check_set_mode", "check_set_model",
-           "tool_result_content"]
+           "BASH_DENIED_INPUT", "BLOCK_CLAIM", "CANCELLED_CLAIM", "CANCEL_DECLARATIONS",
+           "DENIED_FILE", "DENIED_TOOL", "DENY_CLAIM", "DENY_MESSAGE", "INTERRUPT_FINISHED",
+           "INTERRUPT_PROMPT", "INTERRUPT_STARTED", "INTERRUPT_STREAMING_PROBE", "INTERRUPT_TOOL",
+           "INTERRUPT_TOOLS_PROBE", "LIFECYCLE_CLAIM", "LOOP_DELAY", "LOOP_DOCS", "LOOP_HORIZON",
+           "LOOP_PROBE", "LOOP_PROMPT", "LOOP_TOOL", "LOOP_WAITING", "LOOP_WOKE", "MODEL_CLAIM",
+           "MODEL_PROMPT", "MODEL_SECOND", "MODE_CLAIM", "MODE_FIRST_TOOL", "MODE_PROMPT",
+           "MODE_SECOND", "MODE_SECOND_TOOL", "NEW_MODEL", "NOT_SCHEDULED", "PERMISSIONS_PROBE",
+           "PERMISSION_ANSWER", "PERMISSION_DOCS", "PERMISSION_PROMPT", "PROBES", "QUEUED",
+           "QUEUE_ANSWER", "QUEUE_CLAIM", "QUEUE_DONE", "QUEUE_PROBE", "QUEUE_PROMPT",
+           "QUEUE_STARTED", "QUEUE_TOOL", "READ_TOOL", "RESULT", "RESUME_ANSWER", "RESUME_CLAIM",
+           "RESUME_PROMPT", "SDK_DOCS", "SET_MODEL_PROBE", "SET_MODE_PROBE", "STREAM_CLAIM",
+           "STREAM_PROMPT", "TOOLS_CLAIM", "UPDATED_CLAIM", "UPDATED_CONTENT", "UPDATED_FILE",
+           "WAKEUP_CLAIM", "WRITE_INPUT", "WRITE_UPDATED", "check_cancelled",
+           "check_interrupt_streaming", "check_interrupt_tools", "check_lifecycle_emitted",
+           "check_loop", "check_permissions", "check_queue", "check_set_mode", "check_set_model",
+           "check_wakeup_reached", "tool_result_content"]
 
 PROBES = (QUEUE_PROBE, INTERRUPT_TOOLS_PROBE, INTERRUPT_STREAMING_PROBE, PERMISSIONS_PROBE,
           SET_MODEL_PROBE, SET_MODE_PROBE, LOOP_PROBE)

@@ -10,7 +10,8 @@ from typing import Any
 from probes.core.checks import Checks
 from probes.core.evidence import Evidence
 
-__all__ = ["ASSISTANT", "PERMISSION_DOCS", "RESULT", "SDK_DOCS", "check_cancelled"]
+__all__ = ["ASSISTANT", "PERMISSION_DOCS", "RESULT", "SDK_DOCS", "check_cancelled",
+           "check_lifecycle_emitted"]
 
 
 SDK_DOCS = "https://docs.claude.com/en/docs/agent-sdk/streaming-vs-single-mode"
@@ -75,7 +76,25 @@ def _timeline(ev: Evidence, run: str, uuid: str | None, tool_use_id: str) -> lis
     return order
 
 
+def check_lifecycle_emitted(ev: Evidence, c: Checks, run: str, claim: str,
+                            prefix: str = "") -> bool:
+    """That this version prints command_lifecycle events at all: one that never does in the
+    run lacks them (the claim is absent); printed but not as stated, the behaviour checks
+    decide."""
+    record = ev.run(run)
+    printed = [str(e.get("type")) for e in (record.output.events if record else [])]
+    emitted = "command_lifecycle" in printed
+    return c.reach(f"{prefix}{run}.lifecycle-emitted", claim,
+                   "this version prints command_lifecycle events in a streamed run",
+                   held=emitted, absent=True,
+                   expected="command_lifecycle among the run's printed event types",
+                   observed="command_lifecycle printed" if emitted else
+                   f"no command_lifecycle event; the run printed {sorted(set(printed))}",
+                   evidence=f"run {run}: the types of the printed events")
+
+
 def check_cancelled(ev: Evidence, c: Checks, run: str, prompt: str, claim: str) -> None:
+    check_lifecycle_emitted(ev, c, run, claim)
     uuid = _written_uuid(ev, run, prompt)
     c.equal(f"{run}.prompt-cancelled", claim,
             "the interrupted turn's command (the prompt) ends cancelled",

@@ -6,7 +6,14 @@ from __future__ import annotations
 
 from mockapi import Match, Rule, Scenario, text, tool_use
 from mockapi.replies import StreamStall
-from probes.catalog.common import body_text, check_ended, last_user_locations, result_of, tool_pairs
+from probes.catalog.common import (
+    body_text,
+    check_ended,
+    check_mentioned,
+    last_user_locations,
+    result_of,
+    tool_pairs,
+)
 from probes.catalog.streamed_input.common import (
     SDK_DOCS,
     _control_response,
@@ -21,10 +28,11 @@ from probes.core.probe import Claim, Counterfactual, Invocation, Probe
 from probes.core.provenance import from_analysis, project_expectation
 from probes.core.streamed import Step, StreamedInput, control_request
 
-__all__ = ["INTERRUPT_FINISHED", "INTERRUPT_PROMPT", "INTERRUPT_STARTED",
-           "INTERRUPT_STREAMING_PROBE", "INTERRUPT_TOOL", "INTERRUPT_TOOLS_PROBE", "RESUME_ANSWER",
-           "RESUME_CLAIM", "RESUME_PROMPT", "STREAM_CLAIM", "STREAM_PROMPT", "TOOLS_CLAIM",
-           "check_interrupt_streaming", "check_interrupt_tools"]
+__all__ = ["BLOCK_CLAIM", "CANCEL_DECLARATIONS", "INTERRUPT_FINISHED", "INTERRUPT_PROMPT",
+           "INTERRUPT_STARTED", "INTERRUPT_STREAMING_PROBE", "INTERRUPT_TOOL",
+           "INTERRUPT_TOOLS_PROBE", "RESUME_ANSWER", "RESUME_CLAIM", "RESUME_PROMPT",
+           "STREAM_CLAIM", "STREAM_PROMPT", "TOOLS_CLAIM", "check_interrupt_streaming",
+           "check_interrupt_tools"]
 
 
 INTERRUPT_PROMPT = "INTERRUPT_TOOLS_PROMPT"
@@ -34,10 +42,37 @@ INTERRUPT_FINISHED = "interrupt-tool-finished"
 RESUME_PROMPT = "INTERRUPT_RESUME_PROMPT"
 RESUME_ANSWER = "INTERRUPT_RESUMED_ANSWER"
 TOOLS_CLAIM = "probe.interrupt-during-tools"
+BLOCK_CLAIM = "probe.interrupt-block-tool-completes"
+# how a tool definition declares that an interrupt cancels it, minified as the client ships
+# it (a method or an arrow); without it a tool is a block tool
+CANCEL_DECLARATIONS = ('interruptBehavior(){return"cancel"}', 'interruptBehavior:()=>"cancel"')
 RESUME_CLAIM = "probe.interrupted-session-resumable"
 
 STREAM_PROMPT = "INTERRUPT_STREAM_PROMPT"
 STREAM_CLAIM = "probe.interrupt-during-streaming"
+
+
+def _bash_is_block(ev: Evidence, c: Checks) -> bool:
+    """Static evidence of what the version declares: it has per-tool interrupt behaviour at
+    all (else the claim is absent), and no tool of it declares cancel, so Bash is a block
+    tool by the default (else which one Bash is cannot be told: not reached)."""
+    if not check_mentioned(c, BLOCK_CLAIM, ev, "interruptBehavior",
+                           "the per-tool interrupt behaviour (cancel or block)"):
+        return False
+    found = {needle: ev.mentions(needle) for needle in CANCEL_DECLARATIONS}
+    if None in found.values():
+        raise LookupError("the cancel declarations were not looked up: name them in the "
+                          "probe's client_mentions")
+    cancelling = [needle for needle, seen in found.items() if seen]
+    return c.reach("bash-is-block", BLOCK_CLAIM,
+                   "static evidence: no tool of the installed client declares the cancel "
+                   "behaviour, so Bash is a block tool (undeclared means block)",
+                   held=not cancelling, absent=False,
+                   expected=f"none of {list(CANCEL_DECLARATIONS)} in the client's files",
+                   observed="no cancel declaration" if not cancelling else
+                   f"the client's files declare {cancelling}: which tools cancel, Bash among "
+                   "them or not, the files do not say",
+                   evidence="static: a byte search of the client's installed package files")
 
 
 def check_interrupt_tools(ev: Evidence, c: Checks) -> None:
@@ -47,22 +82,26 @@ def check_interrupt_tools(ev: Evidence, c: Checks) -> None:
             evidence="run interrupted: control_response events")
     c.equal("requests", TOOLS_CLAIM, "no model request after the interrupt: one in all",
             expected=1, observed=len(ev.requests("interrupted")), evidence="journal: main requests")
-    results = [b for b in _tool_results_printed(ev, "interrupted")
-               if b.get("tool_use_id") == INTERRUPT_TOOL]
-    c.equal("tool-result-for-interrupted-tool", TOOLS_CLAIM,
-            "the interrupted tool gets one tool_result, marked as an error",
-            expected=[True], observed=[b.get("is_error") for b in results],
-            evidence="run interrupted: stream-json user events")
-    c.equal("tool-stopped", TOOLS_CLAIM, "the tool did not run to its end",
-            expected=False, observed=INTERRUPT_FINISHED in ev.workspace_files,
-            evidence=f"workspace: {INTERRUPT_FINISHED}")
     result = result_of(ev, "interrupted")
-    c.equal("terminal-reason", TOOLS_CLAIM, "the terminal reason is aborted_tools",
-            expected="aborted_tools", observed=result.get("terminal_reason"),
-            evidence="run interrupted: result.terminal_reason")
+    c.reports("terminal-reason", TOOLS_CLAIM, "the terminal reason is aborted_tools",
+              expected="aborted_tools", observed=result.get("terminal_reason"),
+              evidence="run interrupted: result.terminal_reason")
     c.equal("is-error", TOOLS_CLAIM, "the cancelled turn is reported as not successful",
             expected=True, observed=result.get("is_error"),
             evidence="run interrupted: result.is_error")
+    _bash_is_block(ev, c)
+    results = [b for b in _tool_results_printed(ev, "interrupted")
+               if b.get("tool_use_id") == INTERRUPT_TOOL]
+    c.equal("tool-result-is-its-output", BLOCK_CLAIM,
+            "the block tool's tool_result is its own output, not a synthetic interrupted error",
+            expected=[{"is_error": False}],
+            observed=[{"is_error": bool(b.get("is_error"))} if not b.get("is_error") else
+                      {"is_error": True, "content": str(b.get("content"))[:160]}
+                      for b in results],
+            evidence="run interrupted: stream-json user events")
+    c.equal("tool-ran-to-end", BLOCK_CLAIM, "the block tool ran to its end",
+            expected=True, observed=INTERRUPT_FINISHED in ev.workspace_files,
+            evidence=f"workspace: {INTERRUPT_FINISHED}")
     resumed = ev.request("resumed", 0)
     pairs = tool_pairs(resumed) if resumed else {}
     c.that("history-paired", RESUME_CLAIM,
@@ -85,18 +124,26 @@ INTERRUPT_TOOLS_PROBE = Probe(
     title="An interrupt while a tool runs ends the turn as aborted_tools; the session resumes",
     claims=(
         Claim(TOOLS_CLAIM,
-              "An interrupt control request while a tool runs cancels the turn: no further "
-              "model request, the tool gets a tool_result marked as an error, and the result "
-              "says terminal reason aborted_tools and is_error.",
+              "An interrupt control request while a tool runs cancels the turn: the client "
+              "acknowledges it, makes no further model request, and the result says terminal "
+              "reason aborted_tools and is_error.",
               source=from_analysis("有工具调用时的后半程",
                                    "abort?\n-> aborted_tools", 293),
               beyond_source="The analysis's terminal table maps aborted_tools to cancelled "
-                            "(an error for the caller). It also says only tools whose "
-                            "interruptBehavior is 'cancel' get a synthesized result while "
-                            "'block' tools run to their end; which one Bash is cannot be read "
-                            "from outside, so that the Bash call is stopped and answered with "
-                            "an error result is our expectation (the Agent SDK documents "
-                            "interrupt as stopping the current execution)."),
+                            "(an error for the caller); that an interrupt control request is "
+                            "such an abort is the Agent SDK's word (interrupt stops the "
+                            "current execution)."),
+        Claim(BLOCK_CLAIM,
+              "A block tool (one that declares no interrupt behaviour; Bash where no tool of "
+              "the version declares cancel) is not cancelled by an interrupt: it runs to its "
+              "end and its tool_result is its own output, not a synthetic interrupted error.",
+              source=from_analysis("新输入什么时候打断,什么时候排队",
+                                   "真正收到 interrupt 后,只有 cancel 工具会得到合成的 "
+                                   "user_interrupted result;block 工具继续完成。", 217),
+              beyond_source="That a tool without a declaration is a block tool is the "
+                            "analysis's line 216 ('没有声明、返回异常或无法解析时都按 block "
+                            "处理'); which tools of a version declare cancel is read from its "
+                            "installed files (static evidence), not from a run."),
         Claim(RESUME_CLAIM,
               "A session whose turn was interrupted during a tool resumes: the next request "
               "holds the interrupted tool_use with a paired tool_result and the new prompt, "
@@ -133,8 +180,11 @@ INTERRUPT_TOOLS_PROBE = Probe(
     ),
     check=check_interrupt_tools,
     fingerprinted=False,
+    client_mentions=("interruptBehavior", *CANCEL_DECLARATIONS),
     boundaries=("The interrupt is written once the tool has started (it creates a file "
-                "first); the tool would run 30 s more, so its end cannot come first.",),
+                "first); the tool would run 30 s more, so its end cannot come first.",
+                "Only a block tool is probed: no version's files declare a cancel tool "
+                "(the cancel half of the analysis's rule has nothing to run here)."),
     counterfactuals=(
         Counterfactual(
             "no-interrupt",
@@ -152,6 +202,16 @@ INTERRUPT_TOOLS_PROBE = Probe(
             "its request cannot hold the interrupted call.",
             (RESUME_CLAIM,),
             lambda p: with_runs(p, changes={"resumed": {"session": "new", "resume_from": None}})),
+        Counterfactual(
+            "tool-fails-by-itself",
+            "The tool ends on its own in error before its end (it exits 3 without making the "
+            "end's file): whatever the interrupt does, the tool cannot have run to its end "
+            "and its result is an error.",
+            (BLOCK_CLAIM,),
+            lambda p: with_rules(with_runs(p, keep=("interrupted",)), [
+                answering(p, "run-tool", tool_use("Bash", {
+                    "command": f"touch {INTERRUPT_STARTED}; sleep 3; exit 3",
+                    "description": "a tool that fails by itself"}, id=INTERRUPT_TOOL))])),
     ),
 )
 
@@ -167,9 +227,9 @@ def check_interrupt_streaming(ev: Evidence, c: Checks) -> None:
             expected="client_disconnected", observed=ends[0].get("reason") if ends else None,
             evidence=f"journal: response_end of request #{first.get('seq')}")
     result = result_of(ev, "streaming")
-    c.equal("terminal-reason", STREAM_CLAIM, "the terminal reason is aborted_streaming",
-            expected="aborted_streaming", observed=result.get("terminal_reason"),
-            evidence="run streaming: result.terminal_reason")
+    c.reports("terminal-reason", STREAM_CLAIM, "the terminal reason is aborted_streaming",
+              expected="aborted_streaming", observed=result.get("terminal_reason"),
+              evidence="run streaming: result.terminal_reason")
     c.equal("is-error", STREAM_CLAIM, "the cancelled turn is reported as not successful",
             expected=True, observed=result.get("is_error"),
             evidence="run streaming: result.is_error")

@@ -12,6 +12,7 @@ from probes.catalog.streamed_input.common import (
     _timeline,
     _tool_results_printed,
     _written_uuid,
+    check_lifecycle_emitted,
 )
 from probes.catalog.variants import with_rules, with_steps
 from probes.core.checks import Checks
@@ -77,6 +78,7 @@ def check_queue(ev: Evidence, c: Checks) -> None:
             observed={"requests": len(requests), "results": len(_events(ev, "queue", "result"))},
             evidence="journal: main requests; run queue: result events")
     check_ended(c, QUEUE_CLAIM, ev, "queue", final_text=QUEUE_ANSWER, prefix="result")
+    check_lifecycle_emitted(ev, c, "queue", ABSORBED_CLAIM)
     message = _written_uuid(ev, "queue", QUEUED)
     c.equal("lifecycle-absorbed", ABSORBED_CLAIM,
             "the mid-turn message is queued while the tool runs, started (absorbed) only "

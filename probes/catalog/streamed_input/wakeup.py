@@ -7,16 +7,22 @@ from typing import Any
 
 from mockapi import Match, Rule, Scenario, text, tool_use
 from probes.catalog.common import body_text, last_user_locations
-from probes.catalog.streamed_input.common import _events, _stdin
+from probes.catalog.streamed_input.common import (
+    _events,
+    _stdin,
+    _tool_results_printed,
+    check_lifecycle_emitted,
+)
 from probes.catalog.variants import with_steps
 from probes.core.checks import Checks
 from probes.core.evidence import Evidence
 from probes.core.probe import Claim, Counterfactual, Invocation, Probe
-from probes.core.provenance import from_analysis
+from probes.core.provenance import from_analysis, project_expectation
 from probes.core.streamed import StreamedInput
 
-__all__ = ["LIFECYCLE_CLAIM", "LOOP_DELAY", "LOOP_HORIZON", "LOOP_PROBE", "LOOP_PROMPT",
-           "LOOP_TOOL", "LOOP_WAITING", "LOOP_WOKE", "WAKEUP_CLAIM", "check_loop"]
+__all__ = ["LIFECYCLE_CLAIM", "LOOP_DELAY", "LOOP_DOCS", "LOOP_HORIZON", "LOOP_PROBE",
+           "LOOP_PROMPT", "LOOP_TOOL", "LOOP_WAITING", "LOOP_WOKE", "NOT_SCHEDULED",
+           "WAKEUP_CLAIM", "check_loop", "check_wakeup_reached"]
 
 
 LOOP_PROMPT = "/loop LOOP_WAKE_MARKER"
@@ -27,9 +33,57 @@ LOOP_DELAY = 60  # the least the client accepts (ScheduleWakeup clamps to [60, 3
 LOOP_HORIZON = LOOP_DELAY + 60 + 15
 WAKEUP_CLAIM = "probe.loop-wakeup-fires"
 LIFECYCLE_CLAIM = "probe.command-lifecycle-wakeup"
+LOOP_DOCS = "https://code.claude.com/docs/en/scheduled-tasks"
+# how ScheduleWakeup says it did not schedule (its runtime gate off, the loop at its end)
+NOT_SCHEDULED = "Wakeup not scheduled"
+_INPUT = {"delaySeconds": LOOP_DELAY, "prompt": LOOP_PROMPT,
+          "reason": "loopprobe: the least delay"}
+
+
+def _result_text(block: dict[str, Any]) -> str:
+    content = block.get("content")
+    if isinstance(content, list):
+        return " ".join(str(b.get("text", "")) for b in content if isinstance(b, dict))
+    return str(content)
+
+
+def check_wakeup_reached(ev: Evidence, c: Checks, claim: str, prefix: str = "") -> bool:
+    """That this version has ScheduleWakeup (declared in its first request: else the claim
+    is absent) and scheduled the probe's wake-up (else not reached, in the tool's words: the
+    /loop runtime gate off, or the probe's input refused by this version's schema)."""
+    first = ev.request("loop", 0)
+    declared = [t.get("name") for t in (first.get("body") or {}).get("tools") or []
+                if isinstance(t, dict)] if first else None
+    run = ev.run("loop")
+    said = (run.result or {}).get("result") if run else None
+    c.reach(f"{prefix}tool-declared", claim,
+            "this version declares the ScheduleWakeup tool in its first model request",
+            held=bool(declared) and "ScheduleWakeup" in (declared or []), absent=True,
+            expected="ScheduleWakeup among the tools of the first main request",
+            observed=(f"the first main request declares {declared}" if declared is not None
+                      else f"no main request; the client answered {said!r}"),
+            evidence=f"request #{first.get('seq')} body.tools" if first else
+            "journal: main requests; run loop: result")
+    answers = [b for b in _tool_results_printed(ev, "loop") if b.get("tool_use_id") == LOOP_TOOL]
+    answer = _result_text(answers[0]) if answers else None
+    scheduled = answer is not None and answers[0].get("is_error") is not True \
+        and not answer.startswith(NOT_SCHEDULED)
+    return c.reach(f"{prefix}wakeup-scheduled", claim,
+                   "ScheduleWakeup took the probe's input and scheduled the wake-up (its "
+                   "result is neither an error nor 'Wakeup not scheduled')",
+                   held=scheduled, absent=False,
+                   expected="a tool_result that schedules the wake-up",
+                   # the scheduled time is in the answer: the same words on every run
+                   observed=("scheduled" if scheduled else
+                             "no tool_result for the ScheduleWakeup call" if answer is None
+                             else {"is_error": answers[0].get("is_error"), "content": answer}),
+                   evidence="run loop: the printed tool_result of the ScheduleWakeup call")
 
 
 def check_loop(ev: Evidence, c: Checks) -> None:
+    check_wakeup_reached(ev, c, WAKEUP_CLAIM)
+    check_wakeup_reached(ev, c, LIFECYCLE_CLAIM, prefix="lifecycle.")
+    check_lifecycle_emitted(ev, c, "loop", LIFECYCLE_CLAIM)
     requests = ev.requests("loop")
     c.equal("requests", WAKEUP_CLAIM,
             "two requests for the scheduling turn, then one more: the woken turn",
@@ -88,12 +142,16 @@ LOOP_PROBE = Probe(
               "In a session whose input stays open, /loop's ScheduleWakeup (60 s, the least "
               "it accepts) makes the client start a new turn by itself, no sooner than the "
               "delay, with the scheduled /loop prompt as its user message.",
-              source=from_analysis(
-                  "Agent Loop 不等于 /loop 命令",
-                  "tengu_loop_dynamic_wakeup_* 主要描述 /loop 定时提示和动态唤醒功能", 87),
-              beyond_source="The analysis only names the dynamic wake-up and keeps it apart "
-                            "from the loop; the delay and the re-entered prompt are what the "
-                            "client's own ScheduleWakeup tool description promises."),
+              source=project_expectation(
+                  "/loop without an interval is the dynamic mode: Claude picks the delay to "
+                  "the next iteration (a minute to an hour) and the prompt runs again then, in "
+                  "the open session", LOOP_DOCS),
+              beyond_source="The documentation describes the dynamic interval, not its tool: "
+                            "that ScheduleWakeup is what schedules it, the 60 s floor and the "
+                            "prompt re-entered as the woken turn's user message are what the "
+                            "client's own ScheduleWakeup tool description says. The analysis "
+                            "only names the wake-up's telemetry (line 87) and keeps it apart "
+                            "from the loop."),
         Claim(LIFECYCLE_CLAIM,
               "The woken turn's command is reported to the stream-json consumer by "
               "command_lifecycle events: started before the turn's result and completed "
@@ -110,11 +168,13 @@ LOOP_PROBE = Probe(
              reply=text(LOOP_WOKE)),
         Rule(id="after-schedule", match=Match(tool_result_for=LOOP_TOOL),
              reply=text(LOOP_WAITING)),
+        # ScheduleWakeup's input as this version declares it: from 2.1.268 on, noop is
+        # required unless stop is true (the tool refuses the call without it)
+        Rule(id="schedule-noop", match=Match(last_user_text_contains="LOOP_WAKE_MARKER",
+                                             declares_tool_input="ScheduleWakeup.noop"),
+             reply=tool_use("ScheduleWakeup", {**_INPUT, "noop": False}, id=LOOP_TOOL)),
         Rule(id="schedule", match=Match(last_user_text_contains="LOOP_WAKE_MARKER"),
-             reply=tool_use("ScheduleWakeup", {"delaySeconds": LOOP_DELAY,
-                                               "prompt": LOOP_PROMPT,
-                                               "reason": "loopprobe: the least delay"},
-                            id=LOOP_TOOL)),
+             reply=tool_use("ScheduleWakeup", _INPUT, id=LOOP_TOOL)),
     ]),
     invocations=(Invocation(
         "loop", LOOP_PROMPT, tools=("ScheduleWakeup",), timeout=200,
@@ -126,6 +186,10 @@ LOOP_PROBE = Probe(
                 "the client may round up to its next minute), the behaviour under test. "
                 f"Input stays open until the woken turn's result, or {LOOP_HORIZON} s after "
                 "the prompt (the delay, a minute of rounding and 15 s of slack).",
+                "ScheduleWakeup's input follows the schema the version declares in its request "
+                "(noop: false where it has noop). Its runtime gate (a feature flag of the "
+                "client's, no documented setting or variable opens it) is left as the version "
+                "has it: where it is off the tool says so and the claims are not reached.",
                 "The dynamic mode only (ScheduleWakeup); /loop with an interval schedules a "
                 "cron job (CronCreate) whose least period is a minute, not probed."),
     counterfactuals=(Counterfactual(
