@@ -4,7 +4,8 @@ The client's Bash tool makes an egress attempt of its own, then tries to append 
 every place a journal was or could be kept, to erase the egress log, and to pose as the
 sandbox's egress reporter on the collector's socket. Contained, the journal holds only what
 the mock recorded, the attempt stays recorded, and the forged reporter is refused and listed
-(``harness.evidence-intact`` fails naming it). Uncontained (``--no-sandbox``, where no first
+(``client.reporter-posers`` fails naming it; ``harness.evidence-intact`` holds: nothing was
+lost). Uncontained (``--no-sandbox``, where no first
 process claims the egress stream), the forged report is accepted: the assertions can fail.
 The real client runs the same attack in ``tests/test_sandbox_attacks.py``.
 """
@@ -70,8 +71,11 @@ def test_forging_from_inside_fails_and_is_recorded(tmp_path: Path) -> None:
     assert "forged.example:443" not in hosts
     faults = [f["fault"] for f in outcome.evidence.evidence_faults]
     assert any("a second egress reporter" in f for f in faults), faults
+    # refused, it cost no evidence: the client's act is reported, the evidence is intact
+    posers = next(c for c in outcome.checks if c.id.endswith("client.reporter-posers"))
+    assert not posers.passed and "a second egress reporter" in json.dumps(posers.observed)
     intact = next(c for c in outcome.checks if c.id.endswith("harness.evidence-intact"))
-    assert not intact.passed and "a second egress reporter" in json.dumps(intact.observed)
+    assert intact.passed, intact.observed
     # a file name that is not UTF-8 is shown escaped, and the report is written
     assert "odd-name:made" in output
     assert "not-utf8-\\xff-name" in outcome.evidence.workspace_files

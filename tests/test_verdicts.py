@@ -214,6 +214,12 @@ RULE_CASES: dict[str, Case] = {
     "a client protocol fault decides nothing by itself": (
         [_entry("p.a", "passed")], [_entry("p.client.run.protocol", "failed", claim=None)],
         "confirmed"),
+    "a refused reporter poser decides nothing": (
+        [_entry("p.a", "passed")], [_entry("p.client.reporter-posers", "failed", claim=None)],
+        "confirmed"),
+    "lost evidence is a harness failure": (
+        [_entry("p.a", "passed")], [_entry("p.harness.evidence-intact", "failed", claim=None)],
+        "error"),
     "failed before not observable": (
         [_entry("p.b", "failed"), _entry("p.h", "not_observable")], [], "contradicted"),
     "not observable": ([_entry("p.a", "passed"), _entry("p.h", "not_observable")], [],

@@ -20,9 +20,11 @@ from typing import Any
 from mockapi.records import JournalRecord, RequestRecord
 from probes.core.invocation import Invocation
 
-__all__ = ["MAX_EVENT_DEPTH", "Evidence", "Location", "Output", "RunRecord", "block_text",
+__all__ = ["MAX_EVENT_DEPTH", "POSER_FAULT", "Evidence", "Location", "Output", "RunRecord", "block_text",
            "blocks_of_type", "locate", "message_outline", "messages"]
 
+# a collector fault that is a process posing as a reporter, refused (Evidence.evidence_faults)
+POSER_FAULT = "poser"
 # a printed line nested deeper is kept unparsed: reports recurse into events, and a client's
 # line must not exhaust that recursion (real events nest a few tens of levels at most)
 MAX_EVENT_DEPTH = 128
@@ -159,6 +161,8 @@ class Evidence:
     # client in an earlier run)
     runs_not_started: dict[str, str] = field(default_factory=dict)
     # what the collector refused or cut (a second egress reporter, an oversized line)
+    # what the collector refused; kind POSER_FAULT: a process posing as a reporter (the
+    # client's act, costing no evidence), any other kind: evidence lost or cut off
     evidence_faults: list[dict[str, Any]] = field(default_factory=list)
     # static evidence, for the strings the probe names (Probe.client_mentions): whether the
     # installed client's files mention each ({"binary_sha256", "files", "found": {s: bool}})

@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from probes.core.checks import CheckResult, Checks
-from probes.core.evidence import Evidence
+from probes.core.evidence import POSER_FAULT, Evidence
 from probes.core.probe import Probe
 
 __all__ = ["AGAINST", "CHANGES", "CLAIM_VERDICTS", "EGRESS_CHECK", "LABELS", "NOT_SHOWN",
@@ -164,13 +164,20 @@ def harness_checks(evidence: Evidence, checks: Checks) -> None:
                     "the client connected to nothing but the mock (the proxy refused the rest)",
                     passed=not hosts, expected=[], observed=hosts,
                     evidence="egress guard: connections made through the refusing proxy")
+    lost = [f for f in evidence.evidence_faults if f.get("kind") != POSER_FAULT]
+    posers = [f for f in evidence.evidence_faults if f.get("kind") == POSER_FAULT]
     checks.that("harness.evidence-intact", None,
-                "nothing inside the runs posed as a reporter of the harness's evidence or "
-                "sent what the collector refused",
-                passed=not evidence.evidence_faults, expected=[],
-                observed=[f"{f.get('stream')}: {f.get('fault')}"
-                          for f in evidence.evidence_faults],
+                "the collector kept every report of the runs whole (no stream cut off, no "
+                "line refused or dropped)",
+                passed=not lost, expected=[],
+                observed=[f"{f.get('stream')}: {f.get('fault')}" for f in lost],
                 evidence="the collector's refusals (hook, MCP and egress reports)")
+    if posers:  # the client's act, refused: reported, costing no evidence
+        checks.that("client.reporter-posers", None,
+                    "no process inside the runs posed as a reporter of the harness's evidence",
+                    passed=False, expected=[],
+                    observed=[f"{f.get('stream')}: {f.get('fault')}" for f in posers],
+                    evidence="the collector's refusals (a second or stray reporter)")
     unmatched = [r for r in evidence.all_requests()
                  if r.get("outcome") in ("no_rule", "mock_error")]
     checks.that("harness.script-covered", None,

@@ -40,6 +40,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from probes.core.evidence import POSER_FAULT
 from probes.run.hook_policy import decide
 
 __all__ = ["CONNECTION_LIMIT", "LINE_LIMIT", "STREAM_LIMIT", "TOTAL_LIMIT", "Collector"]
@@ -283,9 +284,12 @@ class Collector:
             if run is not None:
                 self._claimed_runs.add(run)
         if run is None or claimed:
+            # the client's act, refused: the run's own stream stays the first one's (whose
+            # end line the runner requires), so it costs no evidence
             self._fault("egress", "a second egress reporter (a process inside the sandbox "
                                   f"posing as its first process, pid {pid}) was refused"
-                        if claimed else "an egress reporter outside a run was refused")
+                        if claimed else "an egress reporter outside a run was refused",
+                        kind=POSER_FAULT)
             return
         ended = False
         while (attempt := self._parse(rfile, "egress")) is not None:
