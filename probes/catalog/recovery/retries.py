@@ -190,7 +190,7 @@ NO_STREAM_FALLBACK_PROBE = Probe(
 # compares the id with its list as is (2.1.117 first strips the date)
 PRIMARY, FALLBACK_MODEL = "claude-opus-4-5-20251101", "claude-haiku-4-5"
 # the overloads that make "repeated overload" (the client switches after three in a row)
-OVERLOADS = 3
+_OVERLOADS = 3
 
 
 ABANDONED = "ABANDONED_PARTIAL"
@@ -209,10 +209,10 @@ def check_fallback(ev: Evidence, c: Checks) -> None:
     record = ev.run("fallback")
     said = record.result.get("result") if record and record.result else None
     c.reach("primary-overloaded", FALLBACK,
-            f"the primary model was overloaded repeatedly: at least {OVERLOADS} of its "
+            f"the primary model was overloaded repeatedly: at least {_OVERLOADS} of its "
             "requests answered 529 (or the client switched before that)",
-            held=len(overloads) >= OVERLOADS or FALLBACK_MODEL in models, absent=False,
-            expected=f">= {OVERLOADS} requests answered 529 overloaded_error",
+            held=len(overloads) >= _OVERLOADS or FALLBACK_MODEL in models, absent=False,
+            expected=f">= {_OVERLOADS} requests answered 529 overloaded_error",
             observed={"answered_529": len(overloads), "models": models,
                       "client_said": said if FALLBACK_MODEL not in models else None},
             evidence="journal: main requests answered by the primary-overloaded rule's 529; "
