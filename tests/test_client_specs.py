@@ -3,7 +3,8 @@
 Every way a spec reaches the code goes through one validation, per registry (semver or a
 dist-tag for npm kinds, PEP 440 for PyPI kinds), before anything runs: a refused spec is one
 line and exit 2, and no installer process is started (``no_subprocess`` would notice one).
-Installs stay inside their kind's cache folder.
+Installs stay inside their kind's cache folder; a plugin kind cannot take a built-in kind's
+name, and its reports name the plugin that ran.
 """
 
 from __future__ import annotations
@@ -18,8 +19,9 @@ from typing import Any
 import pytest
 
 from probes import cli
-from probes.clients import InstallError, parse_client_spec
+from probes.clients import InstallError, parse_client_spec, registry
 from probes.clients.agent_sdk import ClaudeAgentSdk
+from probes.clients.base import ClientBinary
 from probes.clients.claude_code import ClaudeCode
 from probes.clients.specs import (
     SEMVER,
@@ -29,6 +31,10 @@ from probes.clients.specs import (
 )
 from probes.clients.tool_runner import AnthropicToolRunner
 from probes.scale import workflow
+from tests.fakeloop import FakeLoopClient
+
+CATALOG = "tests.fakeloop.catalog"
+FAKE_PLUGIN = "fake-loop=tests.fakeloop:FakeLoopClient"
 
 
 @pytest.fixture
@@ -277,3 +283,109 @@ def test_check_version_names_the_kind(tmp_path: Path) -> None:
     with pytest.raises(InstallError) as caught:
         check_version(ClaudeAgentSdk(tmp_path), "$(id)")
     assert str(caught.value).startswith("claude-agent-sdk@$(id): expected a PEP 440 version")
+
+
+# ---- plugin kinds -------------------------------------------------------------------------
+
+class _RaisesWhenMade:
+    name = "boom"
+
+    def __init__(self) -> None:
+        raise RuntimeError("no config")
+
+
+class _NamedClaudeCode(FakeLoopClient):
+    """A plugin posing as the built-in kind: its binaries say claude-code."""
+
+    name = "poser"
+
+    def install(self, version: str) -> ClientBinary:
+        binary = super().install(version)
+        return ClientBinary("claude-code", "2.1.235", binary.platform, binary.package,
+                            binary.root, binary.entry, binary.launcher, binary.sha256)
+
+
+PLUGIN_ENTRIES = {
+    "garbage": "found 'garbage'",
+    "x=": "found 'x='",
+    "=tests.fakeloop:FakeLoopClient": "found '=tests.fakeloop:FakeLoopClient'",
+    "x=os.path": "found 'x=os.path'",
+    "../x=tests.fakeloop:FakeLoopClient": "found '../x=tests.fakeloop:FakeLoopClient'",
+    "x@y=tests.fakeloop:FakeLoopClient": "found 'x@y=tests.fakeloop:FakeLoopClient'",
+    "x=tests.fakeloop:FakeLoopClient:extra": "found 'x=tests.fakeloop:FakeLoopClient:extra'",
+    "x=no_such_module_here:C": "ModuleNotFoundError",
+    "x=tests.bad_plugin_raises:C": "RuntimeError: planted",
+    "x=os:nosuch": "no attribute 'nosuch'",
+    "x=json:dumps": "TypeError",
+    "x=json:JSONDecoder": "found a JSONDecoder without name, package, install",
+    "boom=tests.test_client_specs:_RaisesWhenMade": "RuntimeError: no config",
+    "x=tests.fakeloop:FakeLoopClient": "expected a client named 'x', found one named "
+                                       "'fake-loop'",
+    "claude-code=tests.fakeloop:FakeLoopClient": "built-in kind 'claude-code'",
+    "anthropic-tool-runner=tests.fakeloop:FakeLoopClient": "built-in kind",
+    f"{FAKE_PLUGIN},{FAKE_PLUGIN}": "'fake-loop' twice",
+}
+
+
+@pytest.mark.parametrize("entry", sorted(PLUGIN_ENTRIES))
+def test_a_bad_plugin_entry_is_one_line(entry: str, no_subprocess: list[Any],
+                                        monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+                                        capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "plugins" / "tests").mkdir(parents=True)
+    (tmp_path / "plugins" / "tests" / "bad_plugin_raises.py").write_text(
+        "raise RuntimeError('planted')\n")
+    monkeypatch.syspath_prepend(str(tmp_path / "plugins"))
+    monkeypatch.setattr("tests.__path__", [*__import__("tests").__path__,
+                                           str(tmp_path / "plugins" / "tests")])
+    monkeypatch.setenv("LOOPPROBE_CLIENTS", entry)
+    err = _one_line_error(["clients", "list"], capsys)
+    assert err.startswith("loopprobe: LOOPPROBE_CLIENTS"), err
+    assert "expected" in err and PLUGIN_ENTRIES[entry] in err, err
+    assert no_subprocess == []
+
+
+def test_a_plugin_cannot_take_a_built_in_kind(no_subprocess: list[Any],
+                                              monkeypatch: pytest.MonkeyPatch,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setenv("LOOPPROBE_CLIENTS", "claude-code=tests.fakeloop:FakeLoopClient")
+    err = _one_line_error(["clients", "install", "claude-code@2.1.235"], capsys)
+    assert "a plugin cannot replace" in err
+    assert "claude-code, claude-agent-sdk, anthropic-tool-runner" in err
+    assert no_subprocess == []
+
+
+def test_a_plugin_binary_must_bear_its_kind(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("LOOPPROBE_CLIENTS", "poser=tests.test_client_specs:_NamedClaudeCode")
+    client = registry.client_for("poser")
+    with pytest.raises(InstallError, match="expected a binary named 'poser', found one "
+                                           "named 'claude-code'"):
+        client.install("1")
+
+
+def test_a_plugin_binary_names_the_plugin(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("LOOPPROBE_CLIENTS", FAKE_PLUGIN)
+    client, version = parse_client_spec("fake-loop@1")
+    binary = client.install(version)
+    assert binary.identity()["plugin"] == "tests.fakeloop:FakeLoopClient"
+    assert [b.identity()["plugin"] for b in client.installed()] == [
+        "tests.fakeloop:FakeLoopClient"]
+    # what the plugin's own class offers beyond the protocol is still there
+    assert client.published() == FakeLoopClient().published()
+    # built-in kinds' identities are as they were: no plugin field
+    assert "plugin" not in FakeLoopClient().install("1").identity()
+
+
+def test_a_plugin_kinds_report_names_the_module_that_ran(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setenv("LOOPPROBE_CLIENTS", FAKE_PLUGIN)
+    out = tmp_path / "out"
+    assert cli.main(["run", "--client", "fake-loop@1", "--catalog", CATALOG, "-j", "1",
+                     "--out", str(out), "--work-dir", str(tmp_path / "work"),
+                     "--probe", "read-file"]) == 0, capsys.readouterr()
+    reports = [json.loads(p.read_text()) for p in sorted(out.glob("*.json"))
+               if "client" in json.loads(p.read_text())]
+    assert reports and {r["client"]["plugin"] for r in reports} == {
+        "tests.fakeloop:FakeLoopClient"}
+    assert "tests.fakeloop:FakeLoopClient" in (out / "EVIDENCE.md").read_text()
+    assert cli.main(["validate", str(out)]) == 0, capsys.readouterr()

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import importlib
-import os
 import shutil
 from collections.abc import Callable, Mapping
 
@@ -11,6 +9,7 @@ from probes.clients.agent_sdk import ClaudeAgentSdk
 from probes.clients.base import Client, ClientBinary, ClientKey
 from probes.clients.claude_code import ClaudeCode
 from probes.clients.npm import InstallError, cache_root
+from probes.clients.plugins import PLUGINS_ENV, load_plugins
 from probes.clients.specs import expected_version
 from probes.clients.tool_runner import AnthropicToolRunner
 
@@ -38,23 +37,11 @@ CLIENT_KINDS: dict[str, Callable[[], Client]] = {
 }
 DEFAULT_KIND = "claude-code"
 SPEC_FORM = "KIND@VERSION"
-# more client kinds from outside: "kind=module:Class,..." (your own Client implementation)
-PLUGINS_ENV = "LOOPPROBE_CLIENTS"
 
 
-def _plugins() -> dict[str, Callable[[], Client]]:
-    found: dict[str, Callable[[], Client]] = {}
-    for entry in filter(None, (e.strip() for e in os.environ.get(PLUGINS_ENV, "").split(","))):
-        kind, _, target = entry.partition("=")
-        module, _, name = target.partition(":")
-        if not (kind and module and name):
-            raise InstallError(f"{PLUGINS_ENV}: expected kind=module:Class entries, found "
-                               f"{entry!r}")
-        try:
-            found[kind] = getattr(importlib.import_module(module), name)
-        except (ImportError, AttributeError) as error:
-            raise InstallError(f"{PLUGINS_ENV}: cannot load {target!r}: {error}") from None
-    return found
+def _kinds() -> dict[str, Callable[[], Client]]:
+    """The built-in kinds, then those ``$LOOPPROBE_CLIENTS`` adds (never in their place)."""
+    return {**CLIENT_KINDS, **load_plugins(CLIENT_KINDS)}
 
 
 def _known(kinds: Mapping[str, object]) -> str:
@@ -62,7 +49,7 @@ def _known(kinds: Mapping[str, object]) -> str:
 
 
 def client_for(kind: str) -> Client:
-    kinds = {**CLIENT_KINDS, **_plugins()}
+    kinds = _kinds()
     if kind not in kinds:
         raise InstallError(f"unknown client kind: expected one of {', '.join(kinds)}, found "
                            f"{kind!r}")
@@ -70,7 +57,7 @@ def client_for(kind: str) -> Client:
 
 
 def all_clients() -> list[Client]:
-    return [make() for make in {**CLIENT_KINDS, **_plugins()}.values()]
+    return [make() for make in _kinds().values()]
 
 
 def parse_client_spec(spec: str) -> tuple[Client, str]:
@@ -80,7 +67,7 @@ def parse_client_spec(spec: str) -> tuple[Client, str]:
     if not sep:
         kind, version = DEFAULT_KIND, spec
     kind = kind or DEFAULT_KIND
-    kinds = {**CLIENT_KINDS, **_plugins()}
+    kinds = _kinds()
     expected = f"expected {SPEC_FORM} with {_known(kinds)} (a bare VERSION is {DEFAULT_KIND})"
     if kind not in kinds:
         raise InstallError(f"unknown client {kind!r} in {spec!r}: {expected}")
