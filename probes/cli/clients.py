@@ -24,9 +24,10 @@ __all__ = ["add_clients", "cmd_clients_install", "cmd_clients_list", "cmd_client
 
 def cmd_clients_install(args: argparse.Namespace) -> int:
     status = 0
-    for spec in args.specs:
+    # every spec checked before the first install (a bad one: exit 2, nothing fetched)
+    wanted = [parse_client_spec(spec) for spec in args.specs]
+    for client, version in wanted:
         try:
-            client, version = parse_client_spec(spec)
             binary = client.install(version)
         except InstallError as error:
             print(f"loopprobe: {error}", file=sys.stderr)

@@ -32,6 +32,7 @@ from probes.cli.suite import report_summary, run_suite
 from probes.clients import InstallError, parse_client_spec, report_folder
 from probes.clients.base import ClientKey
 from probes.clients.registry import client_for, prune_installs
+from probes.clients.specs import check_version
 from probes.core.files import write_json, write_text
 from probes.core.probe import ReportSpec
 from probes.report.diff import diff_directories, render_markdown
@@ -62,6 +63,7 @@ def _concrete(key: ClientKey) -> ClientKey:
         order_versions(client.published())[-1] if key.version == "latest" else None)
     if version is None:
         raise InstallError(f"{key.kind}@{key.version}: expected a version number or latest")
+    check_version(client, version, exact=True)  # the registry's answer is input too
     say(f"loopprobe: {key.label} is {key.kind}@{version}")
     return ClientKey(key.kind, version)
 

@@ -20,6 +20,7 @@ from probes.cli.common import (
 )
 from probes.clients import InstallError
 from probes.clients.npm import cache_root
+from probes.clients.specs import check_version
 
 __all__ = ["COMMITTED_SESSION_VERSIONS", "add_sessions", "cmd_sessions"]
 
@@ -39,6 +40,8 @@ def cmd_sessions(args: argparse.Namespace) -> int:
     if not versions:
         raise HarnessInputError(f"--clients {args.clients!r}: expected comma-separated "
                                 "claude-code versions, found none")
+    for version in versions:
+        check_version(ClaudeCode(), version)
     try:
         containment = find_containment(args.no_sandbox)
     except ContainmentUnavailable as error:

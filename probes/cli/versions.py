@@ -26,6 +26,7 @@ from probes.cli.suite import run_suite
 from probes.clients import InstallError, report_folder
 from probes.clients.base import ClientKey
 from probes.clients.registry import CLIENT_KINDS, client_for, remove_install
+from probes.clients.specs import check_version
 from probes.core.files import write_json
 from probes.core.probe import ReportSpec
 from probes.report.diff import diff_directories
@@ -48,6 +49,8 @@ def cmd_versions(args: argparse.Namespace) -> int:
         raise HarnessInputError(f"--latest: expected a count >= 1, found {args.latest}")
     try:
         client = client_for(args.client)
+        if args.since:
+            check_version(client, args.since, exact=True)
         versions = order_versions(client.published())
     except (InstallError, BisectError) as error:
         raise HarnessInputError(str(error)) from None
@@ -87,6 +90,12 @@ def _claim_verdict(folder: Path, claims: list[str]) -> str:
 
 def cmd_bisect(args: argparse.Namespace) -> int:
     """The first published version where a claim's (or a probe's) verdict changes."""
+    try:
+        client = client_for(args.client)
+        for version in (args.good, args.bad):
+            check_version(client, version, exact=True)
+    except InstallError as error:
+        raise HarnessInputError(str(error)) from None
     catalog = load_catalog(args.catalog)
     if bool(args.claim) == bool(args.probe):
         raise HarnessInputError("expected exactly one of --claim ID or --probe NAME")
@@ -103,7 +112,6 @@ def cmd_bisect(args: argparse.Namespace) -> int:
         needed = tuple(select(catalog, args.probe, None))
         claims = [c.id for spec in needed for p in spec.probes for c in p.claims]
     try:
-        client = client_for(args.client)
         versions = versions_between(client.published(), args.good, args.bad)
     except (InstallError, BisectError) as error:
         raise HarnessInputError(str(error)) from None

@@ -16,7 +16,8 @@ from typing import Any
 from probes.clients.base import ClientBinary, Command, RunContext, scan_installs
 from probes.clients.claude_cli import ClaudeCliBase
 from probes.clients.npm import InstallError, cache_root
-from probes.clients.pypi import install_venv, published_versions, venv_binary
+from probes.clients.pypi import install_venv, newest, published_versions, venv_binary
+from probes.clients.specs import LATEST, check_version, install_folder
 from probes.core.invocation import Invocation
 
 __all__ = ["DRIVER", "PACKAGE", "ClaudeAgentSdk"]
@@ -28,6 +29,7 @@ DRIVER = Path(__file__).with_name("agent_sdk_driver.py")
 class ClaudeAgentSdk(ClaudeCliBase):
     name = "claude-agent-sdk"
     package = PACKAGE
+    registry = "pypi"  # the grammar of its versions (probes.clients.specs)
 
     def __init__(self, cache: Path | None = None):
         self.cache = (cache or cache_root()) / "clients" / self.name
@@ -45,8 +47,15 @@ class ClaudeAgentSdk(ClaudeCliBase):
     def published(self) -> list[str]:
         return published_versions(PACKAGE)
 
+    def resolve(self, version: str) -> str:
+        """``latest`` as the newest version published; any other version as it is."""
+        check_version(self, version)
+        return newest(self.published()) if version == LATEST else version
+
     def install(self, version: str) -> ClientBinary:
-        existing = self._binary(self.cache / version)
+        version = self.resolve(version)
+        check_version(self, version, exact=True)  # the index's answer is input too
+        existing = self._binary(install_folder(self.cache, version))
         if existing is not None:
             return existing
 

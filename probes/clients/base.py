@@ -44,15 +44,18 @@ class ClientBinary:
     entry: Path
     launcher: tuple[str, ...]
     sha256: str
+    plugin: str | None = None  # a plugin kind's module:Class ($LOOPPROBE_CLIENTS)
 
     @property
     def key(self) -> ClientKey:
         return ClientKey(self.name, self.version)
 
     def identity(self) -> dict[str, Any]:
+        """What reports record of the binary; ``plugin`` only for a plugin kind's."""
         return {"name": self.name, "version": self.version, "platform": self.platform,
                 "package": self.package, "entry": str(self.entry.relative_to(self.root)),
-                "binary_sha256": self.sha256}
+                "binary_sha256": self.sha256,
+                **({"plugin": self.plugin} if self.plugin is not None else {})}
 
 
 @dataclass(frozen=True)

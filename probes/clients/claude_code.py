@@ -20,6 +20,7 @@ from probes.clients.npm import (
     published_versions,
     resolve_version,
 )
+from probes.clients.specs import check_version, install_folder
 from probes.core.invocation import Invocation
 
 __all__ = ["ELF_MAGIC", "PACKAGE", "ClaudeCode"]
@@ -50,6 +51,7 @@ def _locate_entry(prefix: Path) -> tuple[Path, list[str | Path]]:
 class ClaudeCode(ClaudeCliBase):
     name = "claude-code"
     package = PACKAGE
+    registry = "npm"  # the grammar of its versions (probes.clients.specs)
 
     def __init__(self, cache: Path | None = None):
         self.cache = (cache or cache_root()) / "clients" / self.name
@@ -74,8 +76,10 @@ class ClaudeCode(ClaudeCliBase):
 
     def install(self, version: str) -> ClientBinary:
         """The cached install of ``version`` (``latest`` allowed), installing it if needed."""
+        check_version(self, version)
         exact = resolve_version(PACKAGE, version)
-        directory = self.cache / exact
+        check_version(self, exact, exact=True)  # the registry's answer is input too
+        directory = install_folder(self.cache, exact)
         existing = self._binary(directory)
         if existing is not None:
             return existing

@@ -19,10 +19,14 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from packaging.version import InvalidVersion, Version
+
 from probes.clients.base import ClientBinary, read_manifest
 from probes.clients.npm import InstallError, sha256_file
+from probes.clients.specs import expected_version, install_folder
 
-__all__ = ["PIP_TIMEOUT", "EntryFinder", "install_venv", "published_versions", "venv_binary"]
+__all__ = ["PIP_TIMEOUT", "EntryFinder", "install_venv", "newest", "published_versions",
+           "venv_binary"]
 
 PIP_TIMEOUT = 900
 
@@ -44,6 +48,21 @@ def published_versions(package: str) -> list[str]:
                        f"{(done.stderr.strip().splitlines() or ['pip found none'])[-1]}")
 
 
+def newest(published: list[str]) -> str:
+    """The highest of ``published`` by PEP 440 (what ``latest`` names; ``matrix`` resolves
+    it the same way), ignoring what is no PEP 440 version."""
+    versions = []
+    for version in published:
+        try:
+            versions.append((Version(version), version))
+        except InvalidVersion:
+            continue
+    if not versions:
+        raise InstallError(f"latest: expected published PEP 440 versions, found "
+                           f"{published[:5]!r}")
+    return max(versions)[1]
+
+
 def venv_binary(kind: str, package: str, directory: Path, driver: Path) -> ClientBinary | None:
     """The install in ``directory``, run as ``venv python driver``; None if incomplete."""
     manifest = read_manifest(directory)
@@ -57,7 +76,9 @@ def venv_binary(kind: str, package: str, directory: Path, driver: Path) -> Clien
 
 def install_venv(cache: Path, package: str, version: str, entry: EntryFinder) -> Path:
     """Install ``package==version`` into ``cache/version`` (staged, then moved into place)."""
-    directory = cache / version
+    if (expected := expected_version("pypi", version, exact=True)) is not None:
+        raise InstallError(f"{package}=={version}: expected {expected}, found {version!r}")
+    directory = install_folder(cache, version)
     cache.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{version}.", dir=cache))
     try:

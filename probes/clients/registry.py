@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-import importlib
-import os
 import shutil
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 from probes.clients.agent_sdk import ClaudeAgentSdk
 from probes.clients.base import Client, ClientBinary, ClientKey
 from probes.clients.claude_code import ClaudeCode
 from probes.clients.npm import InstallError, cache_root
+from probes.clients.plugins import PLUGINS_ENV, load_plugins
+from probes.clients.specs import expected_version
 from probes.clients.tool_runner import AnthropicToolRunner
 
 __all__ = [
@@ -18,6 +18,7 @@ __all__ = [
     "DEFAULT_KIND",
     "LAST_USED",
     "PLUGINS_ENV",
+    "SPEC_FORM",
     "all_clients",
     "client_for",
     "mark_used",
@@ -35,48 +36,47 @@ CLIENT_KINDS: dict[str, Callable[[], Client]] = {
     "anthropic-tool-runner": AnthropicToolRunner,
 }
 DEFAULT_KIND = "claude-code"
-# more client kinds from outside: "kind=module:Class,..." (your own Client implementation)
-PLUGINS_ENV = "LOOPPROBE_CLIENTS"
+SPEC_FORM = "KIND@VERSION"
 
 
-def _plugins() -> dict[str, Callable[[], Client]]:
-    found: dict[str, Callable[[], Client]] = {}
-    for entry in filter(None, (e.strip() for e in os.environ.get(PLUGINS_ENV, "").split(","))):
-        kind, _, target = entry.partition("=")
-        module, _, name = target.partition(":")
-        if not (kind and module and name):
-            raise InstallError(f"{PLUGINS_ENV}: expected kind=module:Class entries, found "
-                               f"{entry!r}")
-        try:
-            found[kind] = getattr(importlib.import_module(module), name)
-        except (ImportError, AttributeError) as error:
-            raise InstallError(f"{PLUGINS_ENV}: cannot load {target!r}: {error}") from None
-    return found
+def _kinds() -> dict[str, Callable[[], Client]]:
+    """The built-in kinds, then those ``$LOOPPROBE_CLIENTS`` adds (never in their place)."""
+    return {**CLIENT_KINDS, **load_plugins(CLIENT_KINDS)}
+
+
+def _known(kinds: Mapping[str, object]) -> str:
+    return f"KIND one of {', '.join(kinds)}"
 
 
 def client_for(kind: str) -> Client:
-    kinds = {**CLIENT_KINDS, **_plugins()}
+    kinds = _kinds()
     if kind not in kinds:
-        raise InstallError(f"unknown client kind {kind!r}; known: {', '.join(kinds)}")
+        raise InstallError(f"unknown client kind: expected one of {', '.join(kinds)}, found "
+                           f"{kind!r}")
     return kinds[kind]()
 
 
 def all_clients() -> list[Client]:
-    return [make() for make in {**CLIENT_KINDS, **_plugins()}.values()]
+    return [make() for make in _kinds().values()]
 
 
 def parse_client_spec(spec: str) -> tuple[Client, str]:
-    """``claude-code@2.1.235``, ``2.1.235``, ``claude-agent-sdk@0.2.140`` -> (client, version)."""
+    """``claude-code@2.1.235``, ``2.1.235``, ``claude-agent-sdk@0.2.140`` -> (client, version),
+    the version checked against its kind's grammar (``probes.clients.specs``)."""
     kind, sep, version = spec.rpartition("@")
     if not sep:
         kind, version = DEFAULT_KIND, spec
     kind = kind or DEFAULT_KIND
-    kinds = {**CLIENT_KINDS, **_plugins()}
+    kinds = _kinds()
+    expected = f"expected {SPEC_FORM} with {_known(kinds)} (a bare VERSION is {DEFAULT_KIND})"
     if kind not in kinds:
-        raise InstallError(f"unknown client {kind!r} in {spec!r}; known: {', '.join(kinds)}")
-    if not version:
-        raise InstallError(f"no version in {spec!r}; expected e.g. {kind}@2.1.235")
-    return client_for(kind), version
+        raise InstallError(f"unknown client {kind!r} in {spec!r}: {expected}")
+    client = kinds[kind]()
+    problem = expected_version(getattr(client, "registry", None), version)
+    if problem is not None:
+        raise InstallError(f"{spec!r}: {expected}; for {kind}, VERSION is {problem}, "
+                           f"found {version!r}")
+    return client, version
 
 
 def report_folder(key: ClientKey) -> str:

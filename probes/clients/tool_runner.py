@@ -24,7 +24,8 @@ from probes.clients.base import (
 )
 from probes.clients.claude_cli import DUMMY_API_KEY
 from probes.clients.npm import InstallError, cache_root
-from probes.clients.pypi import install_venv, published_versions, venv_binary
+from probes.clients.pypi import install_venv, newest, published_versions, venv_binary
+from probes.clients.specs import LATEST, check_version, install_folder
 from probes.core.evidence import Output
 from probes.core.invocation import CAPABILITIES, Invocation
 from probes.sandbox.folders import Sandbox, base_environment
@@ -51,6 +52,7 @@ WHY_NOT = {"tools": "the runner offers the driver's own tools (add, fail, read_f
 class AnthropicToolRunner:
     name = "anthropic-tool-runner"
     package = PACKAGE
+    registry = "pypi"  # the grammar of its versions (probes.clients.specs)
     catalog = CATALOG
 
     def __init__(self, cache: Path | None = None):
@@ -65,8 +67,15 @@ class AnthropicToolRunner:
     def published(self) -> list[str]:
         return published_versions(PACKAGE)
 
+    def resolve(self, version: str) -> str:
+        """``latest`` as the newest version published; any other version as it is."""
+        check_version(self, version)
+        return newest(self.published()) if version == LATEST else version
+
     def install(self, version: str) -> ClientBinary:
-        existing = self._binary(self.cache / version)
+        version = self.resolve(version)
+        check_version(self, version, exact=True)  # the index's answer is input too
+        existing = self._binary(install_folder(self.cache, version))
         if existing is not None:
             return existing
 

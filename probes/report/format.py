@@ -58,6 +58,7 @@ class ClientIdentity(TypedDict):
     package: str
     entry: str
     binary_sha256: str
+    plugin: NotRequired[str]  # a plugin kind's module:Class ($LOOPPROBE_CLIENTS); else absent
 
 
 class CheckEntry(TypedDict):

@@ -12,7 +12,8 @@ import json
 import os
 import sys
 
-from probes.clients.registry import DEFAULT_KIND, parse_client_spec
+from probes.clients.npm import InstallError
+from probes.clients.registry import DEFAULT_KIND, client_for, parse_client_spec
 from probes.scale.bisect import order_versions
 
 __all__ = ["main", "plan"]
@@ -21,8 +22,10 @@ __all__ = ["main", "plan"]
 def plan(versions: str, latest: int, baseline: str, shards: int,
          client: str = "claude-code") -> dict[str, list[str] | list[int]]:
     chosen = [v.strip() for v in versions.split(",") if v.strip()]
+    for spec in [*chosen, *([baseline] if baseline else [])]:
+        parse_client_spec(spec)  # refused here as the matrix would refuse it
     if not chosen:
-        kind, _ = parse_client_spec(f"{client}@0")
+        kind = client_for(client)
         prefix = "" if client == DEFAULT_KIND else f"{client}@"
         chosen = [prefix + v for v in order_versions(kind.published())[-latest:]]
     if baseline and baseline not in chosen:
@@ -41,7 +44,7 @@ def main(argv: list[str]) -> int:
         result = plan(env.get("VERSIONS", ""), int(env.get("LATEST") or 1),
                       env.get("BASELINE", ""), int(env.get("SHARDS") or 1),
                       env.get("CLIENT") or "claude-code")
-    except ValueError as error:
+    except (ValueError, InstallError) as error:
         print(f"probes.scale.workflow: {error}", file=sys.stderr)
         return 2
     for key, value in result.items():

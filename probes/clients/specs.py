@@ -1,0 +1,93 @@
+"""What a client version may be, checked before anything is installed or run.
+
+A version reaches the code from the command line (``--client``, ``--clients``, ``bisect
+--good``, ``versions --since``…), from a registry's answer (``latest`` resolved, a published
+list) and from the cache; it becomes a folder name and an installer's argument. Each
+registry has its grammar: semver 2.0.0 (or a dist-tag such as ``latest``) for npm kinds, PEP
+440 in its normal form (or ``latest``) for PyPI kinds, and for a kind that names no registry
+(a plugin's) one plain name of letters, digits and ``. _ + -``. Whatever the grammar let
+through, an install folder must still be one folder directly inside its kind's cache folder.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+from packaging.version import InvalidVersion, Version
+
+from probes.clients.npm import InstallError
+
+__all__ = ["DIST_TAG", "LATEST", "PLAIN_VERSION", "SEMVER", "check_version", "expected_version",
+           "install_folder"]
+
+LATEST = "latest"
+# semver.org's grammar (2.0.0): no leading zeros, dot-separated identifiers, ASCII only
+_NUMBER = r"(?:0|[1-9][0-9]*)"
+_PRE = rf"(?:{_NUMBER}|[0-9]*[A-Za-z-][0-9A-Za-z-]*)"
+SEMVER = re.compile(rf"{_NUMBER}\.{_NUMBER}\.{_NUMBER}(?:-{_PRE}(?:\.{_PRE})*)?"
+                    r"(?:\+[0-9A-Za-z-]+(?:\.[0-9A-Za-z-]+)*)?")
+# an npm dist-tag (latest, next, stable): one lowercase word, never a path or a range
+DIST_TAG = re.compile(r"[a-z][a-z0-9-]{0,63}")
+PLAIN_VERSION = re.compile(r"[0-9A-Za-z][0-9A-Za-z._+-]{0,127}")
+_MAX_LENGTH = 256
+
+_EXPECTED = {
+    "npm": "a semver version such as 2.1.235 (MAJOR.MINOR.PATCH[-PRERELEASE][+BUILD])",
+    "pypi": "a PEP 440 version in its normal form such as 0.2.140",
+    None: "a version of letters, digits and . _ + - such as 1.0.0",
+}
+_TAGS = {"npm": ", or a dist-tag such as latest", "pypi": ", or latest", None: ", or latest"}
+
+
+def expected_version(registry: str | None, version: str, *, exact: bool = False) -> str | None:
+    """None when ``version`` fits ``registry``'s grammar (``npm``, ``pypi``, None: a kind
+    naming none), else what was expected. ``exact``: a tag (``latest``) does not fit."""
+    grammar = registry if registry in _EXPECTED else None
+    expected = _EXPECTED[grammar] + ("" if exact else _TAGS[grammar])
+    if len(version) > _MAX_LENGTH:
+        return expected
+    if grammar == "npm":
+        fits = bool(SEMVER.fullmatch(version) or (not exact and DIST_TAG.fullmatch(version)))
+    elif grammar == "pypi":
+        fits = version == LATEST and not exact
+        if not fits:
+            try:
+                normal = str(Version(version))
+            except InvalidVersion:
+                normal = None
+            if normal is not None and normal != version and PLAIN_VERSION.fullmatch(version):
+                return f"{expected} (this one's normal form is {normal})"
+            fits = normal == version
+    else:
+        fits = bool(PLAIN_VERSION.fullmatch(version)) and (version != LATEST or not exact)
+    return None if fits else expected
+
+
+def check_version(client: Any, version: str, *, exact: bool = False) -> None:
+    """Refuse ``version`` of ``client`` (its ``registry`` names the grammar) in one line."""
+    expected = expected_version(getattr(client, "registry", None), version, exact=exact)
+    if expected is not None:
+        raise InstallError(f"{client.name}@{version}: expected {expected}, found {version!r}")
+
+
+def install_folder(cache: Path, version: str) -> Path:
+    """``cache/version``, refused unless it is one folder directly inside ``cache`` once
+    links are followed (a version that is a path, or a cache entry linked elsewhere)."""
+    folder = cache / version
+    try:
+        inside = folder.name == version and folder.resolve().parent == cache.resolve()
+    except (OSError, RuntimeError):  # a link loop
+        inside = False
+    if not inside:
+        raise InstallError(f"{version!r}: expected an install folder directly inside "
+                           f"{cache}, found {folder} (resolved: {_resolved(folder)})")
+    return folder
+
+
+def _resolved(path: Path) -> str:
+    try:
+        return str(path.resolve())
+    except (OSError, RuntimeError) as error:
+        return f"unresolvable: {error}"
