@@ -100,10 +100,16 @@ def _load_matrix(path: Path) -> dict[str, Any]:
         found = (f"{error.strerror}" if isinstance(error, OSError) else f"not JSON: {error}")
         raise HarnessInputError(f"--matrix {given}: expected a matrix.json (or a folder holding "
                                 f"one) written by `loopprobe matrix`, but {path}: {found}") from None
-    if not isinstance(matrix, dict) or not isinstance(matrix.get("claims"), list):
+    if not isinstance(matrix, dict) or matrix.get("kind", "matrix") != "matrix" \
+            or not isinstance(matrix.get("claims"), list) \
+            or not all(isinstance(c, dict) and isinstance(c.get("results"), dict)
+                       for c in matrix["claims"]):
+        shown = matrix.get("kind") if isinstance(matrix, dict) and "kind" in matrix else (
+            "a report" if isinstance(matrix, dict) and "report" in matrix
+            else type(matrix).__name__)
         raise HarnessInputError(f"--matrix {given}: expected a matrix.json written by "
-                                f"`loopprobe matrix` (an object with claims), found "
-                                f"{type(matrix).__name__} without claims")
+                                f"`loopprobe matrix` (kind matrix, claims with their "
+                                f"results), found {shown}")
     return matrix
 
 

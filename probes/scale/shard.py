@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from probes.core.files import write_bytes, write_json
-from probes.core.safe_read import MAX_JOURNAL_BYTES, read_bytes
+from probes.core.safe_read import MAX_JOURNAL_BYTES, read_bytes, read_journal
 from probes.report.format import TIMING_SUFFIX, load_fingerprint, load_folder
 
 __all__ = ["FINGERPRINT_FILE", "SHARD_KEY", "ShardError", "check_slices", "merge_fingerprints",
@@ -111,14 +111,17 @@ def _plan(parts: list[Path]) -> tuple[dict[str, Path], list[tuple[Path, dict[str
     files: dict[str, Path] = {}
     prints: list[tuple[Path, dict[str, Any]]] = []
     for part in parts:
+        entries = _entries(part)
         load_folder(part, require_reports=False)  # its reports readable, their files inside it
-        for file in _entries(part):
+        for file in entries:
             if file.is_dir() or file.name == "EVIDENCE.md":  # the guide is written anew
                 continue
             if file.name == FINGERPRINT_FILE:
                 prints.append((file, dict(load_fingerprint(file, within=part))))
                 continue
             data = read_bytes(file, limit=MAX_JOURNAL_BYTES, within=part)
+            if file.name.endswith(".gz"):  # a gzip bomb refused here, not once copied
+                read_journal(file, within=part)
             earlier = files.setdefault(file.name, file)
             if earlier != file and not file.name.endswith(TIMING_SUFFIX) \
                     and read_bytes(earlier, limit=MAX_JOURNAL_BYTES) != data:
