@@ -21,8 +21,11 @@ words each problem; re-exported here) listing every problem found in one load.
 
 from __future__ import annotations
 
+import errno
 import json
+import os
 import re
+import stat
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
@@ -33,7 +36,7 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError,
 from mockapi.events import prepare
 from mockapi.matching import Match
 from mockapi.replies import Reply
-from mockapi.scenario_errors import ScenarioError, close_keys, problems_of, show
+from mockapi.scenario_errors import ScenarioError, ScenarioRefused, close_keys, problems_of, show
 
 __all__ = [
     "MAX_SCENARIO_BYTES",
@@ -41,6 +44,7 @@ __all__ = [
     "Rule",
     "Scenario",
     "ScenarioError",
+    "ScenarioRefused",
     "decode_scenario_text",
     "load_scenario",
     "parse_scenario",
@@ -288,6 +292,10 @@ def _raw_at(data: Any, where: str, default: Any) -> Any:
     return node
 
 
+class _AliasRefused(yaml.composer.ComposerError):
+    pass
+
+
 class _NoAliasLoader(yaml.SafeLoader):
     """YAML without aliases: a scenario is data, and aliases let a few hundred bytes expand
     into gigabytes (a "billion laughs")."""
@@ -295,7 +303,7 @@ class _NoAliasLoader(yaml.SafeLoader):
     def compose_node(self, parent: Any, index: Any) -> Any:
         if self.check_event(yaml.AliasEvent):
             event = self.peek_event()  # type: ignore[no-untyped-call]
-            raise yaml.composer.ComposerError(
+            raise _AliasRefused(
                 None, None, f"expected plain data, found the alias *{event.anchor}: aliases "
                 "are refused in scenarios (repeat the value instead)", event.start_mark)
         return super().compose_node(parent, index)
@@ -307,12 +315,16 @@ def decode_scenario_text(content: str | bytes, source: str) -> Any:
         if suffix == ".json":
             return json.loads(content)
         return yaml.load(content, Loader=_NoAliasLoader)
+    except _AliasRefused as error:
+        mark = error.problem_mark
+        where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""
+        raise ScenarioRefused(source, [f"not valid YAML: {error.problem}{where}"]) from None
     except (ValueError, yaml.YAMLError) as error:
         kind = "JSON" if suffix == ".json" else "YAML"
         raise ScenarioError(source, [f"not valid {kind}: {error}"]) from None
     except RecursionError:
         kind = "JSON" if suffix == ".json" else "YAML"
-        raise ScenarioError(source, [f"not valid {kind}: nested too deeply to be read"]) from None
+        raise ScenarioRefused(source, [f"not valid {kind}: nested too deeply to be read"]) from None
 
 
 MAX_SCENARIO_BYTES = 8 * 1024 * 1024  # the largest committed scenario is a few KB
@@ -322,12 +334,21 @@ def load_scenario(path: str | Path) -> Scenario:
     """Load a scenario from a .yaml/.yml/.json file (at most MAX_SCENARIO_BYTES)."""
     source = str(path)
     try:
-        with Path(path).open("rb") as handle:
+        # O_NONBLOCK: a named pipe opens at once instead of waiting for a writer, and is
+        # then refused as not a regular file, unread
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+        with os.fdopen(fd, "rb") as handle:
+            mode = os.fstat(fd).st_mode
+            if stat.S_ISDIR(mode):
+                raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR))
+            if not stat.S_ISREG(mode):
+                raise ScenarioRefused(source, ["(top level): expected a regular file, found a "
+                                               "named pipe, socket or device"])
             content = handle.read(MAX_SCENARIO_BYTES + 1)
     except OSError as error:
         raise ScenarioError(source, [f"cannot read the file: {error.strerror}"]) from None
     if len(content) > MAX_SCENARIO_BYTES:
-        raise ScenarioError(source, [f"(top level): expected a file of at most "
+        raise ScenarioRefused(source, [f"(top level): expected a file of at most "
                                      f"{MAX_SCENARIO_BYTES} bytes, found a larger one"])
     return parse_scenario(decode_scenario_text(content, source), source)
 

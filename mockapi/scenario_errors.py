@@ -17,7 +17,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-__all__ = ["ScenarioError", "close_keys", "problems_of", "show"]
+__all__ = ["ScenarioError", "ScenarioRefused", "close_keys", "problems_of", "show"]
 
 
 class ScenarioError(ValueError):
@@ -28,6 +28,13 @@ class ScenarioError(ValueError):
         self.problems = problems
         lines = "\n".join(f"  - {p}" for p in problems)
         super().__init__(f"invalid scenario {source}: {len(problems)} problem(s)\n{lines}")
+
+
+class ScenarioRefused(ScenarioError):
+    """A scenario file refused before its data is read: too large, holding YAML aliases, or
+    nested past what the parser takes. Not a mistake in a scenario but a file that must not
+    be expanded; readers other than the mock (``loopprobe validate``) refuse it as the mock
+    does."""
 
 
 

@@ -151,7 +151,8 @@ def test_run_with_two_reports_writes_both(fake_kind: None, tmp_path: Path,
      "--matrix {tmp}/a-file: expected a matrix.json (or a folder holding one) written by "
      "`loopprobe matrix`, but {tmp}/a-file: not JSON"),
     (["mechanisms", str(REPORTS / "2.1.235"), "--matrix", "{tmp}/list.json"],
-     "expected a matrix.json written by `loopprobe matrix` (an object with claims), found list"),
+     "expected a matrix.json written by `loopprobe matrix` (kind matrix, claims with their "
+     "results), found list"),
     (["mechanisms", str(REPORTS / "2.1.235"), "--write", "{tmp}/missing.md"],
      "--write {tmp}/missing.md: expected an existing file holding the generated section"),
     (["mechanisms", str(REPORTS / "2.1.235"), "--write", "{tmp}/a-file"],

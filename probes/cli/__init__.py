@@ -12,6 +12,7 @@ May import: every package of ``probes`` (the top floor); nothing imports it.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 from probes import __version__
@@ -34,6 +35,7 @@ from probes.cli.sessions import COMMITTED_SESSION_VERSIONS
 from probes.cli.suite import SuiteResult, execute_suite, run_suite
 from probes.clients import InstallError
 from probes.clients.registry import CLIENT_KINDS
+from probes.core.safe_read import ReadRefused
 from probes.report.format import ReportError
 
 __all__ = [
@@ -42,6 +44,7 @@ __all__ = [
     "EXIT_HARNESS",
     "EXIT_INTERRUPTED",
     "EXIT_PASSED",
+    "TRACEBACK_ENV",
     "HarnessInputError",
     "SuiteResult",
     "build_parser",
@@ -57,6 +60,10 @@ _COMMANDS = (run.add_run, mock.add_serve, clients.add_clients, matrix.add_matrix
              matrix.add_merge, compare.add_diff, compare.add_mechanisms, versions.add_versions,
              versions.add_bisect, sessions.add_sessions, run.add_probes, compare.add_validate,
              compare.add_schemas, mock.add_record, compare.add_render, compare.add_guide)
+
+
+# set, an unexpected exception escapes with its traceback instead of the one-line report
+TRACEBACK_ENV = "LOOPPROBE_TRACEBACK"
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -78,7 +85,18 @@ def main(argv: list[str] | None = None) -> int:
             check_given_once(args)
             check_output_files(args)
             return int(args.func(args))
-        except (HarnessInputError, ReportError, InstallError) as error:
-            # InstallError: a client spec that names no client, or an install that failed
+        except (HarnessInputError, ReportError, InstallError, ReadRefused) as error:
+            # InstallError: a client spec that names no client, or an install that failed;
+            # ReadRefused: a file that must not be read (a pipe, a bomb, a symlink out)
             print(f"loopprobe: {error}", file=sys.stderr)
+            return EXIT_HARNESS
+        except Exception as error:
+            # the last resort: exit 1 says a claim regressed, and an escaping exception would
+            # say it too; what a command failed to foresee is a harness error, in one line
+            if os.environ.get(TRACEBACK_ENV):
+                raise
+            said = " ".join(str(error).split())[:500]
+            print(f"loopprobe: internal error (a bug in loopprobe, not a verdict): "
+                  f"{type(error).__name__}: {said} (set {TRACEBACK_ENV}=1 for the traceback)",
+                  file=sys.stderr)
             return EXIT_HARNESS

@@ -21,6 +21,7 @@ from probes.cli.common import (
     say,
 )
 from probes.core.files import write_text
+from probes.core.safe_read import read_json, read_text
 from probes.report.diff import diff_directories, render_markdown
 from probes.report.format import ReportError, load_folder
 from probes.report.guide import write_guide
@@ -69,7 +70,7 @@ def cmd_diff(args: argparse.Namespace) -> int:
 
 def cmd_mechanisms(args: argparse.Namespace) -> int:
     target = Path(args.write) if args.write else None
-    if target is not None and not target.is_file():
+    if target is not None and not target.exists() and not target.is_symlink():
         raise HarnessInputError(f"--write {target}: expected an existing file holding the "
                                 "generated section (e.g. README.md), found nothing")
     folder = load_folder(Path(args.reports))
@@ -77,7 +78,7 @@ def cmd_mechanisms(args: argparse.Namespace) -> int:
     table = render_mechanism_table(folder, matrix)
     if target is not None:
         try:
-            text = replace_section(target.read_text(), table, target)
+            text = replace_section(read_text(target), table, target)
         except ValueError as error:  # the file lacks the section's markers
             raise HarnessInputError(f"--write {error}") from None
         write_text(target, text)
@@ -94,15 +95,21 @@ def _load_matrix(path: Path) -> dict[str, Any]:
     if path.is_dir():
         path = path / "matrix.json"
     try:
-        matrix = json.loads(path.read_text())
+        matrix = read_json(path)
     except (OSError, ValueError) as error:
         found = (f"{error.strerror}" if isinstance(error, OSError) else f"not JSON: {error}")
         raise HarnessInputError(f"--matrix {given}: expected a matrix.json (or a folder holding "
                                 f"one) written by `loopprobe matrix`, but {path}: {found}") from None
-    if not isinstance(matrix, dict) or not isinstance(matrix.get("claims"), list):
+    if not isinstance(matrix, dict) or matrix.get("kind", "matrix") != "matrix" \
+            or not isinstance(matrix.get("claims"), list) \
+            or not all(isinstance(c, dict) and isinstance(c.get("results"), dict)
+                       for c in matrix["claims"]):
+        shown = matrix.get("kind") if isinstance(matrix, dict) and "kind" in matrix else (
+            "a report" if isinstance(matrix, dict) and "report" in matrix
+            else type(matrix).__name__)
         raise HarnessInputError(f"--matrix {given}: expected a matrix.json written by "
-                                f"`loopprobe matrix` (an object with claims), found "
-                                f"{type(matrix).__name__} without claims")
+                                f"`loopprobe matrix` (kind matrix, claims with their "
+                                f"results), found {shown}")
     return matrix
 
 

@@ -42,7 +42,7 @@ from probes.report.junit import write_junit
 from probes.report.matrix import build_matrix, render_matrix
 from probes.scale.almanac import load_bisects, render_timeline
 from probes.scale.bisect import BisectError, order_versions
-from probes.scale.shard import FINGERPRINT_FILE, ShardError, merge_folders, parse_shard
+from probes.scale.shard import ShardError, check_slices, merge_folders, parse_shard
 
 __all__ = ["add_matrix", "add_merge", "cmd_matrix", "cmd_merge"]
 
@@ -168,7 +168,8 @@ def _tabulate(out: Path, folders: list[str], baseline: str | None,
               bisects: list[dict[str, Any]] | None = None) -> int:
     """MATRIX.md, matrix.json and the diffs against the baseline from the version folders;
     the worst status of their reports (1: a claim failed, 2: a harness error)."""
-    matrix = build_matrix([out / f for f in folders if (out / f).is_dir()])
+    matrix_folders = [out / f for f in folders if (out / f).is_dir()]
+    matrix = build_matrix(matrix_folders)
     write_json(out / "matrix.json", matrix)
     timeline = render_timeline(matrix, bisects or [], out)
     write_text(out / "MATRIX.md", render_matrix(matrix) + "\n" + timeline)
@@ -182,8 +183,8 @@ def _tabulate(out: Path, folders: list[str], baseline: str | None,
             target = write_text(out / f"diff-{baseline}-to-{other}.md", render_markdown(result))
             say(f"wrote {target}")
             regressed = regressed or bool(result.regressions)
-    statuses = {json.loads(p.read_text()).get("status") for f in folders
-                for p in (out / f).glob("*.json") if p.name != FINGERPRINT_FILE}
+    statuses = {report["status"] for folder in matrix_folders
+                for report in load_folder(folder, require_reports=False).reports.values()}
     if "error" in statuses or "incomplete" in statuses:
         return EXIT_HARNESS
     return EXIT_FAILED if "failed" in statuses or regressed else EXIT_PASSED
@@ -193,10 +194,11 @@ def _tabulate(out: Path, folders: list[str], baseline: str | None,
 def cmd_merge(args: argparse.Namespace) -> int:
     """Join what ``matrix --shard`` slices wrote into one report folder per version, then
     tabulate as an unsharded matrix does."""
-    out = Path(args.out)
-    check_out(out)
+    out, slices = Path(args.out), [Path(d) for d in args.dirs]
     try:
-        folders = merge_folders([Path(d) for d in args.dirs], out)
+        check_slices(slices, out)
+        check_out(out)
+        folders = merge_folders(slices, out)
         baseline = report_folder(_client_key(args.baseline)) if args.baseline else None
     except (ShardError, InstallError) as error:
         raise HarnessInputError(str(error)) from None

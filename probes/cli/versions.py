@@ -29,7 +29,9 @@ from probes.clients.registry import CLIENT_KINDS, client_for, remove_install
 from probes.clients.specs import check_version
 from probes.core.files import write_json
 from probes.core.probe import ReportSpec
+from probes.core.safe_read import read_json
 from probes.report.diff import diff_directories
+from probes.report.format import load_report
 from probes.scale.bisect import (
     ANY,
     SKIPPED_VERDICTS,
@@ -75,7 +77,7 @@ def _claim_verdict(folder: Path, claims: list[str]) -> str:
     (a whole probe) each ``id=status``; ``missing`` when a report lacks one."""
     found: dict[str, str] = {}
     for report in sorted(folder.glob("*.json")):
-        data = json.loads(report.read_text())
+        data = read_json(report, within=folder)
         for claim in data.get("claims", []) if isinstance(data, dict) else []:
             if claim.get("id") in claims:
                 found[claim["id"]] = str(claim.get("status"))
@@ -148,8 +150,9 @@ def cmd_bisect(args: argparse.Namespace) -> int:
         changed = out / report_folder(ClientKey(client.name, result.first_changed))
         claim_checks = {check["id"] for spec in needed
                         if (changed / f"{spec.name}.json").is_file()
-                        for check in json.loads((changed / f"{spec.name}.json").read_text())
-                        .get("checks", []) if check.get("claim") in claims}
+                        for check in load_report(changed / f"{spec.name}.json",
+                                                 within=changed)["checks"]
+                        if check.get("claim") in claims}
         flipped = [check for check in diff_directories(same, changed)["checks_flipped"]
                    if check["id"] in claim_checks]
         summary["reports"] = {"last_same": str(same), "first_changed": str(changed)}

@@ -5,7 +5,8 @@ The declarations a catalog writes (``probe``: Probe, Claim, ReportSpec, Counterf
 streamed input a run is given; ``names``), the record a run yields (``evidence``), the checks
 stated over it (``checks``), where each expectation comes from (``provenance``), and the
 verdict they give (``verdicts``, ``outcome``); ``files`` is how every file loopprobe writes is
-written (atomically). Pure data and pure functions.
+written (atomically), ``safe_read`` how every file it is given is read (bounded, regular,
+inside its folder, or refused in one line). Pure data and pure functions.
 
 May import: ``mockapi`` and this package only. Catalog authors import these names through
 the public faces ``probes.model``, ``probes.checks``, ``probes.evidence``, ``probes.provenance``.

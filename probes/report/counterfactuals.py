@@ -105,9 +105,10 @@ def merge_counterfactuals(out: Path, binary: ClientBinary, entries: list[dict[st
 def load_counterfactuals(folder: Path) -> dict[str, Any] | None:
     """The folder's counterfactuals.json, or None when its counterfactuals were not run."""
     path = folder / COUNTERFACTUALS_FILE
-    if not path.is_file():
+    if not path.exists() and not path.is_symlink():
         return None
-    data = load_json_file(path, "counterfactuals", (COUNTERFACTUALS_SCHEMA_VERSION,))
+    data = load_json_file(path, "counterfactuals", (COUNTERFACTUALS_SCHEMA_VERSION,),
+                          within=folder)
     if not isinstance(data.get("counterfactuals"), list):
         raise ReportError(f"{path}: expected a list under 'counterfactuals'")
     return data

@@ -7,21 +7,20 @@ of the runner, the mock server or any client.
 
 from __future__ import annotations
 
-import gzip
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, NotRequired
 
 from typing_extensions import TypedDict
 
+from probes.core.safe_read import ReadRefused, confined, read_journal, read_json
 from probes.core.verdicts import CLAIM_VERDICTS
 
 __all__ = ["COUNTERFACTUALS_FILE", "FINGERPRINT_FILE", "FINGERPRINT_FILE_VERSION", "NOT_REPORTS",
            "READABLE_REPORT_VERSIONS", "REPORT_SCHEMA_VERSION", "TIMING_SUFFIX", "VERDICTS",
            "CheckEntry", "ClaimEntry", "ClientIdentity", "FingerprintFile", "Report",
-           "ReportError", "ReportFolder", "Status", "load_fingerprint", "load_folder",
-           "load_json_file", "load_report", "read_journal_lines", "verdict"]
+           "ReportError", "ReportFolder", "Status", "journal_path", "load_fingerprint",
+           "load_folder", "load_json_file", "load_report", "read_journal_lines", "verdict"]
 
 # 2: run-specific values (timings, the generation time) moved out to <report>.timing.json
 # 3: claim verdicts confirmed / contradicted / not_observable / not_applicable / error;
@@ -122,10 +121,12 @@ class FingerprintFile(TypedDict):
     fingerprint: dict[str, Any]
 
 
-def load_json_file(path: Path, what: str, versions: tuple[int, ...]) -> dict[str, Any]:
-    """A loopprobe JSON file of one of ``versions``, or a ReportError saying what is wrong."""
+def load_json_file(path: Path, what: str, versions: tuple[int, ...], *,
+                   within: Path | None = None) -> dict[str, Any]:
+    """A loopprobe JSON file of one of ``versions``, or a ReportError saying what is wrong;
+    a file that must not be read (``probes.core.safe_read``) is refused (ReadRefused)."""
     try:
-        data = json.loads(path.read_text())
+        data = read_json(path, within=within)
     except FileNotFoundError:
         raise ReportError(f"{path}: no such {what}") from None
     except ValueError as error:
@@ -137,10 +138,20 @@ def load_json_file(path: Path, what: str, versions: tuple[int, ...]) -> dict[str
     return data
 
 
-def read_journal_lines(path: Path) -> list[str]:
+def read_journal_lines(path: Path, *, within: Path | None = None) -> list[str]:
     """A report's journal, plain (``.jsonl``) or gzipped (``.jsonl.gz``), as its lines."""
-    raw = path.read_bytes()
-    return (gzip.decompress(raw) if path.name.endswith(".gz") else raw).decode().splitlines()
+    data = read_journal(path, within=within)
+    try:
+        return data.decode().splitlines()
+    except UnicodeDecodeError as error:
+        raise ReadRefused(f"{path}: expected UTF-8 JSON lines, found byte "
+                          f"{data[error.start]:#04x} at offset {error.start}: refused") from None
+
+
+def journal_path(folder: Path, report: Report) -> Path:
+    """The report's journal: the file its ``journal`` names, which must be in ``folder``."""
+    return confined(folder, report.get("journal"), folder / f"{report['report']}.json",
+                    "journal")
 
 
 def verdict(status: str) -> str:
@@ -148,11 +159,21 @@ def verdict(status: str) -> str:
     return _OLD_VERDICTS.get(status, status)
 
 
-def load_report(path: Path) -> Report:
-    data = load_json_file(path, "report", READABLE_REPORT_VERSIONS)
+def load_report(path: Path, *, within: Path | None = None) -> Report:
+    """A report file; the files it names (its journal, its timing) must be beside it."""
+    data = load_json_file(path, "report", READABLE_REPORT_VERSIONS, within=within)
     missing = [k for k in ("report", "client", "claims", "checks", "probes") if k not in data]
     if missing:
         raise ReportError(f"{path}: not a loopprobe report (no {', '.join(missing)})")
+    wrong = [k for k in ("claims", "checks", "probes")
+             if not isinstance(data[k], list) or not all(isinstance(x, dict) for x in data[k])]
+    if wrong or not isinstance(data["client"], dict):
+        raise ReportError(f"{path}: not a loopprobe report (expected lists of objects under "
+                          f"claims, checks and probes and an object under client; found "
+                          f"otherwise under {', '.join(wrong) or 'client'})")
+    for name in ("journal", "timing"):
+        if name in data:
+            confined(path.parent, data[name], path, name)
     data.setdefault("trust", {})
     data.setdefault("terminal_reasons", [])
     if data["schema_version"] < 3:
@@ -169,9 +190,9 @@ def load_report(path: Path) -> Report:
     return data  # type: ignore[return-value]
 
 
-def load_fingerprint(path: Path) -> FingerprintFile:
-    data = load_json_file(path, "fingerprint", (FINGERPRINT_FILE_VERSION,))
-    if data.get("kind") != "fingerprint" or "fingerprint" not in data:
+def load_fingerprint(path: Path, *, within: Path | None = None) -> FingerprintFile:
+    data = load_json_file(path, "fingerprint", (FINGERPRINT_FILE_VERSION,), within=within)
+    if data.get("kind") != "fingerprint" or not isinstance(data.get("fingerprint"), dict):
         raise ReportError(f"{path}: not a loopprobe fingerprint (expected kind 'fingerprint')")
     return data  # type: ignore[return-value]
 
@@ -200,7 +221,7 @@ def load_folder(directory: Path, *, require_reports: bool = True) -> ReportFolde
         raise ReportError(f"{directory}: not a directory of reports")
     folder = ReportFolder(directory)
     for path in _report_files(directory):
-        report = load_report(path)
+        report = load_report(path, within=directory)
         if folder.reports and report["client"] != folder.client:
             raise ReportError(f"{path}: reports of two clients in one folder: "
                               f"{_label(report['client'])} and {_label(folder.client)}")
@@ -208,8 +229,8 @@ def load_folder(directory: Path, *, require_reports: bool = True) -> ReportFolde
     if require_reports and not folder.reports:
         raise ReportError(f"{directory}: no loopprobe reports (*.json) found")
     fingerprint = directory / FINGERPRINT_FILE
-    if fingerprint.exists():
-        folder.fingerprint = load_fingerprint(fingerprint)
+    if fingerprint.is_symlink() or fingerprint.exists():
+        folder.fingerprint = load_fingerprint(fingerprint, within=directory)
     return folder
 
 

@@ -7,13 +7,19 @@ request bodies left in the journal, each request linked to its line.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 from probes.core.files import write_text
+from probes.core.safe_read import loads
 from probes.report.counterfactuals import claim_counterfactuals, load_counterfactuals
-from probes.report.format import ClaimEntry, Report, load_folder, read_journal_lines
+from probes.report.format import (
+    ClaimEntry,
+    Report,
+    journal_path,
+    load_folder,
+    read_journal_lines,
+)
 from probes.report.guide_runs import (
     Shared,
     assignments,
@@ -171,20 +177,26 @@ def render_guide(reports: list[Report],
     return "\n".join(out) + "\n"
 
 
-def _request_lines(path: Path) -> dict[tuple[str, int], int]:
-    """(probe, seq) -> the line of a report's journal recording that request."""
+def _request_lines(path: Path, folder: Path) -> dict[tuple[str, int], int]:
+    """(probe, seq) -> the line of a report's journal recording that request; lines that
+    are not request records (a write cut short) are passed over."""
     found: dict[tuple[str, int], int] = {}
-    if not path.is_file():
+    if not path.exists() and not path.is_symlink():
         return found
-    for number, line in enumerate(read_journal_lines(path), 1):
-        record = json.loads(line)
-        if record.get("type") == "request":
+    for number, line in enumerate(read_journal_lines(path, within=folder), 1):
+        try:
+            record = loads(line, f"{path}: line {number}")
+        except ValueError:
+            continue
+        if isinstance(record, dict) and record.get("type") == "request" \
+                and isinstance(record.get("seq") or 0, int):
             found[(str(record.get("probe")), int(record.get("seq") or 0))] = number
     return found
 
 
 def write_guide(directory: Path) -> Path:
     reports = list(load_folder(directory, require_reports=False).reports.values())
-    lines = {r["report"]: _request_lines(directory / r["journal"]) for r in reports}
+    lines = {r["report"]: _request_lines(journal_path(directory, r), directory)
+             for r in reports}
     return write_text(directory / "EVIDENCE.md",
                       render_guide(reports, lines, load_counterfactuals(directory)))

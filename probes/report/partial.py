@@ -12,11 +12,13 @@ from pathlib import Path
 from typing import Any
 
 from probes.core.probe import ReportSpec
+from probes.core.safe_read import ReadRefused, loads, read_json
 from probes.report.build import TRUST_CHECK, report_status
 from probes.report.format import (
     TIMING_SUFFIX,
     Report,
     ReportError,
+    journal_path,
     load_report,
     read_journal_lines,
 )
@@ -43,12 +45,16 @@ def merge_into_earlier(new: Report, journal: list[str], timing: dict[str, Any],
     or None when there is none to merge into (another binary, unreadable, none yet)."""
     path = folder / f"{full.name}.json"
     try:
-        old = load_report(path)
-        old_journal = read_journal_lines(folder / old["journal"])
+        old = load_report(path, within=folder)
+        old_journal = read_journal_lines(journal_path(folder, old), within=folder)
+        if not all(isinstance(loads(line, str(path)), dict) for line in old_journal):
+            return None
         timing_path = folder / f"{full.name}{TIMING_SUFFIX}"
-        old_timing = json.loads(timing_path.read_text()) if timing_path.is_file() \
+        old_timing = read_json(timing_path, within=folder) if timing_path.is_file() \
             else {"probes": {}}
-    except (ReportError, OSError, ValueError):
+        if not isinstance(old_timing, dict):
+            return None
+    except (ReportError, OSError, ValueError, ReadRefused):  # a hostile one is not merged into
         return None
     if old["client"] != new["client"] or old["schema_version"] != new["schema_version"]:
         return None

@@ -13,8 +13,15 @@ import json
 from pathlib import Path
 from typing import Any
 
+from probes.core.safe_read import loads, read_json
 from probes.report.counterfactuals import claim_counterfactuals
-from probes.report.format import TIMING_SUFFIX, CheckEntry, Report, read_journal_lines
+from probes.report.format import (
+    TIMING_SUFFIX,
+    CheckEntry,
+    Report,
+    journal_path,
+    read_journal_lines,
+)
 
 __all__ = ["TEXT_LIMIT", "Requests", "ToolIds", "journal_requests", "pretty", "probe_view",
            "timing_of"]
@@ -129,13 +136,13 @@ Requests = dict[tuple[str, Any], tuple[int, dict[str, Any]]]
 
 def journal_requests(directory: Path, report: Report) -> tuple[Requests, str]:
     """The journal's requests by (probe, seq), each with its 1-based line; or why there are none."""
-    path = directory / report["journal"]
-    if not path.exists():
+    path = journal_path(directory, report)
+    if not path.exists() and not path.is_symlink():
         return {}, f"{report['journal']} is not in this folder"
     found: Requests = {}
-    for number, line in enumerate(read_journal_lines(path), start=1):
+    for number, line in enumerate(read_journal_lines(path, within=directory), start=1):
         try:
-            record = json.loads(line)
+            record = loads(line, f"{path}: line {number}")
         except ValueError:
             continue
         if isinstance(record, dict) and record.get("type") == "request":
@@ -146,10 +153,10 @@ def journal_requests(directory: Path, report: Report) -> tuple[Requests, str]:
 def timing_of(directory: Path, report: Report) -> dict[str, Any] | None:
     name = report.get("timing") or f"{report['report']}{TIMING_SUFFIX}"
     path = directory / name
-    if not path.exists():
+    if not path.exists() and not path.is_symlink():
         return None
     try:
-        data = json.loads(path.read_text())
+        data = read_json(path, within=directory)
     except ValueError:
         return None
     return data if isinstance(data, dict) else None

@@ -10,6 +10,7 @@ editors and other tools. ``validate_path`` checks a file, or every file in a fol
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cache
@@ -17,12 +18,19 @@ from pathlib import Path
 from typing import Annotated, Any, Literal, NotRequired
 
 import jsonschema
-import yaml
 from pydantic import Field, TypeAdapter
 from typing_extensions import TypedDict
 
 from mockapi.records import JournalNote, RequestRecord, ResponseEndRecord
-from mockapi.scenario import Scenario
+from mockapi.scenario import Scenario, ScenarioError
+from probes.core.safe_read import (
+    ReadRefused,
+    confined,
+    loads,
+    read_bytes,
+    read_journal,
+    read_yaml,
+)
 from probes.report.format import FingerprintFile, Report
 from probes.report.normalise import JOURNAL_VOLATILE, REPORT_JOURNAL_OMITTED
 
@@ -231,7 +239,7 @@ class Problem:
 
 def kind_of(path: Path, data: Any) -> str | None:
     """What a decoded file is, from its name and its fields; None if not a loopprobe file."""
-    name = path.name
+    name = path.name.removesuffix(".gz")
     if name.endswith(".journal.jsonl"):
         return "report-journal-line"
     if name.endswith(".jsonl"):
@@ -264,21 +272,37 @@ def _check(path: Path, kind: str, data: Any, where: str = "") -> Iterator[Proble
                       f"{error.message[:300]} (expected by the {kind} schema)")
 
 
+_SUFFIXES = (".json", ".jsonl", ".jsonl.gz", ".yaml", ".yml")
+
+
 def _files(target: Path) -> list[Path]:
-    if target.is_dir():
-        return sorted(p for p in target.rglob("*") if p.is_file() and (
-            p.name.endswith((".json", ".jsonl", ".yaml", ".yml"))))
-    return [target]
+    """The files of ``target`` a loopprobe file may be in. A folder is walked without
+    following symlinked folders (their files are already in it, or are outside it: then the
+    link is refused); files are checked as they are read (``probes.core.safe_read``)."""
+    if not target.is_dir():
+        return [target]
+    root, found = target.resolve(), []
+    for folder, dirs, names in os.walk(target):  # a symlinked folder is listed, not entered
+        for name in dirs:
+            link = Path(folder) / name
+            if link.is_symlink() and not link.resolve().is_relative_to(root):
+                raise ReadRefused(f"{link}: a symlink to {link.resolve()}, outside the folder "
+                                  f"{target} being read: refused")
+        found += [Path(folder) / name for name in names if name.endswith(_SUFFIXES)]
+    return sorted(found)
 
 
 def validate_path(target: Path) -> tuple[int, list[Problem]]:
     """Every loopprobe file at ``target`` (a file, or a folder searched recursively) against
-    its schema: how many files were checked, and every problem found."""
-    if not target.exists():
+    its schema: how many files were checked, and every problem found. A file that must not
+    be read (a pipe, a symlink out of the folder, too large, too deep, a gzip or YAML bomb)
+    is refused: ``ReadRefused``."""
+    if not target.exists() and not target.is_symlink():
         return 0, [Problem(target, "(file)", "no such file or folder")]
+    within = target if target.is_dir() else None
     checked, problems = 0, []
     for path in _files(target):
-        found = list(_validate_file(path, explicit=path == target))
+        found = list(_validate_file(path, explicit=path == target, within=within))
         if found and found[0].message == "skipped":
             continue
         checked += 1
@@ -286,23 +310,28 @@ def validate_path(target: Path) -> tuple[int, list[Problem]]:
     return checked, problems
 
 
-def _validate_file(path: Path, *, explicit: bool) -> Iterator[Problem]:
-    text = path.read_text(errors="replace")
-    if path.name.endswith(".jsonl"):
+def _validate_file(path: Path, *, explicit: bool, within: Path | None) -> Iterator[Problem]:
+    if path.name.endswith((".jsonl", ".jsonl.gz")):
         kind = kind_of(path, None) or "journal-line"
+        text = read_journal(path, within=within).decode(errors="replace")
         for number, line in enumerate(text.splitlines(), 1):
             try:
-                record = json.loads(line)
+                record = loads(line, f"{path}: line {number}")
             except ValueError as error:
                 yield Problem(path, f"line {number}", f"not JSON: {error}")
                 continue
             yield from _check(path, kind, record, f"line {number} ")
         return
     try:
-        data = yaml.safe_load(text) if path.suffix in (".yaml", ".yml") else json.loads(text)
-    except (ValueError, yaml.YAMLError) as error:
-        yield Problem(path, "(file)", f"not {'YAML' if path.suffix != '.json' else 'JSON'}: "
-                                      f"{error}")
+        if path.suffix in (".yaml", ".yml"):
+            data = read_yaml(path, within=within)
+        else:
+            data = loads(read_bytes(path, within=within), str(path))
+    except ScenarioError as error:
+        yield Problem(path, "(file)", f"not YAML: {'; '.join(error.problems)}")
+        return
+    except ValueError as error:
+        yield Problem(path, "(file)", f"not JSON: {error}")
         return
     found = kind_of(path, data)
     if found is None:
@@ -312,4 +341,8 @@ def _validate_file(path: Path, *, explicit: bool) -> Iterator[Problem]:
         else:
             yield Problem(path, "(file)", "skipped")
         return
+    if found == "report":  # the files a report names are beside it, as its readers require
+        for field in ("journal", "timing"):
+            if field in data:
+                confined(path.parent, data[field], path, field)
     yield from _check(path, found, data)

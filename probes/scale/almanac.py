@@ -9,7 +9,6 @@ kind are ordered by number, each kind on its own line.
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Sequence
 from pathlib import Path
@@ -17,6 +16,7 @@ from typing import Any
 
 from packaging.version import Version
 
+from probes.core.safe_read import read_json
 from probes.core.verdicts import claim_change
 from probes.scale.bisect import order_versions, transition_kind
 
@@ -27,7 +27,7 @@ def load_bisects(folder: Path) -> list[dict[str, Any]]:
     """Every bisect result in ``folder`` (``bisect-*.json`` or ``<claim>.json``), with its path."""
     found = []
     for path in sorted(folder.glob("*.json")):
-        data = json.loads(path.read_text())
+        data = read_json(path, within=folder)
         if isinstance(data, dict) and "first_changed" in data and "claims" in data:
             found.append({**data, "path": str(path), "transition": bisect_transition(data)})
     return found
