@@ -117,7 +117,7 @@ def test_what_is_not_a_loopprobe_file_is_said_so(tmp_path: Path) -> None:
     assert validate_path(tmp_path) == (0, [])  # a folder skips what it does not know
 
 
-def test_the_cli_exits_1_with_the_problems(tmp_path: Path,
+def test_the_cli_exits_2_with_the_problems(tmp_path: Path,
                                           capsys: pytest.CaptureFixture[str]) -> None:
     path = _broken_copy(tmp_path, "fingerprint.json")
     assert cli.main(["validate", str(path)]) == 0
@@ -125,5 +125,6 @@ def test_the_cli_exits_1_with_the_problems(tmp_path: Path,
     data["kind"] = "fingerprint"
     data["schema_version"] = "one"
     path.write_text(json.dumps(data))
-    assert cli.main(["validate", str(path)]) == 1
+    assert cli.main(["validate", str(path)]) == 2  # bad input, never 1 (a regression)
+    assert cli.main(["validate", str(tmp_path / "absent.json")]) == 2
     assert f"{path}: at /schema_version: 'one' is not of type 'integer'" in capsys.readouterr().out
