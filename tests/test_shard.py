@@ -70,3 +70,13 @@ def test_fingerprints_merge_as_sets_and_counts() -> None:
 def test_merge_input_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert cli.main(["merge", str(tmp_path / "nope"), "--out", str(tmp_path / "m")]) == 2
     assert "expected a folder written by matrix --shard" in capsys.readouterr().err
+
+
+def test_a_slice_given_twice_is_refused_not_counted_twice() -> None:
+    from probes.scale.shard import SHARD_KEY
+    part = {"schema_version": 1, "kind": "fingerprint", "fingerprint": {"requests": {"main": 3}},
+            SHARD_KEY: {"index": 1, "count": 2, "first_report": 0}}
+    other = {**part, SHARD_KEY: {"index": 2, "count": 2, "first_report": 1}}
+    assert merge_fingerprints([part, other])["fingerprint"] == {"requests": {"main": 6}}
+    with pytest.raises(ShardError, match="slice 1/2 given twice"):
+        merge_fingerprints([part, dict(part)])

@@ -62,6 +62,11 @@ def merge_fingerprints(parts: Sequence[dict[str, Any]]) -> dict[str, Any]:
     """One fingerprint file from shards' partial ones (each with its ``shard`` note)."""
     if not parts:
         raise ShardError("no fingerprints to merge")
+    notes = [p.get(SHARD_KEY) for p in parts]
+    repeated = next((n for i, n in enumerate(notes) if n is not None and n in notes[:i]), None)
+    if repeated is not None:  # its counts would be added twice
+        raise ShardError(f"slice {repeated.get('index')}/{repeated.get('count')} given twice: "
+                         "refused; expected each slice of the run once")
     ordered = sorted(parts, key=lambda p: p.get(SHARD_KEY, {}).get("first_report", 0))
     merged = {k: v for k, v in ordered[0].items() if k != SHARD_KEY}
     prints = [p["fingerprint"] for p in ordered]
