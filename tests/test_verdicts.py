@@ -190,6 +190,19 @@ def test_junit_counts_only_contradictions_as_failures(tmp_path: Path) -> None:
     assert '<skipped message="absent: this version lacks the feature' in xml
 
 
+def test_junit_holds_what_xml_cannot(tmp_path: Path) -> None:
+    """A reason quotes what the client printed: control characters and lone surrogates
+    are escaped, so the file still parses (ElementTree would write them as they are)."""
+    import xml.etree.ElementTree as ET
+    _, _, changed = _verdict(_write_probe("Write", GOOD_INPUT, expected_text="OTHER"), tmp_path)
+    hostile = dict(changed)
+    hostile["claims"] = [{**c, "reason": c["reason"] + " \x00\x1b[31m\x08 \ud800 \ufffe"}
+                         for c in changed["claims"]]
+    xml = junit_xml([hostile])  # type: ignore[list-item]
+    failure = ET.fromstring(xml).find(".//failure")
+    assert failure is not None and "\\u0000\\u001b[31m\\u0008 \\ud800 \\ufffe" in failure.get("message", "")
+
+
 # ---- the rule itself ----------------------------------------------------------------------------
 
 def _entry(check_id: str, status: str, claim: str | None = CLAIM, **more: Any) -> dict[str, Any]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -10,6 +11,15 @@ from probes.core.verdicts import AGAINST, LABELS, NOT_SHOWN
 from probes.report.format import Report
 
 __all__ = ["junit_xml", "write_junit"]
+
+
+# what XML 1.0 cannot hold (ElementTree writes it as is, and CI readers then refuse the whole
+# file): a reason quotes what the client printed, which may hold any character
+_NOT_XML = re.compile("[^\x09\x0a\x0d\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+
+
+def _xml(text: str) -> str:
+    return _NOT_XML.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
 def junit_xml(reports: list[Report]) -> bytes:
@@ -35,16 +45,17 @@ def junit_xml(reports: list[Report]) -> bytes:
         for claim in claims:
             case = ET.SubElement(suite, "testcase", classname=f"{report['report']}.{claim['probe']}",
                                  name=claim["id"])
-            detail = f"{claim['statement']}\n{claim['reason']}"
+            reason = _xml(claim["reason"])
+            detail = f"{claim['statement']}\n{reason}"
             if claim["status"] in AGAINST:
-                ET.SubElement(case, "failure", message=claim["reason"][:500],
+                ET.SubElement(case, "failure", message=reason[:500],
                               type=claim["status"]).text = detail
             elif claim["status"] == "error":
-                ET.SubElement(case, "error", message=claim["reason"][:500],
+                ET.SubElement(case, "error", message=reason[:500],
                               type="error").text = detail
             elif claim["status"] in NOT_SHOWN:
                 ET.SubElement(case, "skipped", message=f"{LABELS[claim['status']]}: "
-                              f"{claim['reason'][:480]}")
+                              f"{reason[:480]}")
     ET.indent(root)
     data: bytes = ET.tostring(root, encoding="utf-8", xml_declaration=True)
     return data + b"\n"
