@@ -39,7 +39,7 @@ from mockapi.admin import ADMIN_PREFIX, admin_routes
 from mockapi.events import PreparedError, PreparedRaw, error_body
 from mockapi.gate import AnyMethod, Guard, Unrecorded, unrecorded
 from mockapi.gate import json_response as _json
-from mockapi.journal import Journal, JournalError, redact_headers
+from mockapi.journal import Journal, JournalError, redact_headers, redact_query
 from mockapi.matching import RequestFacts, facts_from_body
 from mockapi.playing import (
     SSE_HEADERS,
@@ -155,7 +155,8 @@ class MockApp:
         record = request_record(
             seq=seq, run=self.run, time=arrival,
             elapsed=round(time.monotonic() - self.started, 6),
-            method=request.method, path=request.url.path, query=request.url.query,
+            method=request.method, path=request.url.path,
+            query=redact_query(request.url.query),
             headers=redact_headers(request.scope["headers"]),
             body_size=len(raw) if raw is not None else None,
             outcome=outcome, status=status, error=error, nearest=nearest, routing=routing,

@@ -20,7 +20,7 @@ from starlette.requests import ClientDisconnect, Request
 from starlette.types import Receive, Scope, Send
 
 from mockapi.events import error_body
-from mockapi.journal import Journal, redact_headers
+from mockapi.journal import Journal, redact_headers, redact_query
 from mockapi.matching import facts_from_body
 from mockapi.records import (
     END_CLIENT_DISCONNECTED,
@@ -228,7 +228,7 @@ class Recorder:
     def _journal_request(self, scope: Scope, seq: int, arrival: float, raw: bytes | None,
                          outcome: Outcome, status: int | None, *, error: str | None = None,
                          routing: Routing | None = None) -> None:
-        query = scope.get("query_string", b"").decode("latin-1")
+        query = redact_query(scope.get("query_string", b"").decode("latin-1"))
         record = request_record(
             seq=seq, run=self.run, time=arrival,
             elapsed=round(time.monotonic() - self.started, 6), method=scope["method"],
