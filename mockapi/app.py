@@ -56,6 +56,7 @@ from mockapi.records import (
     END_SERVER_SHUTDOWN,
     OUTCOME_CLIENT_DISCONNECTED,
     OUTCOME_HELLO,
+    OUTCOME_INVALID_REQUEST,
     OUTCOME_MOCK_ERROR,
     OUTCOME_MODELS,
     OUTCOME_NO_RULE,
@@ -64,7 +65,6 @@ from mockapi.records import (
     OUTCOME_REFUSED,
     OUTCOME_REPLIED,
     OUTCOME_TIMEOUT,
-    OUTCOME_TOO_LARGE,
     EndReason,
     NearestRule,
     Outcome,
@@ -72,6 +72,7 @@ from mockapi.records import (
     request_record,
     response_end_record,
     spliced_fields,
+    transport_outcome,
 )
 from mockapi.requests import MAX_BODY_BYTES, BadRequest, is_json, parse_body, read_body
 from mockapi.scenario import Scenario
@@ -149,13 +150,15 @@ class MockApp:
                 body_is_json: bool, outcome: Outcome, status: int | None, *,
                 error: str | None = None, nearest: list[NearestRule] | None = None,
                 routing: Routing | None = None, reply: bytes | None = None,
-                decision: Decision | None = None, thread: dict[str, Any] | None = None) -> None:
+                decision: Decision | None = None, thread: dict[str, Any] | None = None,
+                path: str | None = None) -> None:
         """Journal a request before its reply starts; ``Unrecorded`` if the journal cannot
-        take the line (``decision`` is then taken back: nothing of the script was used)."""
+        take the line (``decision`` is then taken back: nothing of the script was used).
+        ``path``: the path as decoded (default: as ``request.url`` shows it)."""
         record = request_record(
             seq=seq, run=self.run, time=arrival,
             elapsed=round(time.monotonic() - self.started, 6),
-            method=request.method, path=request.url.path,
+            method=request.method, path=request.url.path if path is None else path,
             query=redact_query(request.url.query),
             headers=redact_headers(request.scope["headers"]),
             body_size=len(raw) if raw is not None else None,
@@ -190,8 +193,7 @@ class MockApp:
         """Journal a request that the transport refused before any route saw it."""
         if path.startswith(ADMIN_PREFIX):
             return
-        outcome: Outcome = (OUTCOME_TIMEOUT if status == 408 else OUTCOME_OVER_LIMIT
-                            if status == 503 else OUTCOME_TOO_LARGE)
+        outcome = transport_outcome(status)
         record = request_record(
             seq=self.journal.next_seq(), run=self.run, time=time.time(),
             elapsed=round(time.monotonic() - self.started, 6), method=method, path=path,
@@ -400,19 +402,23 @@ class MockApp:
         return _json(error_body("not_found_error", message, request_id), 404,
                      {"request-id": request_id})
 
-    async def refuse(self, request: Request, why: str) -> Response:
-        """403 in the API's envelope; an API request is journaled (admin ones never are)."""
+    async def refuse(self, request: Request, why: str, status: int = 403) -> Response:
+        """403 (who may not be answered) or 400 (a path that is no path) in the API's
+        envelope; an API request is journaled (admin ones never are)."""
         request_id = "req_loopprobe_refused"
-        if not request.url.path.startswith(ADMIN_PREFIX):
+        outcome: Outcome = OUTCOME_REFUSED if status == 403 else OUTCOME_INVALID_REQUEST
+        error_type = "permission_error" if status == 403 else "invalid_request_error"
+        path: str = request.scope["path"]
+        if not path.startswith(ADMIN_PREFIX):
             seq = self.journal.next_seq()
             request_id = f"req_loopprobe_{seq:06d}"
             try:
-                self._record(request, seq, time.time(), None, False, OUTCOME_REFUSED, 403,
-                             error=why)
+                self._record(request, seq, time.time(), None, False, outcome, status,
+                             error=why, path=path)
             except Unrecorded:
                 pass  # refused all the same; the journal notes its failure once it can
-        return _json(error_body("permission_error", f"loopprobe mock: {why}", request_id),
-                     403, {"request-id": request_id})
+        return _json(error_body(error_type, f"loopprobe mock: {why}", request_id),
+                     status, {"request-id": request_id})
 
     async def _record_simple(self, request: Request, outcome: Outcome, status: int) -> int:
         arrival = time.time()
