@@ -10,8 +10,11 @@ played from its plan (``plan``) by ``playing``; the gate in front of every route
 ``admin``. Deliberate divergences from the real API:
 
 - ``x-api-key``/``authorization`` must be present but any value is accepted.
-- ids are deterministic (``msg_loopprobe_<seq>``, ``req_loopprobe_<seq>``) and
-  token counts come from the script, not from a tokenizer.
+- request ids are deterministic (``req_loopprobe_<seq>``); message ids are
+  ``msg_loopprobe_<seq>_<24 random hex>`` (unguessable: a message thread is continued by
+  its reply's id), or ``msg_loopprobe_<seq>`` with the scenario's ``message_ids:
+  sequential`` (the harness's choice, for evidence that reproduces byte for byte); token
+  counts come from the script, not from a tokenizer.
 - ``GET /v1/models/{id}`` knows the scenario's ``models`` list only.
 - Anything under ``/_mock/`` is the mock's own admin surface and is not recorded.
 
@@ -77,7 +80,7 @@ from mockapi.records import (
 from mockapi.requests import MAX_BODY_BYTES, BadRequest, is_json, parse_body, read_body
 from mockapi.scenario import Scenario
 from mockapi.script import Decision, Script
-from mockapi.threads import PendingTurn, Threads
+from mockapi.threads import PendingTurn, Threads, message_id
 from mockapi.transport import BODY_TIMED_OUT
 from mockapi.validation import check
 
@@ -339,18 +342,18 @@ class MockApp:
             playing.end(END_CLIENT_DISCONNECTED)
             return Response(status_code=499)
         model = prepared.reply.model or facts.model or "claude-sonnet-4-5"
-        message_id = prepared.reply.id or f"msg_loopprobe_{seq:06d}"
+        reply_id = prepared.reply.id or message_id(seq, self.script.scenario.message_ids)
         if turn is not None:
             reply = prepared.reply
             if reply.expire_thread:
                 turn.expire()
             elif not (facts.stream and (reply.disconnect or reply.truncate or reply.stream_error)):
-                turn.keep(message_id, list(prepared.content))
+                turn.keep(reply_id, list(prepared.content))
         headers = {"request-id": request_id, **prepared.reply.headers}
         if not facts.stream:
-            return _json(prepared.json_body(message_id, model), 200, headers)
+            return _json(prepared.json_body(reply_id, model), 200, headers)
         headers.update(SSE_HEADERS)
-        start = prepared.message_start(message_id, model)
+        start = prepared.message_start(reply_id, model)
         plan = prepared.plan
         if plan.whole is not None:
             tail, sends = plan.whole

@@ -32,6 +32,7 @@ and a reply with ``expire_thread: true`` is not kept (its continue gets the 404)
 
 from __future__ import annotations
 
+import secrets
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -41,11 +42,19 @@ from mockapi.records import OUTCOME_INVALID_REQUEST, OUTCOME_THREAD_NOT_FOUND, O
 from mockapi.requests import BadRequest
 
 __all__ = ["CREATE_ONLY_FIELDS", "THREADS_BETA", "THREAD_IDLE_SECONDS", "PendingTurn", "ThreadRefused",
-           "Threads"]
+           "Threads", "message_id"]
 
 THREADS_BETA = "message-threads-2026-08-12"
 THREAD_IDLE_SECONDS = 300.0
 CREATE_ONLY_FIELDS = ("system", "tools")
+
+
+def message_id(seq: int, message_ids: str) -> str:
+    """The id of the mock's reply to request ``seq`` (a scenario's ``message_ids``): a
+    thread is continued by it, so by default it cannot be guessed."""
+    if message_ids == "sequential":
+        return f"msg_loopprobe_{seq:06d}"
+    return f"msg_loopprobe_{seq:06d}_{secrets.token_hex(12)}"
 
 
 class ThreadRefused(BadRequest):
