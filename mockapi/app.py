@@ -216,13 +216,14 @@ class MockApp:
         raw: bytes | None = None
         parsed_ok = False
         turn: PendingTurn | None = None
+        self.threads.sweep()  # expired threads go on every request, not when looked up
         try:
             raw = await read_body(request, self.max_body_bytes)
             body = parse_body(raw, request.headers, request.url.path)
             parsed_ok = True
             if "thread" in body and request.url.path == "/v1/messages":
                 # from here on the whole conversation: the journal keeps ``raw`` as sent
-                body, turn = self.threads.open(body, request.headers, seq)
+                body, turn = self.threads.open(body, request.headers, seq, len(raw))
             check(body, request.headers, request.url.path,
                   lenient=self.lenient or self.script.scenario.validation == "lenient")
             facts = facts_from_body(request.url.path, body, request.headers)

@@ -691,6 +691,9 @@ def test_admin_state(make_mock: MakeMock) -> None:
         "scenario": "st", "run": 1, "open_streams": 0, "journal": str(mock.journal_path),
         "context": {"workspace": "/w"}, "journal_problem": None, "journal_failed_writes": 0,
         "journal_last_failure": None, "threads": [],
+        "thread_store": {"threads": 0, "bytes": 0, "max_threads": 1024,
+                         "max_bytes": 64 * 1024 * 1024, "expired": 0, "evicted": 0,
+                         "not_kept": 0},
         "builtin_replies": {"total": 0, "by_reply": {}, "requests": []},
         "rules": [
             {"id": "a", "replies": 1, "served": 1, "repeat": "once", "spent": True},
