@@ -16,6 +16,11 @@ reply had already been sent (its ``response_end``) are kept and written first
 once the journal can be written again. Readers skip unreadable lines wherever
 they are, and report them.
 
+What is secret is never written: the writers pass every line's headers through
+``redact_headers`` (``x-api-key``, ``authorization``...) and its query string through
+``redact_query`` (``api_key=``, ``access_token=``...: ``is_secret_query_name``), which
+replace each value with ``[redacted]`` and leave every other byte as it came.
+
 Record types (``mockapi.records``): ``request`` (what arrived, its kind and
 turn, the rule and the scripted reply or the error), ``response_end`` (how
 the reply ended) and ``journal_note`` (what the journal itself noted). Reading

@@ -23,11 +23,11 @@ The scenario file is rewritten (atomically) after every exchange and once more w
 proxy stops, when exchanges still open are written as what arrived of them, cut off.
 Message threads (``thread`` in the body) are relayed and journaled but get no rule.
 
-Chosen where a proxy has to choose:
+Chosen where the docs are silent (a proxy's own choices):
 
 - the path is forwarded as it came on the wire, under the upstream's base path, or not at
   all: a target that could leave the base or be read two ways (a ``.``/``..`` segment, an
-  encoded ``.``, ``/`` or backslash, a backslash, a control character, a malformed escape)
+  encoded ``.``, ``/`` or backslash, a raw backslash, a control character, a malformed escape)
   is answered 400 ``invalid_request_error``, journaled, and never forwarded
   (``mockapi.targets``); a head that is not HTTP gets the same 400 from the transport;
 - secret-bearing query parameters (``api_key=``...) are forwarded, like the key headers,
