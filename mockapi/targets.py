@@ -8,14 +8,15 @@ upstream's host, with the client's key. ``forwarded_url`` refuses (``UnsafeTarge
 target the upstream or a server in front of it could read as another path than the one
 journaled: one not starting with ``/``, a dot segment (``.``, ``..``), an encoded ``.``,
 ``/`` or ``\\``, a backslash, a control character raw or encoded, a malformed percent
-escape, or a byte RFC 3986 does not allow in a path (or, in the query, in a query). What
-passes is appended to the upstream's base path unchanged, and the URL built from it is
-checked once more to be on the upstream's origin, under its base.
+escape, or a byte RFC 3986 does not allow in a path (in the query: a byte outside
+printable ASCII, or ``#``). What passes is appended to the upstream's base path
+unchanged, and the URL built from it is checked once more to be on the upstream's
+origin, under its base.
 
-``check_upstream`` is the other end: the upstream's base URL, which every forwarded target
-stays under. ``control_character`` finds what neither the mock nor the recorder answers as a path: a
-C0 control or DEL in the decoded path (``%0d%0a`` arrives decoded); both answer it 400
-``invalid_request_error`` and journal it.
+``check_upstream`` is the other end: the upstream's base URL, which every forwarded
+target stays under. ``control_character`` finds what neither the mock nor the recorder
+answers as a path: a C0 control or DEL in the decoded path (``%0d%0a`` arrives decoded);
+both answer it 400 ``invalid_request_error`` and journal it.
 """
 
 from __future__ import annotations
@@ -28,10 +29,11 @@ __all__ = ["UnsafeTarget", "UpstreamError", "check_upstream", "control_character
            "forwarded_url"]
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
-# RFC 3986 pchar (unreserved, sub-delims, ":" and "@") and "/" for a path; a query adds "?"
+# RFC 3986 pchar (unreserved, sub-delims, ":" and "@") and "/" for a path; a query cannot
+# leave the path, so it may hold any printable ASCII byte but "#" (httpx escapes the rest)
 _PATH_BYTES = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
                         b"-._~!$&'()*+,;=:@/%")
-_QUERY_BYTES = _PATH_BYTES | frozenset(b"?")
+_QUERY_BYTES = frozenset(range(0x21, 0x7F)) - frozenset(b"#")
 _ESCAPE = re.compile(rb"%([0-9A-Fa-f]{2})")
 _BAD_ESCAPE = re.compile(rb"%(?![0-9A-Fa-f]{2})")
 _REFUSED_ESCAPES = {0x2E: "an encoded '.' (%2E)", 0x2F: "an encoded '/' (%2F)",
@@ -74,7 +76,7 @@ def _problem(raw: bytes, allowed: frozenset[int], what: str) -> str | None:
     for position, byte in enumerate(raw):
         if byte not in allowed:
             shown = repr(chr(byte)) if 0x20 < byte < 0x7F else f"byte 0x{byte:02X}"
-            return f"{shown} at {position} of the {what} (RFC 3986 does not allow it there)"
+            return f"{shown} at {position} of the {what}"
     if _BAD_ESCAPE.search(raw):
         return f"a malformed percent escape in the {what}"
     if what == "path":
