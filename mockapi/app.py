@@ -17,6 +17,9 @@ played from its plan (``plan``) by ``playing``; the gate in front of every route
   counts come from the script, not from a tokenizer.
 - ``GET /v1/models/{id}`` knows the scenario's ``models`` list only.
 - Anything under ``/_mock/`` is the mock's own admin surface and is not recorded.
+- A path holding a control character (``%0d%0a``) or not starting with ``/``, and a head
+  that is not HTTP, are answered 400 ``invalid_request_error`` and journaled; a query's
+  secret-bearing parameters (``api_key=``...) are journaled ``[redacted]``.
 
 What the journal says is what happened: a request the journal cannot take (a full disk,
 its file deleted) is answered 500 and consumes nothing of the script; a stream over
