@@ -18,9 +18,9 @@ FIXED_TEXT = "loopprobe bench: the same fixed reply to every request."
 
 # Our mock's scenario: one ``repeat: always`` rule answering every request with FIXED_TEXT
 # (no ``ping``, so the stream has the seven events aimock sends). The floor replays the bytes
-# our mock gives with it.
+# our mock gives with it; sequential message ids keep their length from request to request.
 SCENARIO: dict[str, Any] = {
-    "name": "bench", "classifier": "plain",
+    "name": "bench", "classifier": "plain", "message_ids": "sequential",
     "rules": [{"id": "fixed", "repeat": "always",
                "reply": {"text": FIXED_TEXT, "ping": False}}],
 }

@@ -105,6 +105,7 @@ class _Admin:
             "journal": str(journal.path), "context": mock.context,
             "journal_problem": journal.problem(), "journal_failed_writes": journal.failed_writes,
             "journal_last_failure": journal.last_failure, "threads": mock.threads.state(),
+            "thread_store": mock.threads.store_state(),
             "builtin_replies": mock.script.builtin_state(),
         }))
 

@@ -10,10 +10,16 @@ played from its plan (``plan``) by ``playing``; the gate in front of every route
 ``admin``. Deliberate divergences from the real API:
 
 - ``x-api-key``/``authorization`` must be present but any value is accepted.
-- ids are deterministic (``msg_loopprobe_<seq>``, ``req_loopprobe_<seq>``) and
-  token counts come from the script, not from a tokenizer.
+- request ids are deterministic (``req_loopprobe_<seq>``); message ids are
+  ``msg_loopprobe_<seq>_<24 random hex>`` (unguessable: a message thread is continued by
+  its reply's id), or ``msg_loopprobe_<seq>`` with the scenario's ``message_ids:
+  sequential`` (the harness's choice, for evidence that reproduces byte for byte); token
+  counts come from the script, not from a tokenizer.
 - ``GET /v1/models/{id}`` knows the scenario's ``models`` list only.
 - Anything under ``/_mock/`` is the mock's own admin surface and is not recorded.
+- A path holding a control character (``%0d%0a``) or not starting with ``/``, and a head
+  that is not HTTP, are answered 400 ``invalid_request_error`` and journaled; a query's
+  secret-bearing parameters (``api_key=``...) are journaled ``[redacted]``.
 
 What the journal says is what happened: a request the journal cannot take (a full disk,
 its file deleted) is answered 500 and consumes nothing of the script; a stream over
@@ -39,7 +45,7 @@ from mockapi.admin import ADMIN_PREFIX, admin_routes
 from mockapi.events import PreparedError, PreparedRaw, error_body
 from mockapi.gate import AnyMethod, Guard, Unrecorded, unrecorded
 from mockapi.gate import json_response as _json
-from mockapi.journal import Journal, JournalError, redact_headers
+from mockapi.journal import Journal, JournalError, redact_headers, redact_query
 from mockapi.matching import RequestFacts, facts_from_body
 from mockapi.playing import (
     SSE_HEADERS,
@@ -56,6 +62,7 @@ from mockapi.records import (
     END_SERVER_SHUTDOWN,
     OUTCOME_CLIENT_DISCONNECTED,
     OUTCOME_HELLO,
+    OUTCOME_INVALID_REQUEST,
     OUTCOME_MOCK_ERROR,
     OUTCOME_MODELS,
     OUTCOME_NO_RULE,
@@ -64,7 +71,6 @@ from mockapi.records import (
     OUTCOME_REFUSED,
     OUTCOME_REPLIED,
     OUTCOME_TIMEOUT,
-    OUTCOME_TOO_LARGE,
     EndReason,
     NearestRule,
     Outcome,
@@ -72,11 +78,12 @@ from mockapi.records import (
     request_record,
     response_end_record,
     spliced_fields,
+    transport_outcome,
 )
 from mockapi.requests import MAX_BODY_BYTES, BadRequest, is_json, parse_body, read_body
 from mockapi.scenario import Scenario
 from mockapi.script import Decision, Script
-from mockapi.threads import PendingTurn, Threads
+from mockapi.threads import PendingTurn, Threads, message_id
 from mockapi.transport import BODY_TIMED_OUT
 from mockapi.validation import check
 
@@ -149,13 +156,16 @@ class MockApp:
                 body_is_json: bool, outcome: Outcome, status: int | None, *,
                 error: str | None = None, nearest: list[NearestRule] | None = None,
                 routing: Routing | None = None, reply: bytes | None = None,
-                decision: Decision | None = None, thread: dict[str, Any] | None = None) -> None:
+                decision: Decision | None = None, thread: dict[str, Any] | None = None,
+                path: str | None = None) -> None:
         """Journal a request before its reply starts; ``Unrecorded`` if the journal cannot
-        take the line (``decision`` is then taken back: nothing of the script was used)."""
+        take the line (``decision`` is then taken back: nothing of the script was used).
+        ``path``: the path as decoded (default: as ``request.url`` shows it)."""
         record = request_record(
             seq=seq, run=self.run, time=arrival,
             elapsed=round(time.monotonic() - self.started, 6),
-            method=request.method, path=request.url.path, query=request.url.query,
+            method=request.method, path=request.url.path if path is None else path,
+            query=redact_query(request.url.query),
             headers=redact_headers(request.scope["headers"]),
             body_size=len(raw) if raw is not None else None,
             outcome=outcome, status=status, error=error, nearest=nearest, routing=routing,
@@ -189,8 +199,7 @@ class MockApp:
         """Journal a request that the transport refused before any route saw it."""
         if path.startswith(ADMIN_PREFIX):
             return
-        outcome: Outcome = (OUTCOME_TIMEOUT if status == 408 else OUTCOME_OVER_LIMIT
-                            if status == 503 else OUTCOME_TOO_LARGE)
+        outcome = transport_outcome(status)
         record = request_record(
             seq=self.journal.next_seq(), run=self.run, time=time.time(),
             elapsed=round(time.monotonic() - self.started, 6), method=method, path=path,
@@ -210,13 +219,14 @@ class MockApp:
         raw: bytes | None = None
         parsed_ok = False
         turn: PendingTurn | None = None
+        self.threads.sweep()  # expired threads go on every request, not when looked up
         try:
             raw = await read_body(request, self.max_body_bytes)
             body = parse_body(raw, request.headers, request.url.path)
             parsed_ok = True
             if "thread" in body and request.url.path == "/v1/messages":
                 # from here on the whole conversation: the journal keeps ``raw`` as sent
-                body, turn = self.threads.open(body, request.headers, seq)
+                body, turn = self.threads.open(body, request.headers, seq, len(raw))
             check(body, request.headers, request.url.path,
                   lenient=self.lenient or self.script.scenario.validation == "lenient")
             facts = facts_from_body(request.url.path, body, request.headers)
@@ -336,18 +346,18 @@ class MockApp:
             playing.end(END_CLIENT_DISCONNECTED)
             return Response(status_code=499)
         model = prepared.reply.model or facts.model or "claude-sonnet-4-5"
-        message_id = prepared.reply.id or f"msg_loopprobe_{seq:06d}"
+        reply_id = prepared.reply.id or message_id(seq, self.script.scenario.message_ids)
         if turn is not None:
             reply = prepared.reply
             if reply.expire_thread:
                 turn.expire()
             elif not (facts.stream and (reply.disconnect or reply.truncate or reply.stream_error)):
-                turn.keep(message_id, list(prepared.content))
+                turn.keep(reply_id, list(prepared.content))
         headers = {"request-id": request_id, **prepared.reply.headers}
         if not facts.stream:
-            return _json(prepared.json_body(message_id, model), 200, headers)
+            return _json(prepared.json_body(reply_id, model), 200, headers)
         headers.update(SSE_HEADERS)
-        start = prepared.message_start(message_id, model)
+        start = prepared.message_start(reply_id, model)
         plan = prepared.plan
         if plan.whole is not None:
             tail, sends = plan.whole
@@ -399,19 +409,23 @@ class MockApp:
         return _json(error_body("not_found_error", message, request_id), 404,
                      {"request-id": request_id})
 
-    async def refuse(self, request: Request, why: str) -> Response:
-        """403 in the API's envelope; an API request is journaled (admin ones never are)."""
+    async def refuse(self, request: Request, why: str, status: int = 403) -> Response:
+        """403 (who may not be answered) or 400 (a path that is no path) in the API's
+        envelope; an API request is journaled (admin ones never are)."""
         request_id = "req_loopprobe_refused"
-        if not request.url.path.startswith(ADMIN_PREFIX):
+        outcome: Outcome = OUTCOME_REFUSED if status == 403 else OUTCOME_INVALID_REQUEST
+        error_type = "permission_error" if status == 403 else "invalid_request_error"
+        path: str = request.scope["path"]
+        if not path.startswith(ADMIN_PREFIX):
             seq = self.journal.next_seq()
             request_id = f"req_loopprobe_{seq:06d}"
             try:
-                self._record(request, seq, time.time(), None, False, OUTCOME_REFUSED, 403,
-                             error=why)
+                self._record(request, seq, time.time(), None, False, outcome, status,
+                             error=why, path=path)
             except Unrecorded:
                 pass  # refused all the same; the journal notes its failure once it can
-        return _json(error_body("permission_error", f"loopprobe mock: {why}", request_id),
-                     403, {"request-id": request_id})
+        return _json(error_body(error_type, f"loopprobe mock: {why}", request_id),
+                     status, {"request-id": request_id})
 
     async def _record_simple(self, request: Request, outcome: Outcome, status: int) -> int:
         arrival = time.time()

@@ -2,10 +2,11 @@
 the journal could not take.
 
 ``Guard`` refuses, on every route, a request from a web page (``Origin``) or to a ``Host``
-that is not the mock's own (DNS rebinding), and sends the hot route straight to its
-endpoint; ``Unrecorded`` is raised when the journal cannot take a request's line, and
-``unrecorded`` answers it 500 with nothing of the script used. The stream limit
-(``max_streams``) is ``MockApp``'s, which holds the count.
+that is not the mock's own (DNS rebinding) with 403, and a path holding a control
+character (``%0d%0a``) or not starting with ``/`` with 400, each journaled, and sends
+the hot route straight to its endpoint; ``Unrecorded`` is raised when the journal
+cannot take a request's line, and ``unrecorded`` answers it 500 with nothing of the
+script used. The stream limit (``max_streams``) is ``MockApp``'s, which holds the count.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from starlette.types import Receive, Scope
 from starlette.types import Send as ASGISend
 
 from mockapi.events import error_body
+from mockapi.targets import control_character
 
 __all__ = ["AnyMethod", "Guard", "Unrecorded", "json_response", "unrecorded"]
 
@@ -64,7 +66,7 @@ class Guard:
     journaled by ``refused`` (nothing is read of the body, no scripted reply is used)."""
 
     def __init__(self, app: Starlette, allowed_hosts: Collection[str] | None,
-                 refused: Callable[[Request, str], Awaitable[Response]],
+                 refused: Callable[[Request, str, int], Awaitable[Response]],
                  messages: Callable[[Request], Awaitable[Response]]):
         self.app = app
         self.messages = messages
@@ -87,8 +89,16 @@ class Guard:
                     f"expected Host to be the mock's own address "
                     f"({', '.join(sorted(h.decode() for h in self.allowed))}), found "
                     f"{host.decode('latin-1')[:100] or 'none'}")
+            status = 403
+            if not why:  # Starlette's router would answer these 404 in plain text, unjournaled
+                path = scope["path"]
+                if control := control_character(path):
+                    why, status = (f"the path holds a control character ({control}): "
+                                   "expected printable characters only"), 400
+                elif not path.startswith("/"):
+                    why, status = f"expected a path starting with '/', got {path[:100]!r}", 400
             if why:
-                response = await self.refused(Request(scope, receive), why)
+                response = await self.refused(Request(scope, receive), why, status)
                 await response(scope, receive, send)
                 return
             if scope["path"] == "/v1/messages" and scope["method"] == "POST":

@@ -16,6 +16,11 @@ reply had already been sent (its ``response_end``) are kept and written first
 once the journal can be written again. Readers skip unreadable lines wherever
 they are, and report them.
 
+What is secret is never written: the writers pass every line's headers through
+``redact_headers`` (``x-api-key``, ``authorization``...) and its query string through
+``redact_query`` (``api_key=``, ``access_token=``...: ``is_secret_query_name``), which
+replace each value with ``[redacted]`` and leave every other byte as it came.
+
 Record types (``mockapi.records``): ``request`` (what arrived, its kind and
 turn, the rule and the scripted reply or the error), ``response_end`` (how
 the reply ended) and ``journal_note`` (what the journal itself noted). Reading
@@ -35,6 +40,7 @@ from bisect import bisect_right
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote_plus
 
 import orjson
 
@@ -48,12 +54,18 @@ from mockapi.journal_read import (
 
 __all__ = ["REDACTED", "SECRET_HEADERS", "Journal", "JournalContents", "JournalError",
            "JournalInUse", "JournalUnavailable", "JournalWriteFailed", "TornLine",
-           "read_journal", "redact_headers"]
+           "is_secret_query_name", "read_journal", "redact_headers", "redact_query"]
 
 REDACTED = "[redacted]"
 SECRET_HEADERS = frozenset({"x-api-key", "authorization", "proxy-authorization", "cookie",
                             "x-loopprobe-admin-token"})
 _MAX_PENDING_LINES = 10_000  # response_end lines kept while the journal cannot be written
+# query parameters whose value is a credential: these names, and any name ending in one of
+# the suffixes (after lower-casing and reading "-" as "_": X-Api-Key is x_api_key)
+_SECRET_QUERY_NAMES = frozenset({"key", "apikey", "token", "secret", "password", "passwd",
+                                 "auth", "authorization", "sig", "signature", "credential",
+                                 "credentials", "session", "cookie"})
+_SECRET_QUERY_SUFFIXES = ("_key", "_token", "_secret", "_password", "_signature", "_auth")
 
 
 def redact_headers(raw: Iterable[tuple[bytes, bytes]]) -> dict[str, str]:
@@ -63,6 +75,26 @@ def redact_headers(raw: Iterable[tuple[bytes, bytes]]) -> dict[str, str]:
         value = REDACTED if name in SECRET_HEADERS else value_b.decode("latin-1")
         headers[name] = f"{headers[name]}, {value}" if name in headers else value
     return headers
+
+
+def is_secret_query_name(name: str) -> bool:
+    """Whether a query parameter of this (percent-decoded) name carries a credential."""
+    folded = name.strip().lower().replace("-", "_")
+    return folded in _SECRET_QUERY_NAMES or folded.endswith(_SECRET_QUERY_SUFFIXES)
+
+
+def redact_query(query: str) -> str:
+    """The query string with the value of each secret-bearing parameter (``api_key=``,
+    ``access_token=``...; ``is_secret_query_name``) replaced by ``[redacted]``; every other
+    byte as it came (``beta=true`` stays ``beta=true``)."""
+    if not query:
+        return query
+    parts = query.split("&")
+    for index, part in enumerate(parts):
+        name, equals, _ = part.partition("=")
+        if equals and is_secret_query_name(unquote_plus(name, errors="replace")):
+            parts[index] = f"{name}={REDACTED}"
+    return "&".join(parts)
 
 
 class JournalError(RuntimeError):

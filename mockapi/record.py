@@ -6,7 +6,7 @@ answer is relayed as it arrives: a stream event by event, a JSON body, an error 
 status. What passed is written twice:
 
 - the **journal**, in the mock's own format and by its own writer (``Journal``: secret
-  headers redacted, one line per request as soon as the upstream's status is known, a
+  headers and query parameters redacted, one line per request as soon as the upstream's status is known, a
   ``response_end`` line when a stream is over);
 - a **scenario** the mock loads: one rule per ``POST /v1/messages`` exchange, matched on
   what the mock itself computes for the request (``kind``, ``turn``, ``attempt``, by the
@@ -22,6 +22,23 @@ status. What passed is written twice:
 The scenario file is rewritten (atomically) after every exchange and once more when the
 proxy stops, when exchanges still open are written as what arrived of them, cut off.
 Message threads (``thread`` in the body) are relayed and journaled but get no rule.
+
+Chosen where the docs are silent (a proxy's own choices):
+
+- the path is forwarded as it came on the wire, under the upstream's base path, or not at
+  all: a target that could leave the base or be read two ways (a ``.``/``..`` segment, an
+  encoded ``.``, ``/`` or backslash, a raw backslash, a control character, a malformed escape)
+  is answered 400 ``invalid_request_error``, journaled, and never forwarded
+  (``mockapi.targets``); a head that is not HTTP gets the same 400 from the transport;
+- secret-bearing query parameters (``api_key=``...) are forwarded, like the key headers,
+  and journaled ``[redacted]``;
+- the client gets every byte of the upstream's body; a rule keeps at most
+  ``max_recorded_bytes`` of it (4 MiB) and replays cut off there, and the scenario's
+  ``description`` says which rule kept how much of how many bytes;
+- when the client leaves, the upstream's response is closed at once (its body is not
+  read on for nobody): the rule is what arrived, cut off, and a client that leaves before
+  the upstream answered is journaled ``client_disconnected``;
+- rules are made and the scenario written on a worker thread, never on the event loop.
 
 Here: the recorder on a socket (``RecordingProxy``) and ``loopprobe record``. The proxy
 as an ASGI app is ``mockapi.recorder``'s (``Recorder``, ``check_upstream``), the reply
@@ -85,7 +102,8 @@ class RecordingProxy:
         self.recorder = Recorder(upstream, scenario_path, journal_path, classifier=classifier,
                                  fsync=fsync, allowed_hosts=own_hosts(self.url))
         self.journal = self.recorder.journal
-        self._server = _StopQuietly(_uvicorn_config(self.recorder))
+        self._server = _StopQuietly(_uvicorn_config(
+            self.recorder, on_refused=self.recorder.refused_by_transport))
         self._runner = ServerThread(self._server, self._socket, f"record:{self.url}",
                                     "the recorder")
         self._closed = False

@@ -1,32 +1,42 @@
 """The recorder as an ASGI app: each request forwarded to the upstream as it came, the
 answer relayed as it arrives, both journaled, and each Messages API exchange kept as a rule
 of the scenario it rewrites (``mockapi.record`` says what is written and serves it).
+
+A target that could leave the upstream's base path is refused 400 before anything is
+forwarded (``mockapi.targets``). The relay streams the upstream's body through and keeps
+at most ``max_recorded_bytes`` of it for the recording (the scenario's ``description``
+says what a rule left out); the rule is made and the scenario written off the event loop.
+When the client leaves, the upstream's response is closed at once: what arrived until
+then is the rule, cut off.
 """
 
 from __future__ import annotations
 
 import logging
-import os
-import tempfile
-import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
+import anyio
+import anyio.to_thread
 import httpx
-import yaml
 from starlette.requests import ClientDisconnect, Request
 from starlette.types import Receive, Scope, Send
 
 from mockapi.events import error_body
-from mockapi.journal import Journal, redact_headers
+from mockapi.journal import Journal, redact_headers, redact_query
 from mockapi.matching import facts_from_body
+from mockapi.recorded import RecordedScenario
 from mockapi.records import (
     END_CLIENT_DISCONNECTED,
     END_COMPLETE,
     END_DISCONNECTED_BY_SCRIPT,
+    MAX_WRITE_OFFSETS,
+    OUTCOME_CLIENT_DISCONNECTED,
     OUTCOME_HELLO,
+    OUTCOME_INVALID_REQUEST,
     OUTCOME_MOCK_ERROR,
     OUTCOME_MODELS,
     OUTCOME_NOT_FOUND,
@@ -38,15 +48,27 @@ from mockapi.records import (
     request_record,
     response_end_record,
     spliced_fields,
+    transport_outcome,
 )
 from mockapi.requests import MAX_BODY_BYTES, BadRequest, is_json, parse_body, read_body
-from mockapi.scenario import Scenario, parse_scenario
+from mockapi.scenario import Scenario
 from mockapi.script import Script
+from mockapi.targets import (
+    UnsafeTarget,
+    UpstreamError,
+    check_upstream,
+    control_character,
+    forwarded_url,
+)
 from mockapi.upstream_reply import reply_from_exchange
 
-__all__ = ["RECORDED_PATH", "Recorder", "UpstreamError", "check_upstream"]
+# UpstreamError and check_upstream (mockapi.targets) are re-exported: this module was their home
+__all__ = ["MAX_RECORDED_BYTES", "RECORDED_PATH", "Recorder", "UpstreamError",
+           "check_upstream"]
 
 RECORDED_PATH = "/v1/messages"  # the route whose exchanges become rules
+# of each upstream body, what the recording keeps (the client gets all of it)
+MAX_RECORDED_BYTES = 4 * 1024 * 1024
 # not forwarded: they describe this hop, not the request (httpx sets its own)
 _HOP_REQUEST = frozenset({"host", "content-length", "connection", "keep-alive", "te",
                           "trailer", "transfer-encoding", "upgrade", "proxy-authorization",
@@ -55,32 +77,6 @@ _HOP_REQUEST = frozenset({"host", "content-length", "connection", "keep-alive", 
 _HOP_RESPONSE = frozenset({"content-length", "content-encoding", "transfer-encoding",
                            "connection", "keep-alive"})
 _TIMEOUT = httpx.Timeout(connect=30.0, read=600.0, write=60.0, pool=30.0)
-
-
-class UpstreamError(ValueError):
-    """An --upstream that is not an http(s) URL."""
-
-
-def check_upstream(url: str) -> str:
-    """The upstream's base URL without a trailing slash; ``UpstreamError`` when it is not
-    an http(s) URL with a host."""
-    try:
-        parsed = httpx.URL(url)
-    except (httpx.InvalidURL, TypeError) as error:
-        raise UpstreamError(f"--upstream {url!r} is not a URL: {error}") from None
-    if parsed.scheme not in ("http", "https") or not parsed.host:
-        raise UpstreamError(f"--upstream {url!r}: expected an http:// or https:// URL with a "
-                            "host, e.g. https://api.anthropic.com")
-    if parsed.query or parsed.fragment:
-        raise UpstreamError(f"--upstream {url!r}: expected no query or fragment")
-    if parsed.userinfo:  # the URL is written into the scenario: credentials go in headers
-        raise UpstreamError("--upstream: expected no user or password in the URL (the "
-                            "client's own x-api-key or authorization header is passed on)")
-    return url.rstrip("/")
-
-
-
-# ---- the recorder ------------------------------------------------------------------------
 
 
 class _BrokenOff(Exception):
@@ -98,20 +94,43 @@ logging.getLogger("uvicorn.error").addFilter(_QuietBreaks())
 
 @dataclass
 class _Exchange:
+    """One forwarded request: what came back, and what of it the recording keeps."""
+
     seq: int
-    routing: Routing | None
+    routing: Routing | None  # None: not a recorded route, nothing of the body is kept
+    limit: int
     status: int = 0
     headers: httpx.Headers = field(default_factory=httpx.Headers)
-    chunks: list[bytes] = field(default_factory=list)
+    chunks: list[bytes] = field(default_factory=list)  # the first ``limit`` bytes
+    kept: int = 0
+    size: int = 0  # every byte relayed
+    writes: int = 0
+    offsets: list[float] = field(default_factory=list)  # at most MAX_WRITE_OFFSETS + 1
+    response: httpx.Response | None = None
+    unreachable: str | None = None  # the upstream could not be asked
+    broken: str | None = None  # the upstream broke its body off
+    complete: bool = False
+
+    def take(self, chunk: bytes, offset: float) -> None:
+        self.size += len(chunk)
+        self.writes += 1
+        if len(self.offsets) <= MAX_WRITE_OFFSETS:
+            self.offsets.append(offset)
+        if self.routing is not None and self.kept < self.limit:
+            part = chunk[:self.limit - self.kept]
+            self.chunks.append(part)
+            self.kept += len(part)
+
+    def cut(self, rule_id: str) -> str | None:
+        """What the recording left out of this body, or None."""
+        if self.size <= self.kept:
+            return None
+        return (f"{rule_id} keeps the first {self.kept} of the {self.size} bytes the upstream "
+                f"sent (max_recorded_bytes) and replays cut off there")
 
 
 def _rule_id(routing: Routing) -> str:
     return f"{routing['kind']}-turn{routing['turn']}-attempt{routing['attempt']}"
-
-
-class _NoAliases(yaml.SafeDumper):
-    def ignore_aliases(self, data: Any) -> bool:
-        return True
 
 
 def _outcome(path: str, status: int) -> Outcome:
@@ -124,18 +143,29 @@ def _outcome(path: str, status: int) -> Outcome:
     return OUTCOME_NOT_FOUND
 
 
+async def _until_disconnect(receive: Receive, scope: anyio.CancelScope,
+                            exchange: _Exchange) -> None:
+    """Cancel ``scope`` when the client leaves (its body was read: nothing else comes)."""
+    while (await receive())["type"] != "http.disconnect":
+        pass
+    if not exchange.complete:
+        scope.cancel()
+
+
 class Recorder:
     """The proxy as an ASGI app (``__call__``), its journal and the scenario it writes.
 
     ``classifier``: how request kinds are told apart (the scenario's, ``claude-code`` or
     ``plain``); ``allowed_hosts``: the ``Host`` values served (None: any); a request from
-    a web page (``Origin``) is always refused.
+    a web page (``Origin``) is always refused. ``max_recorded_bytes``: how much of each
+    upstream body a rule keeps (the client gets all of it).
     """
 
     def __init__(self, upstream: str, scenario_path: str | Path, journal_path: str | Path, *,
                  classifier: str = "claude-code", name: str = "recorded",
                  fsync: bool = False, allowed_hosts: set[str] | None = None,
-                 transport: httpx.AsyncBaseTransport | None = None):
+                 transport: httpx.AsyncBaseTransport | None = None,
+                 max_recorded_bytes: int = MAX_RECORDED_BYTES):
         self.upstream = check_upstream(upstream)
         self.scenario_path = Path(scenario_path)
         self.journal = Journal(journal_path, fsync=fsync)
@@ -144,55 +174,51 @@ class Recorder:
         self.script = Script(Scenario.model_validate({"classifier": classifier}))
         self.allowed_hosts = None if allowed_hosts is None else {h.lower() for h in allowed_hosts}
         self.transport = transport
+        self.max_recorded_bytes = max_recorded_bytes
         self.run = self.journal.last_run + 1
         self.started = time.monotonic()
-        self.rules: dict[int, dict[str, Any]] = {}  # by seq: a rule as data
+        self.recorded = RecordedScenario(self.scenario_path, name=name, upstream=self.upstream,
+                                         classifier=classifier)
         self.open: dict[int, _Exchange] = {}
-        self._lock = threading.Lock()
         self.write_scenario()
 
     # ---- the scenario ------------------------------------------------------------------
 
-    def scenario(self, *, with_open: bool = False) -> Scenario:
-        """What was recorded so far, as a validated scenario (``with_open``: exchanges
-        still open too, as what arrived of them, cut off)."""
-        rules = dict(self.rules)
+    @property
+    def rules(self) -> dict[int, str]:
+        """The rules kept so far, by seq (each as YAML)."""
+        return self.recorded.rules
+
+    def scenario(self) -> Scenario:
+        """What was recorded so far, as the mock loads it."""
+        return self.recorded.scenario()
+
+    def write_scenario(self, *, with_open: bool = False) -> Path:
+        """Write the scenario file whole (a temporary file renamed into place); with
+        ``with_open``, exchanges still open too, as what arrived of them, cut off."""
+        extra = {}
         if with_open:
             for seq, exchange in list(self.open.items()):
                 if exchange.routing is not None and exchange.status:
-                    rules[seq] = self._rule(exchange, complete=False)
-        data = {"name": self.name,
-                "description": f"recorded from {self.upstream} by loopprobe record",
-                "classifier": self.classifier, "validation": "lenient",
-                "rules": [rules[seq] for seq in sorted(rules)]}
-        return parse_scenario(data, str(self.scenario_path))
+                    extra[seq] = self.recorded.rule_text(seq, self._rule(exchange, False))
+        return self.recorded.write(extra)
 
-    def write_scenario(self, *, with_open: bool = False) -> Path:
-        """Write the scenario file whole (a temporary file renamed into place)."""
-        data = self.scenario(with_open=with_open).model_dump(mode="json", exclude_unset=True)
-        text = yaml.dump(data, Dumper=_NoAliases, sort_keys=False, allow_unicode=True,
-                         width=100)
-        with self._lock:
-            self.scenario_path.parent.mkdir(parents=True, exist_ok=True)
-            handle, temporary = tempfile.mkstemp(prefix=f".{self.scenario_path.name}.",
-                                                 dir=self.scenario_path.parent)
-            try:
-                with os.fdopen(handle, "w") as out:
-                    out.write(text)
-                os.replace(temporary, self.scenario_path)
-            except BaseException:
-                Path(temporary).unlink(missing_ok=True)
-                raise
-        return self.scenario_path
-
-    def _rule(self, exchange: _Exchange, *, complete: bool) -> dict[str, Any]:
+    def _rule(self, exchange: _Exchange, complete: bool) -> dict[str, Any]:
         routing = exchange.routing
         assert routing is not None
         return {"id": _rule_id(routing),
                 "match": {"kind": routing["kind"], "turn": routing["turn"],
                           "attempt": routing["attempt"]},
                 "reply": reply_from_exchange(exchange.status, exchange.headers,
-                                             exchange.chunks, complete)}
+                                             exchange.chunks,
+                                             complete and exchange.size == exchange.kept)}
+
+    def _keep(self, exchange: _Exchange, complete: bool) -> None:
+        """Add the exchange's rule (a Messages API exchange has one) and rewrite the file;
+        run off the event loop."""
+        if exchange.routing is not None:
+            self.recorded.keep(exchange.seq, self._rule(exchange, complete),
+                               exchange.cut(_rule_id(exchange.routing)))
 
     def close(self) -> None:
         """Write the scenario a last time (open exchanges as cut off) and close the journal."""
@@ -228,7 +254,7 @@ class Recorder:
     def _journal_request(self, scope: Scope, seq: int, arrival: float, raw: bytes | None,
                          outcome: Outcome, status: int | None, *, error: str | None = None,
                          routing: Routing | None = None) -> None:
-        query = scope.get("query_string", b"").decode("latin-1")
+        query = redact_query(scope.get("query_string", b"").decode("latin-1"))
         record = request_record(
             seq=seq, run=self.run, time=arrival,
             elapsed=round(time.monotonic() - self.started, 6), method=scope["method"],
@@ -247,6 +273,15 @@ class Recorder:
             self._journal_request(scope, seq, arrival, None, OUTCOME_REFUSED, 403, error=refusal)
             await _answer(send, 403, "permission_error", f"loopprobe record: {refusal}", seq)
             return
+        try:
+            url = self._target(scope)
+        except UnsafeTarget as unsafe:
+            why = (f"the request target is refused: {unsafe}; the recorder forwards a path "
+                   f"under {self.upstream} as it came, or nothing")
+            self._journal_request(scope, seq, arrival, None, OUTCOME_INVALID_REQUEST, 400,
+                                  error=why)
+            await _answer(send, 400, "invalid_request_error", f"loopprobe record: {why}", seq)
+            return
         request = Request(scope, receive)
         try:
             raw = await read_body(request, MAX_BODY_BYTES)
@@ -258,76 +293,106 @@ class Recorder:
         except ClientDisconnect:
             return
         routing = self._routing(scope["path"], scope["method"], raw, request.headers, seq)
-        exchange = _Exchange(seq, routing if scope["path"] == RECORDED_PATH else None)
-        query = scope.get("query_string", b"")
-        url = self.upstream + scope["path"] + ("?" + query.decode("latin-1") if query else "")
+        exchange = _Exchange(seq, routing if scope["path"] == RECORDED_PATH else None,
+                             self.max_recorded_bytes)
         forwarded = [(k, v) for k, v in scope["headers"]
                      if k.decode("latin-1").lower() not in _HOP_REQUEST]
         async with httpx.AsyncClient(timeout=_TIMEOUT, transport=self.transport,
                                      follow_redirects=False) as client:
+            upstream_request = client.build_request(scope["method"], url, headers=forwarded,
+                                                    content=raw)
             try:
-                response = await client.send(
-                    client.build_request(scope["method"], url, headers=forwarded, content=raw),
-                    stream=True)
-            except httpx.HTTPError as error:
-                why = f"the upstream {self.upstream} cannot be reached: {type(error).__name__}"
-                self._journal_request(scope, seq, arrival, raw, OUTCOME_MOCK_ERROR, 502,
-                                      error=why, routing=routing)
-                await _answer(send, 502, "api_error", f"loopprobe record: {why}", seq)
-                return
-            try:
-                await self._relay(scope, send, response, exchange, arrival, raw, routing)
+                async with anyio.create_task_group() as group:
+                    group.start_soon(_until_disconnect, receive, group.cancel_scope, exchange)
+                    await self._relay(client, upstream_request, scope, send, exchange, arrival,
+                                      raw, routing)
+                    group.cancel_scope.cancel()
             finally:
-                await response.aclose()
+                if exchange.response is not None:
+                    await exchange.response.aclose()  # at once when the client left
+            await self._end(scope, send, exchange, arrival, raw, routing)
 
-    async def _relay(self, scope: Scope, send: Send, response: httpx.Response,
-                     exchange: _Exchange, arrival: float, raw: bytes,
+    async def _relay(self, client: httpx.AsyncClient, upstream_request: httpx.Request,
+                     scope: Scope, send: Send, exchange: _Exchange, arrival: float, raw: bytes,
                      routing: Routing | None) -> None:
-        seq = exchange.seq
+        """Ask the upstream and relay its body as it comes; cancelled when the client leaves
+        (``_end`` then says what happened)."""
+        try:
+            response = await client.send(upstream_request, stream=True)
+        except httpx.HTTPError as error:
+            exchange.unreachable = type(error).__name__
+            return
+        exchange.response = response
         exchange.status, exchange.headers = response.status_code, response.headers
-        self._journal_request(scope, seq, arrival, raw,
+        self._journal_request(scope, exchange.seq, arrival, raw,
                               _outcome(scope["path"], response.status_code),
                               response.status_code, routing=routing)
-        streamed = response.headers.get("content-type", "").startswith("text/event-stream")
-        self.open[seq] = exchange
-        reason: EndReason = END_CLIENT_DISCONNECTED
-        size = 0
-        offsets: list[float] = []
+        self.open[exchange.seq] = exchange
+        await send({"type": "http.response.start", "status": response.status_code,
+                    "headers": [(k, v) for k, v in response.headers.raw
+                                if k.decode("latin-1").lower() not in _HOP_RESPONSE]})
         began = time.monotonic()
-        complete = False
         try:
-            await send({"type": "http.response.start", "status": response.status_code,
-                        "headers": [(k, v) for k, v in response.headers.raw
-                                    if k.decode("latin-1").lower() not in _HOP_RESPONSE]})
-            try:
-                async for chunk in response.aiter_bytes():
-                    exchange.chunks.append(chunk)
-                    offsets.append(time.monotonic() - began)
-                    await send({"type": "http.response.body", "body": chunk, "more_body": True})
-                    size += len(chunk)
-            except httpx.HTTPError as error:
-                reason = END_DISCONNECTED_BY_SCRIPT  # the upstream broke the body off
-                raise _BrokenOff(f"the upstream broke the body off: {error!r}") from None
-            complete = True
-            # on disk before the client sees the body end: a kill after it loses nothing
-            self._keep(exchange, complete=True)
-            await send({"type": "http.response.body", "body": b"", "more_body": False})
-            reason = END_COMPLETE
+            async for chunk in response.aiter_bytes():
+                exchange.take(chunk, time.monotonic() - began)
+                await send({"type": "http.response.body", "body": chunk, "more_body": True})
+        except httpx.HTTPError as error:
+            exchange.broken = repr(error)
+            return
+        exchange.complete = True
+
+    async def _end(self, scope: Scope, send: Send, exchange: _Exchange, arrival: float,
+                   raw: bytes, routing: Routing | None) -> None:
+        """Journal how the exchange ended, keep its rule (off the event loop) and end the
+        client's response as the upstream's ended."""
+        seq = exchange.seq
+        if exchange.unreachable is not None:
+            why = f"the upstream {self.upstream} cannot be reached: {exchange.unreachable}"
+            self._journal_request(scope, seq, arrival, raw, OUTCOME_MOCK_ERROR, 502,
+                                  error=why, routing=routing)
+            await _answer(send, 502, "api_error", f"loopprobe record: {why}", seq)
+            return
+        if exchange.response is None:  # the client left before the upstream answered
+            self._journal_request(scope, seq, arrival, raw, OUTCOME_CLIENT_DISCONNECTED, None,
+                                  error="the client left before the upstream answered; the "
+                                        "upstream's request was cancelled", routing=routing)
+            return
+        reason: EndReason = END_COMPLETE if exchange.complete else \
+            END_DISCONNECTED_BY_SCRIPT if exchange.broken else END_CLIENT_DISCONNECTED
+        try:
+            if exchange.complete:
+                # on disk before the client sees the body end: a kill after it loses nothing
+                await anyio.to_thread.run_sync(self._keep, exchange, True)
+                await send({"type": "http.response.body", "body": b"", "more_body": False})
         finally:
-            self.open.pop(seq, None)
-            if streamed:
+            if exchange.headers.get("content-type", "").startswith("text/event-stream"):
                 self.journal.append_or_keep(response_end_record(
                     seq=seq, run=self.run, time=time.time(),
                     elapsed=round(time.monotonic() - self.started, 6), reason=reason,
-                    events_sent=len(exchange.chunks), bytes_sent=size, write_offsets=offsets))
-            if not complete:
-                self._keep(exchange, complete=False)
+                    events_sent=exchange.writes, bytes_sent=exchange.size,
+                    write_offsets=exchange.offsets))
+            if not exchange.complete:
+                await anyio.to_thread.run_sync(self._keep, exchange, False)
+            self.open.pop(seq, None)  # once kept: close() writes what is still open
+        if exchange.broken is not None:
+            raise _BrokenOff(f"the upstream broke the body off: {exchange.broken}")
 
-    def _keep(self, exchange: _Exchange, *, complete: bool) -> None:
-        """Add the exchange's rule (a Messages API exchange has one) and rewrite the file."""
-        if exchange.routing is not None:
-            self.rules[exchange.seq] = self._rule(exchange, complete=complete)
-            self.write_scenario()
+    def refused_by_transport(self, method: str, path: str, status: int, why: str) -> None:
+        """Journal a request that the transport refused before the recorder saw it."""
+        self.journal.append_or_keep(request_record(
+            seq=self.journal.next_seq(), run=self.run, time=time.time(),
+            elapsed=round(time.monotonic() - self.started, 6), method=method, path=path,
+            query="", headers={}, body_size=None, outcome=transport_outcome(status),
+            status=status, error=why))
+
+    def _target(self, scope: Scope) -> str:
+        """Where the request goes: its target as it came, under the upstream's base."""
+        control = control_character(scope["path"])
+        if control:
+            raise UnsafeTarget(f"a control character in the path ({control})")
+        raw_path = scope.get("raw_path") or quote(scope["path"]).encode("ascii")
+        raw_path, _, query = raw_path.partition(b"?")  # an in-process scope may hold both
+        return forwarded_url(self.upstream, raw_path, scope.get("query_string") or query)
 
     def _refusal(self, scope: Scope) -> str:
         host = ""

@@ -53,6 +53,7 @@ __all__ = [
     "request_record",
     "response_end_record",
     "spliced_fields",
+    "transport_outcome",
 ]
 
 # The line format these types describe. It is not written into the lines (their bytes
@@ -212,6 +213,13 @@ def request_record(*, seq: int, run: int, time: float, elapsed: float, method: s
     if thread is not None:  # a refused thread request: what it asked for
         record["thread"] = thread
     return record
+
+
+def transport_outcome(status: int) -> Outcome:
+    """The outcome of a request the transport refused before any route saw it."""
+    outcomes: dict[int, Outcome] = {400: OUTCOME_INVALID_REQUEST, 408: OUTCOME_TIMEOUT,
+                                    503: OUTCOME_OVER_LIMIT}
+    return outcomes.get(status, OUTCOME_TOO_LARGE)
 
 
 def spliced_fields(reply: bytes | None, body: bytes | None, body_is_json: bool) -> list[bytes]:

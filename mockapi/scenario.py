@@ -107,6 +107,12 @@ class Scenario(BaseModel):
         default=300, gt=0,
         description="a message thread expires this long after its last request (the API: 5 "
                     "minutes)")
+    message_ids: Literal["unguessable", "sequential"] = Field(
+        default="unguessable",
+        description="the ids of the mock's replies, by which a message thread is continued. "
+                    "unguessable (default): msg_loopprobe_<seq>_<24 random hex>; sequential: "
+                    "msg_loopprobe_<seq>, the same run after run (the harness's choice). "
+                    "Either way a thread answers only the API key that created it")
     models: list[str] = Field(
         default_factory=lambda: ["claude-sonnet-4-5", "claude-opus-4-1", "claude-haiku-4-5"])
     rules: list[Rule] = Field(default_factory=list)

@@ -27,25 +27,66 @@ stream with a scripted fault keeps nothing, and the reply it continued from can 
 continued again); ``model``, ``max_tokens`` and the other fields are not compared across
 turns (no ``thread_fingerprint_mismatch``), and no request is refused as
 ``thread_unsupported_request``. A scenario sets ``thread_idle_seconds`` (default 300)
-and a reply with ``expire_thread: true`` is not kept (its continue gets the 404).
+and a reply with ``expire_thread: true`` is not kept (its continue gets the 404). And,
+so that one client cannot reach or crowd out another's threads:
+
+- a thread belongs to the API key that created it (``x-api-key`` and ``authorization``
+  together; the store keeps a hash, never the key): a continue with another key gets the
+  very 404 ``thread_not_found`` of a thread that does not exist, so it learns nothing;
+- reply ids are unguessable by default (``msg_loopprobe_<seq>_<24 random hex>``); a
+  scenario's ``message_ids: sequential`` gives ``msg_loopprobe_<seq>`` (the harness sets
+  it: its evidence must reproduce byte for byte, and a seed written beside a probe would be
+  no secret either; what protects a thread is its key);
+- a reply id names one stored reply per key: a scripted ``id`` that a live thread of the
+  same key already holds is not stored for a second thread, and the id is held by neither
+  from then on (a continue from it gets the 404 and the client replays; neither thread
+  can be continued into the other's conversation); within one thread a newer reply takes
+  the id over, as a scripted id repeated turn after turn needs;
+- the store is bounded: at most ``max_threads`` live threads (1024) and ``max_bytes`` of
+  stored conversation (64 MiB, counted as the request bodies and reply contents kept).
+  Beyond either the least recently used threads are dropped (their continue gets the
+  404, which the SDKs answer by replaying the conversation); a reply that alone exceeds
+  ``max_bytes`` is not kept;
+- expiry is swept on every request, oldest first: threads are kept in order of last use,
+  so a sweep costs what it removes, and ``GET /_mock/state`` never walks expired threads.
 """
 
 from __future__ import annotations
 
+import hashlib
+import secrets
 import time
+from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, NoReturn
 
+import orjson
+
 from mockapi.records import OUTCOME_INVALID_REQUEST, OUTCOME_THREAD_NOT_FOUND, Outcome
 from mockapi.requests import BadRequest
 
-__all__ = ["CREATE_ONLY_FIELDS", "THREADS_BETA", "THREAD_IDLE_SECONDS", "PendingTurn", "ThreadRefused",
-           "Threads"]
+__all__ = ["CREATE_ONLY_FIELDS", "MAX_THREADS", "MAX_THREAD_BYTES", "THREADS_BETA",
+           "THREAD_IDLE_SECONDS", "PendingTurn", "ThreadRefused", "Threads", "message_id"]
 
 THREADS_BETA = "message-threads-2026-08-12"
 THREAD_IDLE_SECONDS = 300.0
 CREATE_ONLY_FIELDS = ("system", "tools")
+MAX_THREADS = 1024
+MAX_THREAD_BYTES = 64 * 1024 * 1024
+
+
+def message_id(seq: int, message_ids: str) -> str:
+    """The id of the mock's reply to request ``seq`` (a scenario's ``message_ids``)."""
+    if message_ids == "sequential":
+        return f"msg_loopprobe_{seq:06d}"
+    return f"msg_loopprobe_{seq:06d}_{secrets.token_hex(12)}"
+
+
+def _owner(headers: Mapping[str, str]) -> str:
+    """Who a thread belongs to: a hash of the request's API key headers."""
+    key = f"{headers.get('x-api-key', '')}\n{headers.get('authorization', '')}"
+    return hashlib.blake2b(key.encode("utf-8", "surrogateescape"), digest_size=16).hexdigest()
 
 
 class ThreadRefused(BadRequest):
@@ -60,9 +101,10 @@ class ThreadRefused(BadRequest):
         self.view = view  # journaled: what the refused request asked for
 
 
-@dataclass
+@dataclass(eq=False)
 class _Thread:
     number: int
+    owner: str
     system: Any
     tools: Any
     has_system: bool
@@ -70,15 +112,19 @@ class _Thread:
     last_used: float
     turns: int = 0
     latest: str | None = None  # the id of its newest stored reply
+    reply_ids: list[str] = field(default_factory=list)
+    bytes: int = 0
+    ended: bool = False
 
 
-@dataclass
+@dataclass(eq=False)
 class _StoredReply:
     thread: _Thread
     messages: list[Any]  # the whole conversation up to and including this reply
     seq: int
     continued: bool = False
     in_flight: bool = False
+    shared: bool = False  # its id was scripted for another thread too: held by neither
 
 
 @dataclass
@@ -93,6 +139,8 @@ class PendingTurn:
     seq: int
     view: dict[str, Any] = field(default_factory=dict)
     done: bool = False
+    owner: str = ""
+    size: int = 0  # the request's body: what storing this turn adds, with the reply
 
     def keep(self, message_id: str, content: list[Any]) -> None:
         if self.done:
@@ -115,20 +163,27 @@ class PendingTurn:
 
 
 class Threads:
-    """The live threads of one mock, by the id of each reply they keep."""
+    """The live threads of one mock, by owner and the id of each reply they keep."""
 
     def __init__(self, idle_seconds: float = THREAD_IDLE_SECONDS,
-                 clock: Callable[[], float] = time.monotonic):
+                 clock: Callable[[], float] = time.monotonic, *,
+                 max_threads: int = MAX_THREADS, max_bytes: int = MAX_THREAD_BYTES):
         self.clock = clock
         self.idle_seconds = idle_seconds
-        self._replies: dict[str, _StoredReply] = {}
+        self.max_threads, self.max_bytes = max_threads, max_bytes
+        self._replies: dict[tuple[str, str], _StoredReply] = {}
+        self._by_use: OrderedDict[int, _Thread] = OrderedDict()  # least recently used first
         self._made = 0
+        self.bytes = 0  # stored, over the live threads
+        self.evicted = self.expired = self.not_kept = 0
 
-    def open(self, body: dict[str, Any], headers: Mapping[str, str],
-             seq: int) -> tuple[dict[str, Any], PendingTurn]:
-        """The body with the whole conversation, and the turn to settle once answered.
+    def open(self, body: dict[str, Any], headers: Mapping[str, str], seq: int,
+             size: int = 0) -> tuple[dict[str, Any], PendingTurn]:
+        """The body with the whole conversation, and the turn to settle once answered
+        (``size``: the request body's, counted against ``max_bytes`` if it is kept).
 
         Raises ``BadRequest`` (a malformed ``thread``, a missing beta) or ``ThreadRefused``."""
+        self.sweep()
         thread = body["thread"]
         betas = {b.strip() for b in headers.get("anthropic-beta", "").split(",")}
         if THREADS_BETA not in betas:
@@ -136,9 +191,10 @@ class Threads:
                     f"{headers.get('anthropic-beta', 'none')!r}")
         kind = thread.get("type") if isinstance(thread, dict) else None
         fields = {k: v for k, v in body.items() if k != "thread"}
+        owner = _owner(headers)
         if kind == "create" and isinstance(thread, dict) and set(thread) == {"type"}:
             pending = PendingTurn(self, None, None, list(body["messages"]), {}, seq,
-                                  {"type": "create"})
+                                  {"type": "create"}, owner=owner, size=size)
             pending.fields = {f: body[f] for f in CREATE_ONLY_FIELDS if f in body}
             return fields, pending
         if kind != "continue" or not isinstance(thread.get("previous_message_id"), str) \
@@ -153,8 +209,8 @@ class Threads:
         previous_id = thread["previous_message_id"]
         asked = {"type": "continue", "previous_message_id": previous_id,
                  "messages_sent": len(body["messages"])}
-        previous = self._live(previous_id)
-        if previous is None:
+        previous = self._replies.get((owner, previous_id))
+        if previous is None or previous.shared:  # another key's thread is not found either
             raise ThreadRefused(404, "not_found_error",
                                 f"thread: no thread holds previous_message_id {previous_id!r} "
                                 "(never created, expired, or deleted); replay the whole "
@@ -172,7 +228,7 @@ class Threads:
                                 f"{previous_id!r}", "thread_continue_in_flight", asked)
         previous.in_flight = True
         stored = previous.thread
-        stored.last_used = self.clock()
+        self._touch(stored)
         messages = [*previous.messages, *body["messages"]]
         rebuilt = dict(fields, messages=messages)
         if stored.has_system:
@@ -185,55 +241,91 @@ class Threads:
                 "messages_sent": len(body["messages"]),
                 "from_thread": [f for f in CREATE_ONLY_FIELDS
                                 if getattr(stored, f"has_{f}")]}
-        return rebuilt, PendingTurn(self, stored, previous, messages, {}, seq, view)
+        return rebuilt, PendingTurn(self, stored, previous, messages, {}, seq, view,
+                                    owner=owner, size=size)
 
     def store(self, pending: PendingTurn, message_id: str, content: list[Any]) -> None:
-        thread = pending.thread
+        """Keep ``pending``'s reply under ``message_id``, or keep nothing (see the module
+        docstring: an ended thread, a reply over ``max_bytes``, an id another thread holds)."""
+        self.sweep()
+        previous, thread = pending.previous, pending.thread
+        if previous is not None:
+            previous.in_flight = False
+        key = (pending.owner, message_id)
+        holder = self._replies.get(key)
+        charge = pending.size + len(orjson.dumps(content))
+        if (thread is not None and thread.ended) or charge > self.max_bytes or (
+                holder is not None and holder.thread is not thread):
+            if holder is not None and holder.thread is not thread:
+                holder.shared = True
+            self.not_kept += 1
+            return
         if thread is None:
             self._made += 1
-            thread = _Thread(self._made, pending.fields.get("system"), pending.fields.get("tools"),
-                             "system" in pending.fields, "tools" in pending.fields, self.clock())
-        if pending.previous is not None:
-            pending.previous.in_flight = False
-            pending.previous.continued = True
+            thread = _Thread(self._made, pending.owner, pending.fields.get("system"),
+                             pending.fields.get("tools"), "system" in pending.fields,
+                             "tools" in pending.fields, self.clock())
+        if previous is not None:
+            previous.continued = True
+            previous.messages = []  # never read again: the thread's newest reply has it all
         thread.turns += 1
         thread.latest = message_id
-        thread.last_used = self.clock()
-        self._replies[message_id] = _StoredReply(
+        if holder is None:
+            thread.reply_ids.append(message_id)
+        thread.bytes += charge
+        self.bytes += charge
+        self._replies[key] = _StoredReply(
             thread, [*pending.messages, {"role": "assistant", "content": content}], pending.seq)
+        self._touch(thread)
+        while len(self._by_use) > self.max_threads or self.bytes > self.max_bytes:
+            self._end(next(iter(self._by_use.values())))  # the least recently used
+            self.evicted += 1
 
-    def _live(self, message_id: str) -> _StoredReply | None:
-        stored = self._replies.get(message_id)
-        if stored is None:
-            return None
-        if self.clock() - stored.thread.last_used > self.idle_seconds:
-            self.expire(stored.thread)
-            return None
-        return stored
+    def sweep(self) -> None:
+        """End every thread idle past ``idle_seconds``: the oldest first, stopping at the
+        first live one (threads are kept in order of last use)."""
+        now = self.clock()
+        while self._by_use:
+            oldest = next(iter(self._by_use.values()))
+            if now - oldest.last_used <= self.idle_seconds:
+                return
+            self._end(oldest)
+            self.expired += 1
 
     def expire(self, thread: _Thread) -> None:
-        for key in [k for k, r in self._replies.items() if r.thread is thread]:
-            del self._replies[key]
+        if not thread.ended:
+            self._end(thread)
 
-    def forget(self, message_id: str) -> None:
-        """Drop the thread holding ``message_id`` (a scripted expiry)."""
-        stored = self._replies.get(message_id)
-        if stored is not None:
-            self.expire(stored.thread)
+    def _touch(self, thread: _Thread) -> None:
+        thread.last_used = self.clock()
+        self._by_use[thread.number] = thread
+        self._by_use.move_to_end(thread.number)
+
+    def _end(self, thread: _Thread) -> None:
+        thread.ended = True
+        self._by_use.pop(thread.number, None)
+        for reply_id in thread.reply_ids:
+            stored = self._replies.get((thread.owner, reply_id))
+            if stored is not None and stored.thread is thread:
+                del self._replies[(thread.owner, reply_id)]
+        self.bytes -= thread.bytes
+        thread.reply_ids, thread.bytes = [], 0
 
     def state(self) -> list[dict[str, Any]]:
-        """The live threads, oldest first (expired ones are dropped on the way)."""
+        """The live threads, oldest first (expired ones are swept first)."""
+        self.sweep()
         now = self.clock()
-        threads: dict[int, _Thread] = {}
-        for stored in list(self._replies.values()):
-            if now - stored.thread.last_used > self.idle_seconds:
-                self.expire(stored.thread)
-            else:
-                threads[stored.thread.number] = stored.thread
         return [{"thread": t.number, "latest": t.latest, "turns": t.turns,
-                 "messages": len(self._replies[t.latest].messages) if t.latest else 0,
+                 "messages": len(self._replies[(t.owner, t.latest)].messages)
+                 if t.latest and (t.owner, t.latest) in self._replies else 0,
                  "expires_in": round(self.idle_seconds - (now - t.last_used), 3)}
-                for _, t in sorted(threads.items())]
+                for _, t in sorted(self._by_use.items())]
+
+    def store_state(self) -> dict[str, int]:
+        """What the store holds and has let go, against its bounds."""
+        return {"threads": len(self._by_use), "bytes": self.bytes,
+                "max_threads": self.max_threads, "max_bytes": self.max_bytes,
+                "expired": self.expired, "evicted": self.evicted, "not_kept": self.not_kept}
 
 
 def _refuse(message: str) -> NoReturn:

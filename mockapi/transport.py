@@ -4,9 +4,10 @@ uvicorn bounds neither the size nor the count of request headers (a 64 MB header
 is parsed and handed on), nor the time a client may take to send them or a body
 (a connection that sends half a request is held forever). ``bounded_protocol``
 adds these bounds per connection, in the protocol, so a request that arrives whole
-pays nothing for them; refusals of a head are answered in the API's error
-envelope, the connection closed, and reported to ``on_refused`` (the app journals
-them). A body that stalls is answered 408 the same way, and the application,
+pays nothing for them; refusals of a head, and a head that is not HTTP at all (a raw
+CR or a byte outside ASCII in the target; uvicorn answers those in plain text), are
+answered in the API's error envelope, the connection closed, and reported to
+``on_refused`` (the app journals them). A body that stalls is answered 408 the same way, and the application,
 already reading it, sees the client leave with ``BODY_TIMED_OUT`` in
 ``scope["extensions"]`` saying why. The extensions also carry the connection
 (``TRANSPORT_EXTENSION``) so a reply can check its own delivery.
@@ -150,11 +151,13 @@ def bounded_protocol(limits: Limits, on_refused: Refused) -> type[HttpToolsProto
             except httptools.HttpParserCallbackError as error:
                 if isinstance(error.__context__, _Refusal):
                     self._refuse(error.__context__)
-                else:
-                    self.send_400_response("Invalid HTTP request received.")
+                else:  # uvicorn's own callbacks: a target that is not ASCII
+                    self._refuse(_not_http(f"{type(error.__context__).__name__}: "
+                                           f"{error.__context__}"))
                 return
-            except httptools.HttpParserError:
-                self.send_400_response("Invalid HTTP request received.")
+            except httptools.HttpParserError as error:
+                # uvicorn would answer in plain text, unjournaled
+                self._refuse(_not_http(f"{type(error).__name__}: {error}"))
                 return
             except httptools.HttpParserUpgrade:
                 self._unsupported_upgrade_warning()
@@ -222,6 +225,11 @@ def bounded_protocol(limits: Limits, on_refused: Refused) -> type[HttpToolsProto
 def _too_large_args(message: str) -> tuple[int, str, str, str]:
     return (431, "Request Header Fields Too Large", "request_too_large",
             f"loopprobe mock: {message}")
+
+
+def _not_http(why: str) -> _Refusal:
+    return _Refusal(400, "Bad Request", "invalid_request_error",
+                    f"loopprobe mock: the request is not valid HTTP/1.1 ({why[:200]})")
 
 
 def _too_large(message: str) -> _Refusal:

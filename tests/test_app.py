@@ -104,7 +104,9 @@ def expected_stream(reply: Message, id_prefix: str, message_id: str, model: str)
     return prepared.message_start(message_id, model) + b"".join(prepared.tail)
 
 
-ALWAYS_HI = Scenario(rules=[Rule(id="hi", reply=text("hi"), repeat="always")])
+# sequential reply ids where the wire is compared byte for byte (the default is unguessable)
+SEQUENTIAL = "sequential"
+ALWAYS_HI = Scenario(message_ids=SEQUENTIAL, rules=[Rule(id="hi", reply=text("hi"), repeat="always")])
 
 
 # ---- POST /v1/messages -------------------------------------------------------------------------
@@ -140,7 +142,7 @@ def test_non_streaming_message(make_mock: MakeMock, path: str) -> None:
 def test_streaming_message_is_byte_exact(make_mock: MakeMock, path: str) -> None:
     reply = message(ThinkingBlock(thinking="plan"), TextBlock(text="Reading."),
                     ToolUseBlock(name="Read", input={"file_path": "/w/a.txt"}))
-    mock = make_mock(Scenario(rules=[Rule(id="r", reply=reply)]))
+    mock = make_mock(Scenario(message_ids=SEQUENTIAL, rules=[Rule(id="r", reply=reply)]))
     response = mock.post(body_for("go", stream=True, model="claude-opus-4-1"), path=path)
     assert response.status_code == 200
     assert response.headers["content-type"].startswith("text/event-stream")
@@ -231,7 +233,7 @@ def test_scripted_raw_reply(make_mock: MakeMock) -> None:
 def test_stream_faults(make_mock: MakeMock, fault: dict[str, Any], after: int,
                        reason: str) -> None:
     reply = Message.model_validate({"text": "hello", **fault})
-    mock = make_mock(Scenario(rules=[Rule(id="f", reply=reply)]))
+    mock = make_mock(Scenario(message_ids=SEQUENTIAL, rules=[Rule(id="f", reply=reply)]))
     response = mock.post(body_for("a", stream=True))
     clean = expected_stream(text("hello"), "f_0", "msg_loopprobe_000001", "claude-sonnet-4-5")
     events = [name for name, _ in decode_events(clean)]
@@ -689,6 +691,9 @@ def test_admin_state(make_mock: MakeMock) -> None:
         "scenario": "st", "run": 1, "open_streams": 0, "journal": str(mock.journal_path),
         "context": {"workspace": "/w"}, "journal_problem": None, "journal_failed_writes": 0,
         "journal_last_failure": None, "threads": [],
+        "thread_store": {"threads": 0, "bytes": 0, "max_threads": 1024,
+                         "max_bytes": 64 * 1024 * 1024, "expired": 0, "evicted": 0,
+                         "not_kept": 0},
         "builtin_replies": {"total": 0, "by_reply": {}, "requests": []},
         "rules": [
             {"id": "a", "replies": 1, "served": 1, "repeat": "once", "spent": True},

@@ -916,7 +916,7 @@ MANY_MISTAKES_PROBLEMS = [
     "rules[4].repeat: Input should be 'once' or 'always' (found \"forever\")",
     'rules[5]: Input should be a valid dictionary or instance of Rule (found "not a rule")',
     "rulez: unknown key \"rulez\" in the scenario; expected one of schema_version, name, "
-    "description, classifier, side_replies, validation, thread_idle_seconds, models, rules; "
+    "description, classifier, side_replies, validation, thread_idle_seconds, message_ids, models, rules; "
     "did you mean \"rules\"? (found {\"rulez\": []})",
     "rules[1].id: rule id 'first' is used twice, first by rules[0] (found \"first\")",
 ]

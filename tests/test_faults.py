@@ -78,7 +78,8 @@ def serve(mock_api: StartMock, *replies: Reply, always: bool = False) -> MockSer
     repeat = "always" if always else "once"
     rule = (Rule(reply=replies[0], repeat=repeat) if len(replies) == 1
             else Rule(replies=list(replies), repeat=repeat))
-    return mock_api(Scenario(classifier="plain", rules=[rule]))
+    # sequential reply ids: the wire is compared byte for byte
+    return mock_api(Scenario(classifier="plain", message_ids="sequential", rules=[rule]))
 
 
 @dataclass

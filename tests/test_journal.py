@@ -14,7 +14,7 @@ import orjson
 import pytest
 
 from mockapi import Journal, MockServer, Rule, Scenario, read_journal, text
-from mockapi.journal import REDACTED, TornLine
+from mockapi.journal import REDACTED, TornLine, redact_query
 
 StartMock = Callable[..., MockServer]
 
@@ -81,6 +81,40 @@ def test_secret_headers_never_reach_the_journal(mock_api: StartMock) -> None:
             assert record["headers"][name] == REDACTED
         assert record["headers"]["x-visible"] == "kept"
         assert record["headers"]["anthropic-version"] == "2023-06-01"
+
+
+QUERY_KEY = "sk-ant-api03-QUERY-SECRET-0005"
+
+
+@pytest.mark.parametrize(("query", "journaled"), [
+    ("", ""),
+    ("beta=true", "beta=true"),  # what Claude Code sends: as it came, byte for byte
+    ("api_key=k1&beta=true", "api_key=[redacted]&beta=true"),
+    ("beta=true&X-Api-Key=k2", "beta=true&X-Api-Key=[redacted]"),
+    ("access_token=k3&refresh_token=k4&id=7", "access_token=[redacted]&refresh_token=[redacted]&id=7"),
+    ("key=k5&keyword=kept&monkey=kept", "key=[redacted]&keyword=kept&monkey=kept"),
+    ("api%5Fkey=k6", "api%5Fkey=[redacted]"),  # the name is read percent-decoded
+    ("api+key=kept&Token=k7", "api+key=kept&Token=[redacted]"),
+    ("client_secret=k8&password=k9&sig=k10", "client_secret=[redacted]&password=[redacted]&sig=[redacted]"),
+    ("token", "token"),  # a name without a value carries nothing
+    ("a=1&&b=2&token=", "a=1&&b=2&token=[redacted]"),
+    ("api_key=k11=more", "api_key=[redacted]"),
+])
+def test_secret_query_parameters_are_redacted(query: str, journaled: str) -> None:
+    assert redact_query(query) == journaled
+
+
+def test_a_key_in_the_query_string_never_reaches_the_journal(mock_api: StartMock) -> None:
+    mock = always_hi(mock_api)
+    with httpx.Client(timeout=TIMEOUT) as client:
+        for method, path, content in RECORDED_CALLS:
+            client.request(method, f"{mock.url}{path}?api_key={QUERY_KEY}&beta=true",
+                           headers={**API_HEADERS, "x-api-key": "k"}, content=content)
+        admin_view = mock.admin("GET", "requests").content
+    assert QUERY_KEY.encode() not in mock.journal.path.read_bytes()
+    assert QUERY_KEY.encode() not in admin_view
+    records = read_journal(mock.journal.path).requests()
+    assert [r["query"] for r in records] == ["api_key=[redacted]&beta=true"] * len(RECORDED_CALLS)
 
 
 # ---- request bodies --------------------------------------------------------------------
@@ -268,7 +302,9 @@ def test_seq_continues_when_the_journal_is_reopened(mock_api: StartMock, tmp_pat
         mock.stop()
 
     assert [r["seq"] for r in read_journal(path).requests()] == [1, 2, 3, 4, 5]
-    assert ids == [f"msg_loopprobe_{seq:06d}" for seq in range(1, 6)]
+    # the seq is in every reply id, and the rest cannot be guessed (mockapi.threads)
+    assert [i[:20] for i in ids] == [f"msg_loopprobe_{seq:06d}" for seq in range(1, 6)]
+    assert all(len(i) == 20 + 1 + 24 for i in ids) and len(set(i[21:] for i in ids)) == 5
     reopened = Journal(path)
     assert reopened.last_seq == 5 and reopened.next_seq() == 6
     reopened.close()

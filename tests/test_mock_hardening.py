@@ -416,6 +416,34 @@ def test_a_stalled_head_or_body_gets_408_and_its_connection_back(tmp_path: Path)
         fits(record, RequestRecord)
 
 
+@pytest.mark.parametrize(("target", "path", "why"), [
+    (b"/v1/%0d%0aX-Injected:%201", "/v1/\r\nX-Injected: 1", "control character (U+000D at 4)"),
+    (b"/v1/messages%00", "/v1/messages\x00", "control character (U+0000 at 12)"),
+    (b"*", "*", "expected a path starting with '/'"),
+    (b"/v1/a\rb", None, "not valid HTTP/1.1"),
+    (b"/v1/\xff", None, "not valid HTTP/1.1"),
+    (b"/v1/a\tb", None, "not valid HTTP/1.1"),
+])
+def test_a_path_that_is_no_path_is_400_in_the_apis_shape_and_journaled(
+        tmp_path: Path, target: bytes, path: str | None, why: str) -> None:
+    """Issue 27. Before: Starlette's router answered %0d%0a 404 in plain text and uvicorn a
+    raw CR 400 in plain text, neither journaled (the recorder turned %0d%0a into a 500)."""
+    journal = tmp_path / "j.jsonl"
+    with MockServer(Scenario(), journal) as mock:
+        answer = raw_exchange(mock.port, b"GET " + target + b" HTTP/1.1\r\nhost: 127.0.0.1:"
+                              + str(mock.port).encode() + b"\r\nconnection: close\r\n\r\n")
+    head, _, payload = answer.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 400"), answer[:200]
+    error = orjson.loads(payload)["error"]
+    assert error["type"] == "invalid_request_error" and why in error["message"]
+    (record,) = [r for r in lines_of(journal) if r["type"] == "request"]
+    assert (record["outcome"], record["status"]) == ("invalid_request", 400)
+    assert why in record["error"]
+    if path is not None:
+        assert record["path"] == path
+    fits(record, RequestRecord)
+
+
 def connections_reach(mock: MockServer, count: int) -> None:
     """Wait (bounded) until the server holds exactly ``count`` connections."""
     connections = mock._server.server_state.connections

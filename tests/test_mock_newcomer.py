@@ -97,7 +97,8 @@ def test_journals_with_and_without_builtin_reply_validate(mock_api: Any, tmp_pat
 
 def test_the_harness_opts_its_claude_code_probes_in_and_reports_keep_their_shape() -> None:
     """Claude Code probes are served with the claude-code classifier; a probe that names its
-    own (the tool runner's plain) keeps it; the report shows the scenario as it always has."""
+    own (the tool runner's plain) keeps it; every probe gets sequential reply ids; the
+    report shows the scenario as it always has."""
     from probes.catalog import REPORTS
     from probes.catalog.tool_runner import REPORTS as TOOL_RUNNER_REPORTS
     from probes.core.probe import served_scenario, shown_scenario
@@ -112,6 +113,8 @@ def test_the_harness_opts_its_claude_code_probes_in_and_reports_keep_their_shape
                 served = served_scenario(probe.scenario)
                 expected = "plain" if folder.name.startswith("anthropic") else "claude-code"
                 assert served.classifier == expected, probe.name
+                # reply ids as the committed evidence holds them (msg_loopprobe_<seq>)
+                assert served.message_ids == "sequential", probe.name
                 shown = shown_scenario(served)
                 assert shown.get("classifier") == scenarios[probe.name].get("classifier")
                 assert set(shown) == set(scenarios[probe.name]), probe.name
@@ -125,7 +128,7 @@ def test_the_harness_opts_its_claude_code_probes_in_and_reports_keep_their_shape
 @pytest.mark.parametrize("data, problem", [
     ({"rulez": []},
      'rulez: unknown key "rulez" in the scenario; expected one of schema_version, name, '
-     'description, classifier, side_replies, validation, thread_idle_seconds, models, rules; '
+     'description, classifier, side_replies, validation, thread_idle_seconds, message_ids, models, rules; '
      'did you mean "rules"? (found {"rulez": []})'),
     ({"rules": [{"replys": [{"text": "a"}]}]},
      'rules[0].replys: unknown key "replys" in rules[0]; expected one of id, match, reply, '

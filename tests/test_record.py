@@ -17,7 +17,17 @@ import httpx
 import pytest
 import yaml
 
-from mockapi import Match, Rule, Scenario, api_error, load_scenario, message, text, tool_use
+from mockapi import (
+    Match,
+    Rule,
+    Scenario,
+    api_error,
+    load_scenario,
+    message,
+    read_journal,
+    text,
+    tool_use,
+)
 from mockapi.record import RecordingProxy, reply_from_exchange
 from mockapi.replies import EventCount, TextBlock, ThinkingBlock, ToolUseBlock, Usage
 from mockapi.server import MockServer
@@ -412,10 +422,12 @@ def test_other_routes_are_relayed_and_journaled_without_rules(tmp_path: Path) ->
         "/v1/models", "/v1/nothing", "/v1/messages/count_tokens"]
 
 
-def test_a_client_leaving_early_still_records_the_upstreams_whole_answer(tmp_path: Path) -> None:
+def test_a_client_leaving_early_closes_the_upstream_and_keeps_what_came(tmp_path: Path) -> None:
+    """Issue 27: the upstream was read to its end after the client left (tokens paid for
+    nobody); now its response is closed at once, and the rule is what came, cut off."""
     from mockapi.replies import StreamStall
     upstream = Scenario(rules=[Rule(match=Match(turn=1), reply=text(
-        "all of it, after a pause", stall=StreamStall(after_events=2, seconds=1)))])
+        "all of it, after a pause", stall=StreamStall(after_events=2, seconds=30)))])
     with MockServer(upstream, tmp_path / "upstream.jsonl") as mock, \
             RecordingProxy(mock.url, tmp_path / "s.yaml", tmp_path / "j.jsonl") as proxy:
         request = {"model": MODEL, "max_tokens": 100, "stream": True, "tools": TOOLS,
@@ -428,5 +440,16 @@ def test_a_client_leaving_early_still_records_the_upstreams_whole_answer(tmp_pat
         deadline = time.monotonic() + 20
         while not proxy.recorder.rules and time.monotonic() < deadline:
             time.sleep(0.05)
+        ends = [r for r in mock.read().records if r.get("type") == "response_end"]
+        while not ends and time.monotonic() < deadline:
+            time.sleep(0.05)
+            ends = [r for r in mock.read().records if r.get("type") == "response_end"]
+    # the upstream saw its client (the recorder) leave long before the 30 s pause ended
+    assert [e["reason"] for e in ends] == ["client_disconnected"]
     (rule,) = load_scenario(tmp_path / "s.yaml").rules
-    assert rule.reply_list()[0].content[0].text == "all of it, after a pause"
+    kept = rule.reply_list()[0]
+    assert kept.raw.disconnect is True
+    assert b"message_start" in b"".join(c.to_bytes() for c in kept.raw.chunks)
+    recorded = [r for r in read_journal(tmp_path / "j.jsonl").records
+                if r.get("type") == "response_end"]
+    assert [r["reason"] for r in recorded] == ["client_disconnected"]

@@ -179,7 +179,7 @@ def test_a_malformed_file_lists_every_problem(tmp_path: Path) -> None:
                      ["schema_version: Input should be 1 (found 2)",
                       "rulez: unknown key \"rulez\" in the scenario; expected one of "
                       "schema_version, name, description, classifier, side_replies, "
-                      "validation, thread_idle_seconds, models, rules; did you mean "
+                      "validation, thread_idle_seconds, message_ids, models, rules; did you mean "
                       "\"rules\"? (found {\"rulez\": []})"],
                      id="version-and-unknown-key"),
         pytest.param({"classifier": "x", "side_replies": "some"},

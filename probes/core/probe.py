@@ -18,29 +18,36 @@ from probes.core.invocation import CAPABILITIES, Hooks, Invocation
 from probes.core.names import NAME_LENGTH, CatalogError, described, simple_name_problem
 from probes.core.provenance import Source, unstated
 
-__all__ = ["HARNESS_CLASSIFIER", "CatalogError", "Claim", "Counterfactual", "Hooks", "Invocation",
-           "Probe", "ReportSpec", "Source", "served_scenario", "shown_scenario"]
+__all__ = ["HARNESS_CLASSIFIER", "HARNESS_MESSAGE_IDS", "CatalogError", "Claim", "Counterfactual",
+           "Hooks", "Invocation", "Probe", "ReportSpec", "Source", "served_scenario",
+           "shown_scenario"]
 
 # Probes script Claude Code: its side requests (titles, summaries…), warmups, compactions and
 # subagents are told apart, as they always were here (the mock's own default is "plain")
 HARNESS_CLASSIFIER = "claude-code"
+# Evidence reproduces byte for byte, reply ids too (a client echoes them, the tool runner
+# continues a thread by them): msg_loopprobe_<seq>, as they always were here (the mock's own
+# default is unguessable; a thread still answers only the key that created it)
+HARNESS_MESSAGE_IDS = "sequential"
+_HARNESS_DEFAULTS = {"classifier": HARNESS_CLASSIFIER, "message_ids": HARNESS_MESSAGE_IDS}
 
 
 def served_scenario(scenario: Scenario) -> Scenario:
-    """A probe's scenario as the harness serves it: with ``HARNESS_CLASSIFIER`` unless the
-    probe names a classifier of its own (the tool runner's ``plain``)."""
-    if "classifier" in scenario.model_fields_set:
-        return scenario
-    return scenario.model_copy(update={"classifier": HARNESS_CLASSIFIER})
+    """A probe's scenario as the harness serves it: with ``HARNESS_CLASSIFIER`` and
+    ``HARNESS_MESSAGE_IDS`` unless the probe names its own (the tool runner's ``plain``)."""
+    update = {k: v for k, v in _HARNESS_DEFAULTS.items() if k not in scenario.model_fields_set}
+    return scenario.model_copy(update=update) if update else scenario
 
 
 def shown_scenario(scenario: Scenario) -> dict[str, Any]:
     """A served scenario as a report shows it: what was scripted, without the defaults — the
-    harness's own for the classifier, so that reports keep the shape they always had."""
+    harness's own for the classifier and the message ids, so that reports keep the shape
+    they always had."""
     shown: dict[str, Any] = scenario.model_dump(mode="json", exclude_defaults=True)
-    shown.pop("classifier", None)
-    if scenario.classifier != HARNESS_CLASSIFIER:
-        shown["classifier"] = scenario.classifier
+    for name, value in _HARNESS_DEFAULTS.items():
+        shown.pop(name, None)
+        if getattr(scenario, name) != value:
+            shown[name] = getattr(scenario, name)
     return shown
 
 
