@@ -8,6 +8,9 @@ at most ``max_recorded_bytes`` of it for the recording (the scenario's ``descrip
 says what a rule left out); the rule is made and the scenario written off the event loop.
 When the client leaves, the upstream's response is closed at once: what arrived until
 then is the rule, cut off.
+
+Long because one exchange is one flow here, from the target's check through the relay to the
+rule kept: split, each half would need the other's state.
 """
 
 from __future__ import annotations
