@@ -16,6 +16,7 @@ from probes.catalog import REPORTS
 from probes.clients.claude_code import ClaudeCode
 from probes.core.checks import CheckResult
 from probes.core.probe import Counterfactual, Probe
+from probes.report.counterfactuals import counterfactual_entry
 from probes.run.runner import run_probe
 
 # The fast coverage test below runs without a client, so the marker is per test, not the
@@ -68,6 +69,11 @@ def test_counterfactual_makes_its_claims_fail(probe: Probe, counterfactual: Coun
     assert not still_holding, (
         f"{variant.name} ({counterfactual.description}) left claims holding on the real "
         f"client:\n" + "\n".join(still_holding) + f"\nsandbox: {outcome.sandbox}")
+    # by the reports' own rule: each named claim contradicted (a variant that takes away
+    # the trigger instead makes it "not reached", which shows nothing about the behaviour)
+    entry = counterfactual_entry(probe, counterfactual, outcome)
+    verdicts = {claim: c["verdict"] for claim, c in entry["claims"].items()}
+    assert entry["able_to_fail"], f"{variant.name}: not every claim contradicted: {verdicts}"
     print(f"{variant.name}: every named claim failed\n{report}")
 
 

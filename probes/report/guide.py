@@ -37,22 +37,47 @@ __all__ = ["render_guide", "write_guide"]
 def _counterfactual_lines(shown: dict[str, Any]) -> list[str]:
     """Able to fail only where counterfactuals.json shows it on this binary."""
     if shown["run"]:
-        out = ["**Counterfactuals run here:**", ""]
+        out = ["**Counterfactuals run here** (each whole in `counterfactuals.json`):", ""]
         out += [f"- {'able to fail' if r['able_to_fail'] else 'did NOT make it fail'}: "
-                f"{r['description']} — {r['verdict'].replace('_', ' ')}: "
-                f"{short(r['deciding'], 200)}" for r in shown["results"]]
+                f"{short(r['description'], _DECLARED)} — {r['verdict'].replace('_', ' ')}: "
+                f"{short(r['deciding'], _DECIDING)}" for r in shown["results"]]
         return [*out, ""]
     if shown["declared"]:
-        return ["**Counterfactuals** (not run here): " + "; ".join(shown["declared"]), ""]
+        return ["**Counterfactuals** (not run here): " + "; ".join(
+            short(d, _DECLARED) for d in shown["declared"]), ""]
     return ["**No counterfactual** for this claim.", ""]
 
 
+_DECLARED = 100  # characters of a counterfactual not run here (the report has it whole)
+_DECIDING = 90  # characters of what decided a counterfactual's verdict
+_QUOTED = 80  # characters of an analysis quote shown (the report keeps it whole)
+
+
+def _analysis(reports: list[Report]) -> tuple[str, str] | None:
+    """The one analysis (title, version) the folder's claims cite, if exactly one: named
+    once at the top, then "the analysis" (each claim still gives section, line and quote)."""
+    cited = {(str(c["source"].get("title")), str(c["source"].get("version")))
+             for r in reports for c in r["claims"] if c["source"].get("kind") == "analysis"}
+    return next(iter(cited)) if len(cited) == 1 else None
+
+
+def _citation(claim: ClaimEntry, analysis: tuple[str, str] | None) -> str:
+    source = claim["source"]
+    citation = str(source["citation"])
+    if analysis and source.get("kind") == "analysis" and source.get("quote"):
+        # the whole quote is in the report; here, enough of it to find the line
+        return (f"the analysis, section “{source.get('section')}”, line {source.get('line')}: "
+                f"“{short(source['quote'], _QUOTED)}”")
+    return citation
+
+
 def _claim_section(report: Report, claim: ClaimEntry,
-                   record: dict[str, Any] | None = None) -> list[str]:
+                   record: dict[str, Any] | None = None,
+                   analysis: tuple[str, str] | None = None) -> list[str]:
     checks = {c["id"]: c for c in report["checks"]}
     out = [f"### `{claim['id']}` — {claim['status'].replace('_', ' ').upper()}", "",
            f"**Claim.** {claim['statement']}", "",
-           f"**Source.** {claim['source']['citation']}", "",
+           f"**Source.** {_citation(claim, analysis)}", "",
            *([f"**Beyond the source.** {claim['beyond_source']}", ""]
              if claim.get("beyond_source") else []),
            f"**Verdict.** {claim['reason']}", ""]
@@ -61,9 +86,22 @@ def _claim_section(report: Report, claim: ClaimEntry,
     prefix = f"{claim['probe']}."
     shared = all(check_id.startswith(prefix) for check_id in claim["checks"])
     out += [f"**Checks**{f' `{prefix}*`' if shared else ''} (journal lines {journal_line_list(read)}):",
-            "",
-            "| check | result | expected | observed |", "|---|---|---|---|"]
-    for check_id in claim["checks"]:
+            ""]
+    # a check that passed with exactly the value expected is listed in one line; the table
+    # keeps every other (its observed value is the evidence to read)
+    as_expected = [check_id for check_id in claim["checks"]
+                   if checks[check_id]["passed"] and not checks[check_id].get("role")
+                   and checks[check_id]["observed"] == checks[check_id]["expected"]
+                   and str(checks[check_id].get("status") or "passed") == "passed"]
+    if as_expected:
+        out += ["Passed, observed exactly as expected: " + ", ".join(
+            f"`{check_id[len(prefix):] if shared else check_id}` "
+            f"({short(checks[check_id]['expected'], 30)})" for check_id in as_expected) + ".",
+            ""]
+    table = [check_id for check_id in claim["checks"] if check_id not in as_expected]
+    if table:
+        out += ["| check | result | expected | observed |", "|---|---|---|---|"]
+    for check_id in table:
         c = checks[check_id]
         status = str(c.get("status") or ("passed" if c["passed"] else "failed"))
         result = {"passed": "pass", "failed": "**FAIL**", "not_observable": "not observable",
@@ -72,7 +110,7 @@ def _claim_section(report: Report, claim: ClaimEntry,
         if c.get("role") and status == "passed":
             result += f" ({c['role']})"
         observed = ("= expected" if c["observed"] == c["expected"]
-                    else short(c["observed"], 70))
+                    else short(c["observed"], 60))
         shown = check_id[len(prefix):] if shared else check_id
         out.append(f"| `{shown}` | {result} | {short(c['expected'], 50)} | {observed} |")
     out.append("")
@@ -80,7 +118,8 @@ def _claim_section(report: Report, claim: ClaimEntry,
 
 
 def _report_sections(report: Report, shared: Shared, lines: dict[tuple[str, int], int],
-                     record: dict[str, Any] | None) -> list[str]:
+                     record: dict[str, Any] | None,
+                     analysis: tuple[str, str] | None) -> list[str]:
     """Each probe once, then its claims; claims of no probe in the report last."""
     out: list[str] = []
     shown: set[str] = set()
@@ -88,11 +127,11 @@ def _report_sections(report: Report, shared: Shared, lines: dict[tuple[str, int]
         out += probe_section(report, dict(probe), shared, lines)
         for claim in report["claims"]:
             if claim["probe"] == probe["name"]:
-                out += _claim_section(report, claim, record)
+                out += _claim_section(report, claim, record, analysis)
                 shown.add(claim["id"])
     for claim in report["claims"]:
         if claim["id"] not in shown:
-            out += _claim_section(report, claim, record)
+            out += _claim_section(report, claim, record, analysis)
     return out
 
 
@@ -127,6 +166,11 @@ def render_guide(reports: list[Report],
         out.append(f"| [{report['report']}]({report['report']}.json) | {report['status']} | "
                    f"{passed}/{len(report['claims'])} |")
     out.append("")
+    analysis = _analysis(reports)
+    if analysis:
+        out += [f"**Sources.** \"The analysis\" is “{analysis[0]}”, the published analysis of "
+                f"Claude Code {analysis[1]}; each claim citing it gives the section, the line and "
+                "the words quoted.", ""]
     refused = sorted({h for r in reports for h in r.get("trust", {}).get("egress_refused", [])})
     out += ["**Egress:** " + (f"the client tried to reach {', '.join(refused)}; the egress guard "
                               "refused every attempt (see each probe's `egress_attempts`)."
@@ -156,7 +200,9 @@ def render_guide(reports: list[Report],
                 "standing for the ones most runs share. A script's rules answer main requests "
                 "unless they name another kind. Each request's body is whole in the report's "
                 "journal at the line given as `#seq@line kind turn.attempt → rule status`; "
-                "each check's evidence, and each run's whole output, in the report.",
+                "each check's evidence, and each run's whole output, in the report. A JSON "
+                "argument is shown without its keys set to null, false or empty (the report "
+                "has it whole).",
                 "", "```", *(["COMMON_ENV=", *assignments(shared.env)] if shared.env else []),
                 *([f"COMMON_ARGS={' '.join(quote(a) for a in shared.args)}"]
                   if shared.args else []), "```", ""]
@@ -173,7 +219,7 @@ def render_guide(reports: list[Report],
                     "into this report of the same binary; from the earlier run: "
                     f"{', '.join(report['merged']['probes_from_earlier_run']) or 'none'}.", ""]
         out += _report_sections(report, shared, (journal_lines or {}).get(report["report"], {}),
-                                counterfactuals)
+                                counterfactuals, analysis)
     return "\n".join(out) + "\n"
 
 

@@ -24,7 +24,7 @@ def short(value: Any, limit: int = 160) -> str:
     return text if len(text) <= limit else text[:limit - 1] + "…"
 
 
-_SHOWN_LINE = 240  # a literal output line longer than this is cut, pointing at the whole
+_SHOWN_LINE = 120  # a literal output line longer than this is cut, pointing at the whole
 _STDERR = 2000
 _FIELD = 40  # a literal event's field longer than this is shortened
 _ID_FIELDS = ("uuid", "session_id", "parent_tool_use_id")
@@ -44,7 +44,7 @@ def _command(argv: list[str], env: dict[str, str] | None = None,
     """The run as a shell command: its whole environment (nothing else reached it), then argv;
     the part of it most runs share written ``$COMMON_ENV`` (listed once, at the top), then
     what this run sets otherwise, and what of it this run lacks."""
-    argv = _with_common_args([str(a) for a in argv], args or [])
+    argv = _with_common_args([_unset_left_out(str(a)) for a in argv], args or [])
     if not env:
         return " ".join(quote(a) for a in argv)
     common = common or {}
@@ -68,6 +68,21 @@ def common_args(reports: list[Report]) -> list[str]:
     best = max(((sum(len(a) + 1 for a in s) * n, s) for s, n in counts.items()
                 if 2 * n > len(argvs)), default=(0, ()))
     return list(best[1])
+
+
+def _unset_left_out(arg: str) -> str:
+    """A JSON object argument (a driver's run description) without its keys set to null,
+    false or empty: the guide's header says so; the report keeps the argument whole."""
+    if not arg.startswith("{"):
+        return arg
+    try:
+        value = json.loads(arg)
+    except ValueError:
+        return arg
+    if not isinstance(value, dict):
+        return arg
+    return json.dumps({k: v for k, v in value.items() if v not in (None, False, [], {})},
+                      ensure_ascii=False)
 
 
 def _with_common_args(argv: list[str], common: list[str]) -> list[str]:

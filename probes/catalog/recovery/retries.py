@@ -289,10 +289,12 @@ FALLBACK_PROBE = Probe(
                 "abandoned: 2.1.235 keeps it as a finished response ('… may be incomplete'), "
                 "runs a tool in it, and switches models only on a later request."),
     counterfactuals=(
+        # the overloads stay (the mechanism is reached); what is taken away is the switch
         Counterfactual(
-            "primary-answers",
-            "The primary model answers at once, so there is no overload to switch models on.",
+            "no-fallback-model",
+            "The run is given no --fallback-model: the primary model is overloaded as before, "
+            "and there is no model to switch to.",
             (FALLBACK,),
-            lambda p: with_rules(p, [answering(p, "primary-overloaded", text("PRIMARY_OK"))])),
+            lambda p: with_runs(p, changes={"fallback": {"extra_args": ()}})),
     ),
 )
