@@ -14,7 +14,7 @@ from probes.catalog.streamed_input.common import (
     _written_uuid,
     check_lifecycle_emitted,
 )
-from probes.catalog.variants import with_rules, with_steps
+from probes.catalog.variants import with_steps
 from probes.core.checks import Checks
 from probes.core.evidence import Evidence
 from probes.core.probe import Claim, Counterfactual, Invocation, Probe
@@ -22,8 +22,8 @@ from probes.core.provenance import from_analysis
 from probes.core.streamed import Step, StreamedInput, user_message
 
 __all__ = ["ABSORBED_CLAIM", "CANCELLED_CLAIM", "QUEUED", "QUEUE_ANSWER", "QUEUE_CLAIM",
-           "QUEUE_DONE", "QUEUE_PROBE", "QUEUE_PROMPT", "QUEUE_STARTED", "QUEUE_TOOL",
-           "check_queue"]
+           "QUEUE_DONE", "QUEUE_OWN_TURN_ANSWER", "QUEUE_PROBE", "QUEUE_PROMPT", "QUEUE_STARTED",
+           "QUEUE_TOOL", "check_queue"]
 
 
 QUEUE_PROMPT = "QUEUE_PROBE_PROMPT"
@@ -32,6 +32,7 @@ QUEUE_TOOL = "toolu_queue_probe_bash"
 QUEUE_STARTED = "queue-tool-started"
 QUEUE_DONE = "QUEUE_TOOL_DONE"
 QUEUE_ANSWER = "QUEUE_PROBE_ANSWER"
+QUEUE_OWN_TURN_ANSWER = "QUEUE_MESSAGE_OWN_TURN_ANSWER"
 QUEUE_CLAIM = "probe.mid-turn-input-absorbed"
 ABSORBED_CLAIM = "probe.command-lifecycle-absorbed"
 CANCELLED_CLAIM = "probe.command-lifecycle-cancelled"
@@ -122,6 +123,11 @@ QUEUE_PROBE = Probe(
                   "started |\n命令被吸收到某个 turn", 394)),),
     scenario=Scenario(name="mid-turn-input-absorbed", rules=[
         Rule(id="after-tool", match=Match(tool_result_for=QUEUE_TOOL), reply=text(QUEUE_ANSWER)),
+        # A client that also (or only) sends the message as a turn of its own is answered, so
+        # the run ends and one-turn fails with what it did, rather than the script ending it
+        # (2.0.77 absorbs the message beside the tool's result and then sends it again).
+        Rule(id="message-as-own-turn", match=Match(last_user_text_contains=QUEUED),
+             reply=text(QUEUE_OWN_TURN_ANSWER)),
         Rule(id="run-tool", match=Match(last_user_text_contains=QUEUE_PROMPT),
              reply=tool_use("Bash", {
                  "command": f"touch {QUEUE_STARTED}; sleep 2; echo {QUEUE_DONE}",
@@ -143,9 +149,7 @@ QUEUE_PROBE = Probe(
         "The user message is written only after the turn's result, when no tool runs and no "
         "request is pending: it cannot join the running turn, so it starts a turn of its own.",
         (QUEUE_CLAIM, ABSORBED_CLAIM),
-        lambda p: with_rules(with_steps(p, "queue", Step(user_message(QUEUED),
-                                                         after_event={"type": "result"})),
-                             added=[Rule(id="late-message",
-                                     match=Match(last_user_text_contains=QUEUED),
-                                     reply=text("LATE_MESSAGE_ANSWER"))])),),
+        # the scenario's message-as-own-turn rule answers the late message
+        lambda p: with_steps(p, "queue", Step(user_message(QUEUED),
+                                              after_event={"type": "result"}))),),
 )
