@@ -34,13 +34,19 @@ from probes.report.guide_runs import (
 __all__ = ["render_guide", "write_guide"]
 
 
-def _counterfactual_lines(shown: dict[str, Any]) -> list[str]:
-    """Able to fail only where counterfactuals.json shows it on this binary."""
+def _shown_deciding(result: dict[str, Any]) -> int:
+    return _DECIDING if result["able_to_fail"] else 2 * _DECIDING
+
+
+def _counterfactual_lines(shown: dict[str, Any], probe: str = "") -> list[str]:
+    """Able to fail only where counterfactuals.json shows it on this binary (check ids
+    without their probe's name, which the claim's section gives)."""
     if shown["run"]:
         out = ["**Counterfactuals run here** (each whole in `counterfactuals.json`):", ""]
         out += [f"- {'able to fail' if r['able_to_fail'] else 'did NOT make it fail'}: "
-                f"{short(r['description'], _DECLARED)} — {r['verdict'].replace('_', ' ')}: "
-                f"{short(r['deciding'], _DECIDING)}" for r in shown["results"]]
+                f"{short(r['description'], _DECLARED // 2)} — {r['verdict'].replace('_', ' ')}: "
+                f"{short(r['deciding'].removeprefix(f'{probe}.'), _shown_deciding(r))}"
+                for r in shown["results"]]
         return [*out, ""]
     if shown["declared"]:
         return ["**Counterfactuals** (not run here): " + "; ".join(
@@ -49,7 +55,8 @@ def _counterfactual_lines(shown: dict[str, Any]) -> list[str]:
 
 
 _DECLARED = 100  # characters of a counterfactual not run here (the report has it whole)
-_DECIDING = 90  # characters of what decided a counterfactual's verdict
+_DECIDING = 50  # characters of what decided a counterfactual's verdict (twice that when
+# it did not make the claim fail: the reader needs to see why)
 _QUOTED = 80  # characters of an analysis quote shown (the report keeps it whole)
 
 
@@ -81,7 +88,7 @@ def _claim_section(report: Report, claim: ClaimEntry,
            *([f"**Beyond the source.** {claim['beyond_source']}", ""]
              if claim.get("beyond_source") else []),
            f"**Verdict.** {claim['reason']}", ""]
-    out += _counterfactual_lines(claim_counterfactuals(record, claim))
+    out += _counterfactual_lines(claim_counterfactuals(record, claim), claim["probe"])
     read = [n for check_id in claim["checks"] for n in checks[check_id].get("journal_lines", [])]
     prefix = f"{claim['probe']}."
     shared = all(check_id.startswith(prefix) for check_id in claim["checks"])
@@ -96,7 +103,7 @@ def _claim_section(report: Report, claim: ClaimEntry,
     if as_expected:
         out += ["Passed, observed exactly as expected: " + ", ".join(
             f"`{check_id[len(prefix):] if shared else check_id}` "
-            f"({short(checks[check_id]['expected'], 30)})" for check_id in as_expected) + ".",
+            f"({short(checks[check_id]['expected'], 20)})" for check_id in as_expected) + ".",
             ""]
     table = [check_id for check_id in claim["checks"] if check_id not in as_expected]
     if table:
@@ -110,9 +117,9 @@ def _claim_section(report: Report, claim: ClaimEntry,
         if c.get("role") and status == "passed":
             result += f" ({c['role']})"
         observed = ("= expected" if c["observed"] == c["expected"]
-                    else short(c["observed"], 60))
+                    else short(c["observed"], 48))
         shown = check_id[len(prefix):] if shared else check_id
-        out.append(f"| `{shown}` | {result} | {short(c['expected'], 50)} | {observed} |")
+        out.append(f"| `{shown}` | {result} | {short(c['expected'], 40)} | {observed} |")
     out.append("")
     return out
 
@@ -189,7 +196,7 @@ def render_guide(reports: list[Report],
             out.append(f"| {report['report']} | {row['probe']} | {row['run']} | "
                        f"{row.get('terminal_reason') or '—'} | {row.get('subtype') or '—'} | "
                        f"{row.get('is_error')} | {exit_code} | "
-                       f"{short(results.get((report['report'], row['probe'], row['run'])), 50)} |")
+                       f"{short(results.get((report['report'], row['probe'], row['run'])), 36)} |")
     out.append("")
     shared = Shared(common_env(reports), common_args(reports))
     if shared.env or shared.args:

@@ -139,6 +139,9 @@ def journal_line_list(numbers: list[int] | None) -> str:
     return ", ".join(f"{a}–{b}" if b > a else str(a) for a, b in spans)
 
 
+_RULE = 48  # characters of a rule's match and of each reply (the report has the scenario whole)
+
+
 def _rule_lines(scenario: dict[str, Any]) -> list[str]:
     lines = []
     for position, rule in enumerate(scenario.get("rules", []), start=1):
@@ -146,8 +149,8 @@ def _rule_lines(scenario: dict[str, Any]) -> list[str]:
                  if v is not None and k != "path" and (k, v) != ("kind", "main")}
         replies = [rule["reply"]] if rule.get("reply") else rule.get("replies") or []
         rule_id = rule.get("id") or f"rule-{position}"
-        lines.append(f"- `{rule_id}` when {short(match, 60) if match else 'any main request'} → "
-                     + "; then ".join(short(_reply_view(r), 60) for r in replies)
+        lines.append(f"- `{rule_id}` when {short(match, _RULE) if match else 'any main request'} → "
+                     + "; then ".join(short(_reply_view(r), _RULE) for r in replies)
                      + (f" (repeat: {rule['repeat']})" if rule.get("repeat") == "always" else ""))
     return lines
 

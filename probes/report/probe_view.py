@@ -263,6 +263,8 @@ def _source(source: dict[str, Any]) -> dict[str, Any]:
     if kind == "project":
         return {"kind": "project", "reason": source.get("reason"),
                 "reference": source.get("reference")}
+    if kind == "baseline":  # loopprobe's own recording of one version, labelled as such
+        return {"kind": "baseline", "citation": source.get("citation")}
     return {"kind": "unstated", "citation": source.get("citation")}
 
 
