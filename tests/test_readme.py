@@ -81,3 +81,14 @@ def test_every_claim_of_the_catalog_has_a_mechanism_row() -> None:
     rows = {m.claim for m in MECHANISMS if m.claim}
     assert sorted(rows - claims) == [], "rows naming claims the catalog does not have"
     assert sorted(claims - rows) == [], "claims without a row in the mechanism table"
+
+
+def test_a_version_range_never_spans_two_client_kinds() -> None:
+    from probes.report.mechanism_table import _ordered, _ranges
+    labels = ["claude-code@2.1.54", "claude-agent-sdk@0.2.140", "claude-code@2.0.77",
+              "claude-code@2.1.117", "claude-code@2.1.235"]
+    order = _ordered(labels)
+    assert order[0] == "claude-agent-sdk@0.2.140" and order[2] == "claude-code@2.1.54"
+    chosen = ["claude-agent-sdk@0.2.140", "claude-code@2.0.77", "claude-code@2.1.54",
+              "claude-code@2.1.117"]
+    assert _ranges(chosen, order, "claude-code") == "claude-agent-sdk@0.2.140, 2.0.77–2.1.117"

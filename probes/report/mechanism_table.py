@@ -51,7 +51,8 @@ def _ranges(chosen: list[str], order: list[str], own_kind: str) -> str:
             if runs and runs[-1]:
                 runs.append([])
             continue
-        if not runs:
+        # a run never spans two client kinds (their versions are not one sequence)
+        if not runs or (runs[-1] and runs[-1][-1].rpartition("@")[0] != label.rpartition("@")[0]):
             runs.append([])
         runs[-1].append(label)
     return ", ".join(shown(r[0]) if len(r) == 1 else f"{shown(r[0])}–{shown(r[-1])}"
