@@ -121,8 +121,8 @@ def test_a_behaviour_bisect_does_not_date_a_feature_appearing() -> None:
 
 
 def test_versions_that_say_nothing_of_the_kind_are_skipped() -> None:
-    # the behaviour is not shown on 10-14 (its result field missing): the change is in a range
-    hidden = _history((1, "confirmed"), (10, "not_observable"), (15, "contradicted"))
+    # the mechanism is not reached on 10-14: the change is in a range
+    hidden = _history((1, "confirmed"), (10, "not_reached"), (15, "contradicted"))
     result = bisect_versions(VERSIONS, hidden)
     assert result.first_changed is None and result.candidates == [str(v) for v in range(10, 16)]
     assert set(result.skipped) <= set(result.candidates)
@@ -235,3 +235,14 @@ def test_matrix_cache_budget_must_keep_one(tmp_path: Path,
     assert cli.main(["matrix", "--clients", "2.1.235", "--out", str(tmp_path),
                      "--cache-budget", "0", "--skip-run"]) == 2
     assert "--cache-budget: expected a count >= 1" in capsys.readouterr().err
+
+
+def test_not_observable_is_upheld_behaviour() -> None:
+    """Its behaviour checks passed (only a field the version does not report was unseen): a
+    contradicted version before it is a behaviour change, dated as one (max-turns on 2.1.84
+    contradicted, 2.1.90 not observable, 2.1.91 confirmed: two changes, two kinds)."""
+    assert transition_kind("contradicted", "not_observable") == "behaviour"
+    assert transition_kind("not_observable", "confirmed") == "reporting"
+    history = _history((1, "contradicted"), (10, "not_observable"), (15, "confirmed"))
+    assert bisect_versions(VERSIONS, history).first_changed == "10"
+    assert bisect_versions(VERSIONS[9:], history, "reporting").first_changed == "15"

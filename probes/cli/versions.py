@@ -203,8 +203,9 @@ def add_bisect(commands: Any) -> None:
     bisect.add_argument("--claim", help="the claim id to follow")
     bisect.add_argument("--probe", help="or: a probe, following all its claims")
     bisect.add_argument("--kind", choices=[*TRANSITION_KINDS, ANY], default="behaviour",
-                        help="what change to date: behaviour (confirmed <-> contradicted or "
-                        "differs from baseline), presence (absent -> present: introduced in), "
+                        help="what change to date: behaviour (confirmed or not observable <-> "
+                        "contradicted or differs from baseline), presence (absent -> "
+                        "present: introduced in), "
                         "reach (not reached -> reached), reporting (not observable -> "
                         "observed) or any change of verdict; versions whose verdict says "
                         "nothing of that kind are skipped (default: %(default)s)")

@@ -3,7 +3,7 @@
 ``bisect_versions`` is the search alone (a pure function of a verdict oracle); ``loopprobe
 bisect`` runs the probes a claim needs on each version it visits, installing on demand, and
 writes what it found. A search follows one kind of transition (``TRANSITION_KINDS``): a change
-of behaviour (confirmed ↔ contradicted), the feature appearing (absent → present, like a
+of behaviour (confirmed or not observable ↔ contradicted), the feature appearing (absent → present, like a
 compatibility table's ``version_added``), the probe reaching it, or the version reporting it.
 A version whose verdict says nothing of that kind — or where the claim is not applicable or
 the harness failed — is skipped, as ``git bisect skip`` does, and the result names it; the
@@ -36,11 +36,14 @@ TRANSITION_KINDS: dict[str, tuple[tuple[str, frozenset[str]], tuple[str, frozens
     # the feature is there and the probe now triggers it (a gate opened, input now accepted)
     "reach": (("not reached", frozenset({"not_reached"})),
               ("reached", frozenset({"not_observable", *_SHOWN}))),
+    # the behaviour itself: what the claim states now holds, or no longer (not observable is
+    # upheld: its behaviour checks passed, only a field the version does not report was unseen;
+    # tried before reporting, as the verdict rule decides contradicted before not observable)
+    "behaviour": (("upheld", frozenset({"confirmed", "not_observable"})),
+                  ("against", frozenset(AGAINST))),
     # the version now reports the behaviour (a result field such as terminal_reason appears)
     "reporting": (("not observable", frozenset({"not_observable"})),
                   ("observed", _SHOWN)),
-    # the behaviour itself: what the claim states now holds, or no longer
-    "behaviour": (("upheld", frozenset({"confirmed"})), ("against", frozenset(AGAINST))),
 }
 _TELLING = frozenset(CLAIM_VERDICTS) - SKIPPED_VERDICTS  # a verdict on some kind's side
 # contradicted ↔ differs from baseline: the claim's source changed, not the client
