@@ -56,21 +56,23 @@ def _matrix(claim: str, verdicts: dict[str, str]) -> dict[str, object]:
 
 
 def test_a_bisect_dates_only_a_change_of_its_own_kind(tmp_path: Path) -> None:
-    """The committed max-turns bisect dated terminal_reason appearing in 2.1.91 (a result field,
-    then read as contradicted → confirmed). With that field a reporting check the timeline
-    shows not observable → confirmed, a reporting change, which a behaviour bisect does not
-    date; a presence change is named introduced, and dated by a presence bisect."""
-    committed = load_bisects(Path("reports/bisect"))  # written before kinds: still read
+    """max-turns changed twice: its behaviour on 2.1.88 (is_error and the exit code, then
+    not observable: terminal_reason not yet reported), its reporting on 2.1.91 (the field
+    appears). Each committed bisect dates the change of its own kind, and only that one;
+    a presence change is named introduced, and dated by a presence bisect."""
+    committed = load_bisects(Path("reports/bisect"))
     assert {b["transition"] for b in committed} <= {"behaviour", "reporting"}
-    terminal = _matrix("probe.max-turns-terminal", {"2.1.90": "not_observable",
+    terminal = _matrix("probe.max-turns-terminal", {"2.1.84": "contradicted",
+                                                    "2.1.90": "not_observable",
                                                     "2.1.91": "confirmed"})
     text = render_timeline(terminal, committed, Path("reports"))
-    assert ("`probe.max-turns-terminal`: claude-code: 2.1.90 not_observable → "
-            "*reporting: changed* 2.1.91 confirmed") in text
-    behaviour = _matrix("probe.max-turns-terminal", {"2.1.90": "contradicted",
-                                                     "2.1.91": "confirmed"})
-    assert "**2.1.91** ([bisect](bisect/probe.max-turns-terminal.json))" in render_timeline(
-        behaviour, committed, Path("reports"))
+    assert ("`probe.max-turns-terminal`: claude-code: 2.1.84 contradicted → *behaviour: fixed* "
+            "**2.1.88** ([bisect](bisect/probe.max-turns-terminal.json)) 2.1.90 not_observable "
+            "→ *reporting: changed* **2.1.91** "
+            "([bisect](bisect/probe.max-turns-terminal.reporting.json)) 2.1.91 confirmed") in text
+    # a change of another kind between the same versions is not given the bisect's date
+    other = _matrix("probe.max-turns-terminal", {"2.1.90": "absent", "2.1.91": "confirmed"})
+    assert "**2.1.91**" not in render_timeline(other, committed, Path("reports"))
     (tmp_path / "probe.y.json").write_text(json.dumps(
         {"client": "claude-code", "claims": ["probe.y"], "first_changed": "2.1.50",
          "kind": "presence", "transition": "presence", "change": "introduced"}))
