@@ -105,7 +105,7 @@ def test_the_guide_says_able_to_fail_only_where_the_record_shows_it(fake_kind: N
     assert cli.main([*base, "--counterfactuals"]) == 0
     guide = (out / "EVIDENCE.md").read_text()
     assert ("- able to fail: the model ends with another text — contradicted: "
-            "cf-write.final observed OTHER") in guide
+            "final observed OTHER") in guide
     assert "- did NOT make it fail: Write is not offered — absent: " in guide
 
 

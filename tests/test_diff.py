@@ -64,7 +64,8 @@ def test_diff_of_2_0_77_names_tools_betas_and_subagent_mode() -> None:
     assert "context-management-2025-06-27" in fp["anthropic_beta"]["removed"]
     assert "system/task_notification" in fp["stream_event_types"]["removed"]
     flipped = {c["id"] for c in result["checks_flipped"]}
-    assert "subagent-loop.immediate-result-is-ack" in flipped  # synchronous Task in 2.0.77
+    # 2.0.77 acknowledges the background Task, but its result never comes by notification
+    assert "subagent-loop.notification-carries-result" in flipped
     assert "POST /v1/messages warmup" in fp["requests_seen"]["added"]
     text = render_markdown(result)
     assert "**tools**: added ['Task'], removed ['Agent']" in text
