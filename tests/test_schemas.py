@@ -66,13 +66,13 @@ def _broken_copy(tmp_path: Path, name: str) -> Path:
 def test_a_broken_report_is_named_with_its_pointer(tmp_path: Path) -> None:
     path = _broken_copy(tmp_path, "goal.json")
     report = json.loads(path.read_text())
-    report["claims"][1]["status"] = 5
+    report["claims"][1]["statement"] = 5
     del report["client"]["binary_sha256"]
     path.write_text(json.dumps(report))
     checked, problems = validate_path(path)
     shown = [str(p) for p in problems]
     assert checked == 1 and len(shown) == 2, shown
-    assert shown[0] == f"{path}: at /claims/1/status: 5 is not of type 'string' " \
+    assert shown[0] == f"{path}: at /claims/1/statement: 5 is not of type 'string' " \
                        "(expected by the report schema)"
     assert shown[1] == f"{path}: at /client: 'binary_sha256' is a required property " \
                        "(expected by the report schema)"
@@ -128,3 +128,17 @@ def test_the_cli_exits_2_with_the_problems(tmp_path: Path,
     assert cli.main(["validate", str(path)]) == 2  # bad input, never 1 (a regression)
     assert cli.main(["validate", str(tmp_path / "absent.json")]) == 2
     assert f"{path}: at /schema_version: 'one' is not of type 'integer'" in capsys.readouterr().out
+
+
+def test_a_verdict_outside_the_vocabulary_is_refused_by_validate_too(tmp_path: Path) -> None:
+    """diff, render, guide and mechanisms refused an unknown claim verdict (one line, exit
+    2) while validate passed it: the schema now lists the verdicts and the statuses."""
+    path = _broken_copy(tmp_path, "goal.json")
+    report = json.loads(path.read_text())
+    report["claims"][0]["status"] = "<script>alert(1)</script>"
+    report["checks"][0]["status"] = "maybe"
+    report["status"] = "green"
+    path.write_text(json.dumps(report))
+    problems = {p.where for p in validate_path(path)[1]}
+    assert problems == {"at /claims/0/status", "at /checks/0/status", "at /status"}
+    assert cli.main(["validate", str(path)]) == 2

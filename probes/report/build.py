@@ -39,6 +39,7 @@ from probes.report.format import (
     TIMING_SUFFIX,
     ClaimEntry,
     Report,
+    ReportStatus,
 )
 from probes.report.normalise import (
     JOURNAL_VOLATILE,
@@ -194,13 +195,14 @@ def _claim_entries(outcome: ProbeOutcome, probe_checks: list[dict[str, Any]],
         claims.append({"id": claim.id, "statement": claim.statement,
                        "source": claim.source.to_json(), "beyond_source": claim.beyond_source,
                        "counterfactuals": counterfactuals or None,
-                       "probe": outcome.probe.name, "status": status,
+                       "probe": outcome.probe.name,
+                       "status": status,  # type: ignore[typeddict-item]  # one of CLAIM_VERDICTS
                        "passed": status == "confirmed", "reason": reason,
                        "checks": [c["id"] for c in own]})
     return claims
 
 
-def report_status(*, errors: bool, ran_any: bool, claims: list[ClaimEntry]) -> str:
+def report_status(*, errors: bool, ran_any: bool, claims: list[ClaimEntry]) -> ReportStatus:
     """A complete report's status: a harness error (of a probe, or of a claim's run), nothing
     applicable, or whether every claim was upheld. An egress attempt the guard refused is
     the client's act, reported in ``trust.egress_refused``; it does not decide the status."""
@@ -259,7 +261,8 @@ def build_report(spec: ReportSpec, outcomes: list[ProbeOutcome], binary: ClientB
         "report": spec.name, "title": spec.title, "summary": spec.summary,
         "generator": {"name": "loopprobe", "version": __version__},
         "client": binary.identity(),  # type: ignore[typeddict-item]
-        "status": status, "passed": status == "passed", "complete": complete,
+        "status": status,  # type: ignore[typeddict-item]  # report_status's
+        "passed": status == "passed", "complete": complete,
         "claims": claims, "checks": checks, "probes": probes,  # type: ignore[typeddict-item]
         "terminal_reasons": terminal, "trust": trust,
         "boundaries": sorted({b for o in outcomes for b in o.probe.boundaries}),

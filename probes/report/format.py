@@ -46,6 +46,9 @@ TIMING_SUFFIX = ".timing.json"
 Status = Literal["passed", "failed", "error", "not_applicable", "incomplete"]
 
 
+ReportStatus = Literal["passed", "failed", "error", "not_applicable"]
+
+
 class ReportError(ValueError):
     """A file or folder that is not what a loopprobe reader expects; says what and where."""
 
@@ -68,7 +71,8 @@ class CheckEntry(TypedDict):
     expected: Any
     observed: Any
     evidence: str
-    status: NotRequired[str]  # passed, failed, not_observable (schema 3); absent, not_reached (5)
+    # passed, failed, not_observable (schema 3); absent, not_reached (5)
+    status: NotRequired[Literal["passed", "failed", "not_observable", "absent", "not_reached"]]
     observable: NotRequired[bool]
     role: NotRequired[str]  # reach or reporting (schema 5); behaviour when not written
     unreached: NotRequired[str]  # a failed reach check: absent or not_reached (schema 5)
@@ -84,7 +88,9 @@ class ClaimEntry(TypedDict):
     # the setups in which the claimed behaviour cannot happen, whose runs make it fail
     counterfactuals: list[str] | None
     probe: str
-    status: str
+    # a verdict (probes.core.verdicts.CLAIM_VERDICTS); passed/failed before schema 3
+    status: Literal["confirmed", "contradicted", "differs_from_baseline", "absent", "not_reached",
+                    "not_observable", "not_applicable", "error", "passed", "failed"]
     passed: bool
     reason: str
     checks: list[str]
@@ -98,7 +104,7 @@ class Report(TypedDict):
     summary: str
     generator: dict[str, str]
     client: ClientIdentity
-    status: str
+    status: ReportStatus
     passed: bool
     complete: bool
     claims: list[ClaimEntry]
