@@ -562,3 +562,13 @@ def test_a_stopped_run_did_not_finish_by_itself() -> None:
     finished = next(c for c in checks.results if c.id == "p.harness.r.finished")
     assert not finished.passed
     assert finished.observed == "stopped by the harness: the sandbox holds 5 GB (at most 4)"
+
+
+def test_a_line_separator_inside_a_printed_string_does_not_cut_the_event() -> None:
+    """Node's JSON.stringify writes U+2028 and U+2029 as they are, and the model's text can
+    hold them (or U+0085): str.splitlines cut such an event in two, both halves unparsed."""
+    text = "before\u2028middle\u2029after\x85end\x1c\x1d\x1e"
+    stdout = json.dumps({"type": "result", "result": text}, ensure_ascii=False) + "\n"
+    output = Output.from_json_lines(stdout)
+    assert [e["result"] for e in output.events] == [text]
+    assert not output.unparsed

@@ -15,6 +15,8 @@ import pytest
 
 from mockapi import Journal, MockServer, Rule, Scenario, read_journal, text
 from mockapi.journal import REDACTED, TornLine, redact_query
+from mockapi.records import MAX_JOURNALED_BODY_DEPTH
+from probes.report.schemas import validate_path
 
 StartMock = Callable[..., MockServer]
 
@@ -127,6 +129,13 @@ ODD_SPACING = (b'{ "max_tokens" :16 ,"model":"m",  "x": 1.50, "y": 1e2, "z": -0.
                b'"messages":[{"role":"user","content":"spaced"}] }')
 BIG = orjson.dumps(body_json("big " + "x" * 1_000_000))
 
+
+def _nested(depth: int) -> bytes:
+    """A valid request body nesting ``depth`` levels (its metadata nested the rest), with
+    brackets in a string too, which do not nest."""
+    return (b'{"model":"m","max_tokens":5,"messages":[{"role":"user","content":"[[{{"}],'
+            b'"metadata":' + b'{"a":' * (depth - 1) + b'1' + b'}' * (depth - 1) + b'}')
+
 BODIES = [
     # (raw body, journal field it must be recorded in)
     pytest.param(ODD_SPACING, "body", id="json-odd-spacing-and-numbers"),
@@ -136,6 +145,11 @@ BODIES = [
     pytest.param(PRETTY.replace(b"\n", b"\r\n"), "body", id="json-with-crlf"),
     pytest.param(b"not json at all\nsecond line \xc3\xa9", "body_text", id="not-json"),
     pytest.param(b"\xff\xfe{\"model\": \x80", "body_base64", id="invalid-utf8"),
+    # as deep as a record may hold it, and deeper: whole, as text (every reader still parses
+    # the record: loopprobe's readers refuse files nested deeper than 200 levels)
+    pytest.param(_nested(MAX_JOURNALED_BODY_DEPTH), "body", id="json-at-the-depth-bound"),
+    pytest.param(_nested(MAX_JOURNALED_BODY_DEPTH + 1), "body_text", id="json-past-it"),
+    pytest.param(_nested(1000), "body_text", id="json-1000-deep"),
 ]
 
 
@@ -158,6 +172,8 @@ def test_request_body_is_recorded_exactly(mock_api: StartMock, sent: bytes, fiel
         assert record["body_text"].encode() == sent
     else:
         assert base64.b64decode(record["body_base64"]) == sent
+    # every journal line is one loopprobe's readers accept
+    assert validate_path(mock.journal.path)[1] == []
 
 
 def test_empty_body_is_recorded_without_a_body_field(mock_api: StartMock) -> None:

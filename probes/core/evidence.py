@@ -19,6 +19,7 @@ from typing import Any
 
 from mockapi.records import JournalRecord, RequestRecord
 from probes.core.invocation import Invocation
+from probes.core.safe_read import json_lines
 
 __all__ = ["MAX_EVENT_DEPTH", "POSER_FAULT", "Evidence", "Location", "Output", "RunRecord", "block_text",
            "blocks_of_type", "locate", "message_outline", "messages"]
@@ -64,7 +65,7 @@ class Output:
     def from_json_lines(cls, stdout: str) -> Output:
         events: list[dict[str, Any]] = []
         unparsed: list[str] = []
-        for line in stdout.splitlines():
+        for line in json_lines(stdout):
             if not line.strip():
                 continue
             try:
@@ -237,7 +238,7 @@ class Evidence:
 
 def _json_lines(text: str) -> list[dict[str, Any]]:
     entries = []
-    for line in text.splitlines():
+    for line in json_lines(text):
         try:
             value = json.loads(line)
         except (ValueError, RecursionError):

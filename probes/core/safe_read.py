@@ -22,7 +22,7 @@ from mockapi.scenario import MAX_SCENARIO_BYTES, ScenarioRefused, decode_scenari
 
 __all__ = ["GZIP_RATIO_FLOOR", "MAX_DEPTH", "MAX_GZIP_RATIO", "MAX_JOURNAL_BYTES",
            "MAX_JSON_BYTES", "MAX_SCENARIO_BYTES", "ReadRefused", "check_file", "confined",
-           "loads", "read_bytes", "read_journal", "read_json", "read_text", "read_yaml"]
+           "json_lines", "loads", "read_bytes", "read_journal", "read_json", "read_text", "read_yaml"]
 
 # the largest committed report is ~0.6 MB and a matrix of every version ~0.2 MB: 50 times that
 MAX_JSON_BYTES = 32 * 1024 * 1024
@@ -34,7 +34,7 @@ MAX_GZIP_RATIO = 100
 GZIP_RATIO_FLOOR = 1024 * 1024
 # a report nests ~15 levels, a journal line ~11; Python's own limit is ~1,000 and every
 # reader, the schema validator and the page templates recurse into what they are given
-MAX_DEPTH = 200
+MAX_DEPTH = 200  # above the journal's bodies (mockapi.records.MAX_JOURNALED_BODY_DEPTH)
 
 
 class ReadRefused(Exception):
@@ -133,6 +133,16 @@ def _deeper_than(value: Any, limit: int) -> bool:
 def _too_deep(source: str) -> ReadRefused:
     return ReadRefused(f"{source}: nested deeper than {MAX_DEPTH} levels (a loopprobe file "
                        "nests at most ~20): refused")
+
+
+def json_lines(text: str) -> list[str]:
+    """The lines of a JSON-lines text, split at LF alone: str.splitlines also splits at
+    U+2028, U+2029, U+0085 and other breaks a JSON string may hold raw (Node's
+    JSON.stringify writes U+2028 as it is), which would cut one record in two."""
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    return lines
 
 
 def loads(data: str | bytes, source: str) -> Any:

@@ -13,7 +13,7 @@ from typing import Any, Literal, NotRequired
 
 from typing_extensions import TypedDict
 
-from probes.core.safe_read import ReadRefused, confined, read_journal, read_json
+from probes.core.safe_read import ReadRefused, confined, json_lines, read_journal, read_json
 from probes.core.verdicts import CLAIM_VERDICTS
 
 __all__ = ["COUNTERFACTUALS_FILE", "FINGERPRINT_FILE", "FINGERPRINT_FILE_VERSION", "NOT_REPORTS",
@@ -148,7 +148,7 @@ def read_journal_lines(path: Path, *, within: Path | None = None) -> list[str]:
     """A report's journal, plain (``.jsonl``) or gzipped (``.jsonl.gz``), as its lines."""
     data = read_journal(path, within=within)
     try:
-        return data.decode().splitlines()
+        return json_lines(data.decode())
     except UnicodeDecodeError as error:
         raise ReadRefused(f"{path}: expected UTF-8 JSON lines, found byte "
                           f"{data[error.start]:#04x} at offset {error.start}: refused") from None

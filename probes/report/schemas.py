@@ -26,6 +26,7 @@ from mockapi.scenario import Scenario, ScenarioError
 from probes.core.safe_read import (
     ReadRefused,
     confined,
+    json_lines,
     loads,
     read_bytes,
     read_journal,
@@ -314,7 +315,7 @@ def _validate_file(path: Path, *, explicit: bool, within: Path | None) -> Iterat
     if path.name.endswith((".jsonl", ".jsonl.gz")):
         kind = kind_of(path, None) or "journal-line"
         text = read_journal(path, within=within).decode(errors="replace")
-        for number, line in enumerate(text.splitlines(), 1):
+        for number, line in enumerate(json_lines(text), 1):
             try:
                 record = loads(line, f"{path}: line {number}")
             except ValueError as error:
