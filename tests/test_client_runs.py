@@ -118,6 +118,10 @@ CLIENT_RACES = {
     "subagent-loop": "the parent's and the subagent's requests are made concurrently by the "
                      "client, so their order in the journal may differ from run to run",
 }
+# Not run twice here (tests.fixtures.suite_without_clock leaves it out: it waits a minute on
+# the client's clock), and not byte-reproducible either: loop-wakeup's tool result names the
+# wall-clock time of the wake-up, and the woken turn's modelUsage is filled in or not
+# (docs/guarantees.md names both).
 
 
 def test_the_suite_through_the_cli_is_reproducible(claude_code_binary, tmp_path: Path) -> None:
