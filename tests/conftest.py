@@ -32,6 +32,17 @@ def tiers_required() -> bool:
     return os.environ.get("LOOPPROBE_REQUIRE_TIERS") == "1"
 
 
+def one_line_error(argv: list[str], capsys: pytest.CaptureFixture[str]) -> str:
+    """What ``loopprobe ARGV`` printed when it refused its input: exit 2, one line, no
+    traceback."""
+    from probes import cli
+    code = cli.main(argv)
+    err = capsys.readouterr().err.strip()
+    assert code == 2, err
+    assert len(err.splitlines()) == 1 and "Traceback" not in err, err
+    return err
+
+
 def missing_install(what: str, command: str) -> None:
     """Skip (or, when every tier is required, fail) a test whose install is missing."""
     message = f"{what} is not installed; run `{command}` (or ./scripts/test, which installs it)"

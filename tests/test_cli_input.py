@@ -13,6 +13,7 @@ import pytest
 from probes import cli
 from probes.cli.catalogs import select
 from probes.clients import registry
+from tests.conftest import one_line_error
 from tests.fakeloop import FakeLoopClient
 from tests.fakeloop.catalog import REPORTS as FAKE_REPORTS
 
@@ -24,14 +25,6 @@ CATALOG = "tests.fakeloop.catalog"
 @pytest.fixture
 def fake_kind(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(registry.CLIENT_KINDS, "fake-loop", FakeLoopClient)
-
-
-def _one_line_error(argv: list[str], capsys: pytest.CaptureFixture[str]) -> str:
-    code = cli.main(argv)
-    err = capsys.readouterr().err.strip()
-    assert code == 2, err
-    assert len(err.splitlines()) == 1 and "Traceback" not in err, err
-    return err
 
 
 # each option that names a file to write, with a command line that reaches it
@@ -83,7 +76,7 @@ def test_an_output_file_that_cannot_be_written_is_refused_before_any_work(
     (tmp_path / "a-file").write_text("")
     flag = option.split()[-1]
     argv = [a.format(tmp=tmp_path) for a in [*OUTPUT_FILES[option], where]]
-    err = _one_line_error(argv, capsys)
+    err = one_line_error(argv, capsys)
     assert f"{flag} {argv[-1]}: {expected.format(tmp=tmp_path)}" in err, err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a-dir", "a-file"], \
         "the command worked before refusing its output file"
@@ -103,7 +96,7 @@ def test_a_single_value_flag_given_twice_is_refused(argv: list[str], tmp_path: P
                                                     capsys: pytest.CaptureFixture[str]) -> None:
     argv = [a.format(tmp=tmp_path) for a in argv]
     flag = next(a for a in argv if argv.count(a) == 2 and a.startswith("--"))
-    err = _one_line_error(argv, capsys)
+    err = one_line_error(argv, capsys)
     assert f"{argv[0]} {flag}: expected once (it takes one value), given twice" in err, err
 
 
@@ -177,7 +170,7 @@ def test_bad_input_is_one_line_not_a_traceback(argv: list[str], expected: str,
     (tmp_path / "a-file").write_text("x")
     (tmp_path / "list.json").write_text("[1]")
     (tmp_path / "bisect-x.json").write_text("{")
-    err = _one_line_error([a.format(tmp=tmp_path) for a in argv], capsys)
+    err = one_line_error([a.format(tmp=tmp_path) for a in argv], capsys)
     assert expected.format(tmp=tmp_path) in err, err
 
 

@@ -31,6 +31,7 @@ from probes.clients.specs import (
 )
 from probes.clients.tool_runner import AnthropicToolRunner
 from probes.scale import workflow
+from tests.conftest import one_line_error
 from tests.fakeloop import FakeLoopClient
 
 CATALOG = "tests.fakeloop.catalog"
@@ -52,14 +53,6 @@ def no_subprocess(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> list[Any]:
     monkeypatch.setenv("LOOPPROBE_CACHE", str(tmp_path / "cache"))
     monkeypatch.delenv("LOOPPROBE_CLIENTS", raising=False)
     return started
-
-
-def _one_line_error(argv: list[str], capsys: pytest.CaptureFixture[str]) -> str:
-    code = cli.main(argv)
-    err = capsys.readouterr().err.strip()
-    assert code == 2, err
-    assert len(err.splitlines()) == 1 and "Traceback" not in err, err
-    return err
 
 
 def _outside(tmp_path: Path) -> list[Path]:
@@ -133,7 +126,7 @@ ATTACKS = ["claude-agent-sdk@../../x", "claude-agent-sdk@$(id)",
 def test_a_bad_version_is_one_line_and_nothing_runs(
         spec: str, no_subprocess: list[Any], tmp_path: Path,
         capsys: pytest.CaptureFixture[str]) -> None:
-    err = _one_line_error(["clients", "install", spec], capsys)
+    err = one_line_error(["clients", "install", spec], capsys)
     version = spec.rpartition("@")[2]
     assert f"found {version!r}" in err and "expected" in err, err
     assert "claude-code, claude-agent-sdk, anthropic-tool-runner" in err, err
@@ -145,13 +138,13 @@ def test_a_bad_version_is_one_line_and_nothing_runs(
 @pytest.mark.parametrize("spec", ["claude-agent-sdk@../../x", "claude-code@1.2"])
 def test_the_message_says_what_each_registry_expects(spec: str, no_subprocess: list[Any],
                                                      capsys: pytest.CaptureFixture[str]) -> None:
-    err = _one_line_error(["clients", "install", spec], capsys)
+    err = one_line_error(["clients", "install", spec], capsys)
     assert ("PEP 440" if "sdk" in spec else "semver") in err, err
 
 
 def test_an_unknown_kind_lists_the_kinds(no_subprocess: list[Any],
                                          capsys: pytest.CaptureFixture[str]) -> None:
-    err = _one_line_error(["clients", "install", "claude-sdk@0.2.140"], capsys)
+    err = one_line_error(["clients", "install", "claude-sdk@0.2.140"], capsys)
     assert "unknown client 'claude-sdk'" in err
     assert "claude-code, claude-agent-sdk, anthropic-tool-runner" in err
 
@@ -183,7 +176,7 @@ EVERY_WAY = {
 def test_every_way_in_takes_the_same_validation(way: str, no_subprocess: list[Any],
                                                 tmp_path: Path,
                                                 capsys: pytest.CaptureFixture[str]) -> None:
-    err = _one_line_error([a.format(tmp=tmp_path) for a in EVERY_WAY[way]], capsys)
+    err = one_line_error([a.format(tmp=tmp_path) for a in EVERY_WAY[way]], capsys)
     assert "expected" in err and "found" in err, err
     assert no_subprocess == []
 
@@ -192,7 +185,7 @@ def test_clients_install_refuses_each_bad_spec_and_installs_none(
         no_subprocess: list[Any], capsys: pytest.CaptureFixture[str]) -> None:
     """All specs are checked before the first install: a typo in the third refuses the
     command before the first is downloaded."""
-    err = _one_line_error(["clients", "install", "2.1.235", "claude-agent-sdk@0.2.140",
+    err = one_line_error(["clients", "install", "2.1.235", "claude-agent-sdk@0.2.140",
                            "claude-code@2.1.x/.."], capsys)
     assert "'2.1.x/..'" in err
     assert no_subprocess == []
@@ -338,7 +331,7 @@ def test_a_bad_plugin_entry_is_one_line(entry: str, no_subprocess: list[Any],
     monkeypatch.setattr("tests.__path__", [*__import__("tests").__path__,
                                            str(tmp_path / "plugins" / "tests")])
     monkeypatch.setenv("LOOPPROBE_CLIENTS", entry)
-    err = _one_line_error(["clients", "list"], capsys)
+    err = one_line_error(["clients", "list"], capsys)
     assert err.startswith("loopprobe: LOOPPROBE_CLIENTS"), err
     assert "expected" in err and PLUGIN_ENTRIES[entry] in err, err
     assert no_subprocess == []
@@ -348,7 +341,7 @@ def test_a_plugin_cannot_take_a_built_in_kind(no_subprocess: list[Any],
                                               monkeypatch: pytest.MonkeyPatch,
                                               capsys: pytest.CaptureFixture[str]) -> None:
     monkeypatch.setenv("LOOPPROBE_CLIENTS", "claude-code=tests.fakeloop:FakeLoopClient")
-    err = _one_line_error(["clients", "install", "claude-code@2.1.235"], capsys)
+    err = one_line_error(["clients", "install", "claude-code@2.1.235"], capsys)
     assert "a plugin cannot replace" in err
     assert "claude-code, claude-agent-sdk, anthropic-tool-runner" in err
     assert no_subprocess == []

@@ -119,13 +119,19 @@ ESCAPES = [
 ]
 
 
-@pytest.mark.parametrize(("target", "why"), ESCAPES, ids=[t.decode() for t, _ in ESCAPES])
-def test_a_target_that_could_leave_the_base_is_refused_400_and_journaled(
-        tmp_path: Path, target: bytes, why: str) -> None:
+def _get(tmp_path: Path, target: bytes) -> tuple[int, bytes, FakeUpstream]:
+    """GET ``target`` through a recorder in front of a fake upstream."""
     upstream = FakeUpstream()
     app = recorder(tmp_path, upstream)
     status, body = asyncio.run(call(app, "GET", target))
     app.close()
+    return status, body, upstream
+
+
+@pytest.mark.parametrize(("target", "why"), ESCAPES, ids=[t.decode() for t, _ in ESCAPES])
+def test_a_target_that_could_leave_the_base_is_refused_400_and_journaled(
+        tmp_path: Path, target: bytes, why: str) -> None:
+    status, body, upstream = _get(tmp_path, target)
     error = orjson.loads(body)["error"]
     assert (status, error["type"]) == (400, "invalid_request_error")
     assert why in error["message"] and UPSTREAM in error["message"]
@@ -148,10 +154,7 @@ def test_a_target_that_could_leave_the_base_is_refused_400_and_journaled(
 ])
 def test_a_plain_target_is_forwarded_under_the_base_as_it_came(
         tmp_path: Path, target: bytes, forwarded: str) -> None:
-    upstream = FakeUpstream()
-    app = recorder(tmp_path, upstream)
-    status, _ = asyncio.run(call(app, "GET", target))
-    app.close()
+    status, _, upstream = _get(tmp_path, target)
     assert status == 200
     assert upstream.urls == ["http://upstream.test" + forwarded]
 

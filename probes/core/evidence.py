@@ -13,13 +13,13 @@ Code's stream-json shapes: ``type``/``subtype``, ``message.content``, a final
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from mockapi.records import JournalRecord, RequestRecord
 from probes.core.invocation import Invocation
-from probes.core.safe_read import json_lines
+from probes.core.safe_read import json_lines, nested_deeper_than
 
 __all__ = ["MAX_EVENT_DEPTH", "POSER_FAULT", "Evidence", "Location", "Output", "RunRecord", "block_text",
            "blocks_of_type", "locate", "message_outline", "messages"]
@@ -73,29 +73,11 @@ class Output:
             except (ValueError, RecursionError):
                 unparsed.append(line)
                 continue
-            if isinstance(value, dict) and _nested_within(value, MAX_EVENT_DEPTH):
+            if isinstance(value, dict) and not nested_deeper_than(value, MAX_EVENT_DEPTH):
                 events.append(value)
             else:
                 unparsed.append(line)
         return cls(events, unparsed)
-
-
-def _nested_within(value: Any, limit: int) -> bool:
-    """Whether ``value`` nests at most ``limit`` objects and arrays deep (walked without
-    recursion)."""
-    stack = [(value, 1)]
-    while stack:
-        item, depth = stack.pop()
-        if isinstance(item, dict):
-            children: Iterable[Any] = item.values()
-        elif isinstance(item, list):
-            children = item
-        else:
-            continue
-        if depth > limit:
-            return False
-        stack.extend((child, depth + 1) for child in children)
-    return True
 
 
 @dataclass

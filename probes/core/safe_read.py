@@ -22,7 +22,8 @@ from mockapi.scenario import MAX_SCENARIO_BYTES, ScenarioRefused, decode_scenari
 
 __all__ = ["GZIP_RATIO_FLOOR", "MAX_DEPTH", "MAX_GZIP_RATIO", "MAX_JOURNAL_BYTES",
            "MAX_JSON_BYTES", "MAX_SCENARIO_BYTES", "ReadRefused", "check_file", "confined",
-           "json_lines", "loads", "read_bytes", "read_journal", "read_json", "read_text", "read_yaml"]
+           "json_lines", "loads", "nested_deeper_than", "read_bytes", "read_journal", "read_json",
+           "read_text", "read_yaml"]
 
 # the largest committed report is ~0.6 MB and a matrix of every version ~0.2 MB: 50 times that
 MAX_JSON_BYTES = 32 * 1024 * 1024
@@ -118,7 +119,9 @@ def read_text(path: Path, *, limit: int = MAX_JSON_BYTES, within: Path | None = 
                           f"at offset {error.start}: refused") from None
 
 
-def _deeper_than(value: Any, limit: int) -> bool:
+def nested_deeper_than(value: Any, limit: int) -> bool:
+    """Whether ``value`` nests objects and arrays more than ``limit`` deep (walked without
+    recursion: the point is a value too deep to recurse into)."""
     stack = [(value, 1)]
     while stack:
         node, level = stack.pop()
@@ -151,7 +154,7 @@ def loads(data: str | bytes, source: str) -> Any:
         value = json.loads(data)
     except RecursionError:  # json's C parser stops at Python's limit, cleanly
         raise _too_deep(source) from None
-    if isinstance(value, dict | list) and _deeper_than(value, MAX_DEPTH):
+    if isinstance(value, dict | list) and nested_deeper_than(value, MAX_DEPTH):
         raise _too_deep(source)
     return value
 
@@ -200,6 +203,6 @@ def read_yaml(path: Path, *, within: Path | None = None) -> Any:
     except ScenarioRefused as error:
         said = " ".join("; ".join(error.problems).split())  # one line, whatever the parser said
         raise ReadRefused(f"{path}: {said}: refused") from None
-    if isinstance(value, dict | list) and _deeper_than(value, MAX_DEPTH):
+    if isinstance(value, dict | list) and nested_deeper_than(value, MAX_DEPTH):
         raise _too_deep(str(path))
     return value
