@@ -18,7 +18,12 @@ __all__ = ["NPM_TIMEOUT", "VERSION_PATTERN", "InstallError", "cache_root", "inst
            "published_versions", "resolve_version", "sha256_file"]
 
 NPM_TIMEOUT = 600
-VERSION_PATTERN = re.compile(r"^\d+\.\d+\.\d+(?:-[0-9A-Za-z.-]+)?$")
+# an exact version, by semver.org's grammar (2.0.0): no leading zeros, dot-separated
+# identifiers, ASCII only (anything else is a dist-tag to resolve, or refused)
+_NUMBER = r"(?:0|[1-9][0-9]*)"
+_PRE = rf"(?:{_NUMBER}|[0-9]*[A-Za-z-][0-9A-Za-z-]*)"
+VERSION_PATTERN = re.compile(rf"{_NUMBER}\.{_NUMBER}\.{_NUMBER}(?:-{_PRE}(?:\.{_PRE})*)?"
+                             r"(?:\+[0-9A-Za-z-]+(?:\.[0-9A-Za-z-]+)*)?")
 
 
 class InstallError(RuntimeError):
@@ -63,7 +68,7 @@ def published_versions(package: str) -> list[str]:
 
 def resolve_version(package: str, wanted: str) -> str:
     """``latest`` or another dist-tag to a version; an exact version is checked to exist."""
-    if not VERSION_PATTERN.match(wanted):
+    if not VERSION_PATTERN.fullmatch(wanted):
         done = _npm("view", f"{package}@{wanted}", "version", timeout=120)
         found = done.stdout.strip().splitlines()
         if done.returncode != 0 or not found:

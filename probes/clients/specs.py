@@ -17,17 +17,13 @@ from typing import Any
 
 from packaging.version import InvalidVersion, Version
 
-from probes.clients.npm import InstallError
+from probes.clients.npm import VERSION_PATTERN, InstallError
 
 __all__ = ["DIST_TAG", "LATEST", "PLAIN_VERSION", "SEMVER", "check_version", "expected_version",
            "install_folder"]
 
 LATEST = "latest"
-# semver.org's grammar (2.0.0): no leading zeros, dot-separated identifiers, ASCII only
-_NUMBER = r"(?:0|[1-9][0-9]*)"
-_PRE = rf"(?:{_NUMBER}|[0-9]*[A-Za-z-][0-9A-Za-z-]*)"
-SEMVER = re.compile(rf"{_NUMBER}\.{_NUMBER}\.{_NUMBER}(?:-{_PRE}(?:\.{_PRE})*)?"
-                    r"(?:\+[0-9A-Za-z-]+(?:\.[0-9A-Za-z-]+)*)?")
+SEMVER = VERSION_PATTERN  # npm's versions: semver.org's grammar (probes.clients.npm)
 # an npm dist-tag (latest, next, stable): one lowercase word, never a path or a range
 DIST_TAG = re.compile(r"[a-z][a-z0-9-]{0,63}")
 PLAIN_VERSION = re.compile(r"[0-9A-Za-z][0-9A-Za-z._+-]{0,127}")
