@@ -39,8 +39,10 @@ from hypothesis.strategies import SearchStrategy
 
 from mockapi import KINDS, Journal, Match, Rule, Scenario, ScenarioError, read_journal, text
 from mockapi.app import MAX_BODY_BYTES, MockApp
+from mockapi.records import MAX_JOURNALED_BODY_DEPTH
 from mockapi.scenario import load_scenario, parse_scenario
 from mockapi.sse import decode_events
+from probes.core.safe_read import nested_deeper_than
 
 FUZZ = settings(
     max_examples=200, deadline=None, derandomize=True, print_blob=True,
@@ -112,18 +114,16 @@ def expected_answer(sent: Sent, limit: int) -> Expected:
 def expected_body_field(raw: bytes) -> tuple[str, Any]:
     """How the journal must keep a body: parsed JSON, else text, else base64.
 
-    A JSON body nested as deep as orjson reads (1024 levels) would be one level too deep
-    inside its journal record, which the journal's reader could then not read: it must be
-    kept as text.
+    A JSON body nested deeper than MAX_JOURNALED_BODY_DEPTH is kept as text: inside its
+    record it would be deeper than loopprobe's readers accept (or, near orjson's 1024
+    levels, than the journal's own reader can read).
     """
     try:
         value = orjson.loads(raw)
     except orjson.JSONDecodeError:
         pass
     else:
-        try:
-            orjson.loads(b"[" + raw + b"]")
-        except orjson.JSONDecodeError:
+        if nested_deeper_than(value, MAX_JOURNALED_BODY_DEPTH):
             return "body_text", raw.decode("utf-8")
         return "body", value
     try:

@@ -122,7 +122,7 @@ def read_text(path: Path, *, limit: int = MAX_JSON_BYTES, within: Path | None = 
 def nested_deeper_than(value: Any, limit: int) -> bool:
     """Whether ``value`` nests objects and arrays more than ``limit`` deep (walked without
     recursion: the point is a value too deep to recurse into)."""
-    stack = [(value, 1)]
+    stack = [(value, 1)] if isinstance(value, dict | list) else []
     while stack:
         node, level = stack.pop()
         if level > limit:

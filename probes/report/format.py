@@ -19,7 +19,7 @@ from probes.core.verdicts import CLAIM_VERDICTS
 __all__ = ["COUNTERFACTUALS_FILE", "FINGERPRINT_FILE", "FINGERPRINT_FILE_VERSION", "NOT_REPORTS",
            "READABLE_REPORT_VERSIONS", "REPORT_SCHEMA_VERSION", "TIMING_SUFFIX", "VERDICTS",
            "CheckEntry", "ClaimEntry", "ClientIdentity", "FingerprintFile", "Report",
-           "ReportError", "ReportFolder", "Status", "journal_path", "load_fingerprint",
+           "ReportError", "ReportFolder", "ReportStatus", "Status", "journal_path", "load_fingerprint",
            "load_folder", "load_json_file", "load_report", "read_journal_lines", "verdict"]
 
 # 2: run-specific values (timings, the generation time) moved out to <report>.timing.json
