@@ -22,6 +22,9 @@ def load_catalog(name: str | None) -> tuple[ReportSpec, ...]:
     (``--catalog my.probes``) or a file (``--catalog probes/mine.py``)."""
     if name is None:
         return REPORTS
+    if name.endswith((".yaml", ".yml")):  # a case file (probes.cases): data, not code
+        from probes.cli.cases import load_cases
+        return load_cases(name)
     if name.endswith(".py") and not Path(name).is_file():
         raise HarnessInputError(f"--catalog {name!r}: expected a Python file defining REPORTS, "
                                 "but there is no such file")

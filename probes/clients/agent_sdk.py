@@ -10,8 +10,9 @@ hands its own environment to the CLI it starts).
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from probes.clients.base import ClientBinary, Command, RunContext, scan_installs
 from probes.clients.claude_cli import ClaudeCliBase
@@ -27,6 +28,10 @@ DRIVER = Path(__file__).with_name("agent_sdk_driver.py")
 
 
 class ClaudeAgentSdk(ClaudeCliBase):
+    # its driver gives the CLI one value per flag (the SDK's extra_args is a mapping)
+    not_passed: ClassVar[Mapping[str, str]] = {
+        "plugin_dir": "the Agent SDK driver does not pass plugin folders (its extra_args hold "
+                      "one value per flag)"}
     name = "claude-agent-sdk"
     package = PACKAGE
     registry = "pypi"  # the grammar of its versions (probes.clients.specs)

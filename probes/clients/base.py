@@ -104,6 +104,8 @@ class RunContext:
     hooks: HookCommand | None = None
     mcp_python: str | None = None  # the harness's MCP runtime, for runs given an MCP server
     record_socket: str = ""  # the harness's collector (probes.run.collector), on the host
+    # the user's plugin folders, as the client sees them (probes.sandbox.user_setup)
+    plugin_dirs: tuple[str, ...] = ()
 
     def resumed_session(self, invocation: Invocation) -> str | None:
         if invocation.session != "resume":

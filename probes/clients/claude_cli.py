@@ -11,9 +11,9 @@ import json
 import re
 import subprocess
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from probes.clients.base import Capabilities, ClientBinary, HookCommand, RunContext
 from probes.core.evidence import Output
@@ -40,6 +40,7 @@ CAPABILITY_FLAGS: dict[str, tuple[str, ...]] = {
     # --permission-prompt-tool is not in --help before 2.1.3xx but works with stream input
     "streamed_input": ("--input-format", "--replay-user-messages"),
     "mcp": ("--mcp-config", "--strict-mcp-config"),
+    "plugin_dir": ("--plugin-dir",),
 }
 # capabilities of other client kinds that the CLI has no counterpart for
 NOT_CLAUDE_CODE = {"tool_runner": "Claude Code is not the SDK's tool runner",
@@ -78,12 +79,15 @@ class ClaudeCliBase:
             cached.write_text(done.stdout + done.stderr)
         return cached.read_text()
 
+    # capabilities this kind of client has no way to pass, whatever its CLI's --help says
+    not_passed: ClassVar[Mapping[str, str]] = {}
+
     def capabilities(self, binary: ClientBinary) -> Capabilities:
         text = self.help_text(binary)
         supported, missing, version_lacks = set(), {}, set()
         for name in CAPABILITIES:
-            if name in NOT_CLAUDE_CODE:
-                missing[name] = NOT_CLAUDE_CODE[name]
+            if name in NOT_CLAUDE_CODE or name in self.not_passed:
+                missing[name] = NOT_CLAUDE_CODE.get(name) or self.not_passed[name]
                 continue
             absent = [flag for flag in CAPABILITY_FLAGS.get(name, ()) if flag not in text]
             if absent:

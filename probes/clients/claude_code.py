@@ -121,6 +121,8 @@ class ClaudeCode(ClaudeCliBase):
             if invocation.fork:
                 argv.append("--fork-session")
         argv += self.mcp_args(invocation, context)
+        for plugin in context.plugin_dirs:
+            argv += ["--plugin-dir", plugin]
         argv += list(invocation.extra_args)
         env = self.run_environment(box, context.base_url, invocation, dict(context.extra_env))
         return Command(argv, env, box.workspace,

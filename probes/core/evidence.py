@@ -125,6 +125,11 @@ class Evidence:
     runs: dict[str, RunRecord]
     journal: list[JournalRecord]
     hook_calls: list[dict[str, Any]] = field(default_factory=list)
+    # the user's own hook commands as they ran (probes.inside.hook_wrapper): event, input,
+    # exit code, stdout, stderr, duration
+    hook_runs: list[dict[str, Any]] = field(default_factory=list)
+    # what copying the user's setup in did (hooks wrapped, a hooks file left as it was)
+    setup_notes: list[str] = field(default_factory=list)
     session_files: dict[str, str] = field(default_factory=dict)  # relative path -> text
     workspace_files: dict[str, str] = field(default_factory=dict)
     torn_journal: str | None = None

@@ -33,6 +33,7 @@ CAPABILITIES: Mapping[str, str] = {
     "streamed_input": "reads user messages and control requests (interrupt, set_model, ...) "
                       "on stdin while a turn runs, and asks the caller for permissions",
     "mcp": "attaches a given stdio MCP server and offers its tools to the model",
+    "plugin_dir": "loads a plugin from a folder for one run (--plugin-dir)",
 }
 
 

@@ -17,6 +17,7 @@ from probes.core.evidence import Evidence
 from probes.core.invocation import CAPABILITIES, Hooks, Invocation
 from probes.core.names import NAME_LENGTH, CatalogError, described, simple_name_problem
 from probes.core.provenance import Source, unstated
+from probes.core.setup import UserSetup
 
 __all__ = ["HARNESS_CLASSIFIER", "HARNESS_MESSAGE_IDS", "CatalogError", "Claim", "Counterfactual",
            "Hooks", "Invocation", "Probe", "ReportSpec", "Source", "served_scenario",
@@ -150,6 +151,8 @@ class Probe:
     # Evidence.client_mentions), for the reach of a feature no run can show absent: a hook
     # output field or an environment variable a version ignores silently
     client_mentions: tuple[str, ...] = ()
+    # the user's own folders copied into the sandbox (a workspace, ~/.claude, plugins)
+    setup: UserSetup | None = None
 
     def __post_init__(self) -> None:
         # its sandbox is a folder named after it; a counterfactual's name adds to its probe's
@@ -196,6 +199,7 @@ class Probe:
                                    f"the probe's: {sorted(claims)}")
         _expect(owner, "fingerprinted", self.fingerprinted, bool, "True or False")
         _expect_items(owner, "client_mentions", self.client_mentions, str, "a string")
+        _expect(owner, "setup", self.setup, (UserSetup, type(None)), "UserSetup(...) or None")
         for needle in self.client_mentions:
             if not needle.strip() or not needle.isascii() or len(needle) > 100:
                 raise CatalogError(f"{owner}: client_mentions holds {needle!r}, expected a "
@@ -206,6 +210,8 @@ class Probe:
         needed = set(self.requires).union(*(i.capabilities() for i in self.invocations))
         if self.hooks is not None:
             needed.add("hooks")
+        if self.setup is not None and self.setup.plugin_dirs:
+            needed.add("plugin_dir")
         return [name for name in CAPABILITIES if name in needed]
 
 

@@ -90,6 +90,14 @@ def _hook_calls(evidence: Evidence, norm: Normaliser) -> list[dict[str, Any]]:
     return sorted(calls, key=lambda call: json.dumps(call, sort_keys=True))
 
 
+def _hook_runs(evidence: Evidence, norm: Normaliser) -> list[dict[str, Any]]:
+    """Each run of the user's own hook commands (``probes.inside.hook_wrapper``), in a stable
+    order; its timing (started, duration) goes to the timing file."""
+    runs = [norm({k: v for k, v in h.items() if k not in ("pid", "started", "duration")},
+                 volatile=True) for h in evidence.hook_runs]
+    return sorted(runs, key=lambda run: json.dumps(run, sort_keys=True))
+
+
 def _probe_section(outcome: ProbeOutcome,
                    norm: Normaliser) -> tuple[dict[str, Any], dict[str, Any]]:
     probe, ev = outcome.probe, outcome.evidence
@@ -131,6 +139,10 @@ def _probe_section(outcome: ProbeOutcome,
         section["requests"] = [_request_summary(norm(dict(r)), ev.run_of(r["seq"]))
                                for r in ev.all_requests()]
         section["hook_calls"] = _hook_calls(ev, norm)
+        if ev.hook_runs:  # the user's own hooks, observed: only when a setup has some
+            section["hook_runs"] = _hook_runs(ev, norm)
+        if ev.setup_notes:
+            section["setup_notes"] = norm(ev.setup_notes)
         section["journal_torn_tail"] = ev.torn_journal
         if ev.client_mentions:  # static evidence the probe's reach checks read
             section["client_mentions"] = ev.client_mentions

@@ -128,6 +128,12 @@ def run_timelines(ev: Evidence | None, runs: dict[str, Any]) -> dict[str, Any]:
             tool = call.get("tool_use_id") or (call.get("input") or {}).get("tool_use_id")
             entries.append({"t_ms": _ms(moment, start), "what": what,
                             "event": call.get("event"), "tool_use_id": tool})
+        for hook in ev.hook_runs:  # the user's own hook commands, timed by their wrapper
+            moment = hook.get("started")
+            if isinstance(moment, (int, float)) and start <= moment <= end + 1:
+                entries.append({"t_ms": _ms(moment, start), "what": "hook_run",
+                                "event": hook.get("event"), "source": hook.get("source"),
+                                "duration_ms": round(float(hook.get("duration") or 0) * 1000)})
         for attempt in ev.egress:
             if start <= attempt.get("time", 0) <= end + 1:
                 entries.append({"t_ms": _ms(attempt["time"], start), "what": "egress",

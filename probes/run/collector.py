@@ -96,11 +96,13 @@ class _Handler(socketserver.StreamRequestHandler):
         elif stream == "mcp" and isinstance(header, dict) and _NAME.match(
                 str(header.get("run", ""))):
             collector._mcp_events(str(header["run"]), self.rfile)
+        elif stream == "hook_run":
+            collector._hook_run(self.rfile, _peer_pid(self.request))
         elif stream == "egress":
             collector._egress_reports(self.rfile, _peer_pid(self.request))
         elif header is not None:
-            collector._fault("header", "expected {\"stream\": \"hook\" | \"mcp\" (with a "
-                                       f"simple run name) | \"egress\"}}, got {header!r:.300}")
+            collector._fault("header", "expected {\"stream\": \"hook\" | \"hook_run\" | \"mcp\" "
+                                       f"(with a simple run name) | \"egress\"}}, got {header!r:.300}")
 
 
 class _Server(socketserver.ThreadingUnixStreamServer):
@@ -119,6 +121,8 @@ class Collector:
         self.evidence = evidence
         self.hook_policy = dict(hook_policy or {})
         self.hook_calls: list[dict[str, Any]] = []
+        # the user's own hook commands, as hook_wrapper.py ran them (probes.inside.hook_wrapper)
+        self.hook_runs: list[dict[str, Any]] = []
         self.mcp: dict[str, list[dict[str, Any]]] = {}
         self.egress: list[dict[str, Any]] = []
         self.faults: list[dict[str, Any]] = []
@@ -267,6 +271,15 @@ class Collector:
                    self.hook_calls)
         wfile.write((json.dumps({"output": decision}) + "\n").encode())
         wfile.flush()
+
+    def _hook_run(self, rfile: BufferedIOBase, pid: int | None) -> None:
+        record = self._parse(rfile, "hook_run")
+        if not isinstance(record, dict) or not isinstance(record.get("exit_code"), int):
+            self._fault("hook_run", f"expected a hook run's record, got {record!r:.300}")
+            return
+        with self._lock:
+            self._keep_locked("hook_run", "hook-runs.jsonl",
+                              {**record, "pid": pid, "run": self._run}, self.hook_runs)
 
     def _mcp_events(self, run: str, rfile: BufferedIOBase) -> None:
         with self._lock:

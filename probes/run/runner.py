@@ -28,7 +28,7 @@ from probes.core.invocation import Invocation
 from probes.core.outcome import ProbeOutcome
 from probes.core.probe import Probe, served_scenario, shown_scenario
 from probes.core.verdicts import check_evidence
-from probes.inside import hook_recorder
+from probes.inside import hook_recorder, hook_wrapper
 from probes.run.client_mentions import look_up
 from probes.run.collector import Collector
 from probes.run.containment import Containment, Place, find_containment
@@ -38,6 +38,7 @@ from probes.run.process import Dialogue, ProcessResult, run_conversation, run_pr
 from probes.sandbox.client_files import ClientFiles
 from probes.sandbox.files import Refused
 from probes.sandbox.folders import Sandbox
+from probes.sandbox.user_setup import InstalledSetup, install_setup, wrapper_command
 
 __all__ = [
     "HOOK_EVENTS_RECORDED",
@@ -158,6 +159,7 @@ def run_probe(probe: Probe, client: Client, binary: ClientBinary, work_dir: Path
         with containment.enter(box, binary, egress_guard, readonly=[mcp.venv] if mcp else [],
                                others=others) as place:
             client_paths = client.prepare(box, place.seen)
+            installed = _install_setup(probe, client, box, place)
             context = {"workspace": place.seen(box.workspace), "home": place.seen(box.home)}
             scenario = probe.scenario.render(context)
             hooks = _hook_command(probe, place)
@@ -170,7 +172,8 @@ def run_probe(probe: Probe, client: Client, binary: ClientBinary, work_dir: Path
                         runs[invocation.name] = _run_one(probe, invocation, client,
                                                          binaries[invocation.name], box, mock,
                                                          session_ids, hooks, place, progress,
-                                                         context, mcp, collector)
+                                                         context, mcp, collector,
+                                                         installed.plugin_dirs)
                     except Refused as refused:
                         # an earlier run made a path this run's files go to unusable: this
                         # run and the later ones are not started; what ran is kept
@@ -183,6 +186,8 @@ def run_probe(probe: Probe, client: Client, binary: ClientBinary, work_dir: Path
             evidence = _gather(probe, client, binary, box, runs, journal_path, place,
                                client_paths, started, collector)
             evidence.runs_not_started = not_started
+            evidence.hook_runs = list(collector.hook_runs)
+            evidence.setup_notes = list(installed.notes or [])
             evidence.mock_url = mock.url
             evidence.egress_guarded = egress_guard
             evidence.egress = sorted([*place.egress_attempts(), *collector.egress],
@@ -204,6 +209,18 @@ def run_probe(probe: Probe, client: Client, binary: ClientBinary, work_dir: Path
                         error=check_error, scenario=_scripted(scenario))
 
 
+def _install_setup(probe: Probe, client: Client, box: Sandbox, place: Place) -> InstalledSetup:
+    """The user's own folders, copied in before the first run, their hooks wrapped so that
+    each run of one is recorded (``probes.inside.hook_wrapper``)."""
+    if probe.setup is None:
+        return InstalledSetup()
+    wrap = wrapper_command(place.seen(Path(sys.executable)), place.seen(Path(hook_wrapper.__file__)),
+                           place.seen(place.record_socket())) if probe.setup.observe_hooks else None
+    config_dir = getattr(client, "config_dir", None)
+    return install_setup(box, probe.setup, config_dir(box) if config_dir else box.home / ".claude",
+                         place.seen, wrap)
+
+
 def _binaries(probe: Probe, client: Client, binary: ClientBinary) -> dict[str, ClientBinary]:
     """The binary of each invocation: the probe's, or the other version it names."""
     found = {binary.version: binary}
@@ -223,11 +240,13 @@ def _run_one(probe: Probe, invocation: Invocation, client: Client, binary: Clien
              box: Sandbox, mock: Served, session_ids: dict[str, str],
              hooks: HookCommand | None, place: Place,
              progress: Callable[[str], None], placeholders: Mapping[str, str],
-             mcp: McpRuntime | None, collector: Collector) -> RunRecord:
+             mcp: McpRuntime | None, collector: Collector,
+             plugin_dirs: tuple[str, ...] = ()) -> RunRecord:
     if invocation.session == "new":
         session_ids[invocation.name] = session_id_for(probe.name, invocation.name)
     context = RunContext(box, mock.url, dict(session_ids), place.proxy_environment(), hooks,
-                         str(mcp.python) if mcp else None, str(place.record_socket()))
+                         str(mcp.python) if mcp else None, str(place.record_socket()),
+                         plugin_dirs)
     command = place.wrap(client.command(binary, invocation, context))
     for path, content in command.files.items():
         _write_input(box, Path(path), content)

@@ -23,7 +23,7 @@ from mockapi.scenario import Scenario
 from mockapi.server import MockServer
 from probes.clients.base import ClientBinary, Command
 from probes.core.mcp import SERVER_SCRIPT
-from probes.inside import egress, hook_recorder, sandbox_init
+from probes.inside import egress, hook_recorder, hook_wrapper, sandbox_init
 from probes.inside.egress import proxy_environment
 from probes.run.bounds import Bounds, Limiter, RunConfinement, find_limiter
 from probes.sandbox.folders import Sandbox
@@ -54,7 +54,7 @@ ETC_SHOWN = ("alternatives", "ca-certificates", "group", "ld.so.cache", "ld.so.c
              "ld.so.conf.d", "localtime", "mime.types", "nsswitch.conf", "os-release", "passwd",
              "ssl")
 TOOLS = (Path(sandbox_init.__file__), Path(egress.__file__), Path(hook_recorder.__file__),
-         SERVER_SCRIPT)
+         Path(hook_wrapper.__file__), SERVER_SCRIPT)
 
 
 

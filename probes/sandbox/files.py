@@ -204,6 +204,20 @@ class SandboxFiles:
         finally:
             os.close(parent)
 
+    def symlink(self, relative: str | PurePosixPath, target: str) -> None:
+        """Make a new link at ``relative`` pointing at ``target`` (as given: the harness
+        never follows it); something already there is refused."""
+        parts = _parts(relative)
+        if not parts:
+            raise Refused(str(relative), "expected a link name")
+        parent = self._dir_fd(parts[:-1], str(relative), create=True)
+        try:
+            os.symlink(target, parts[-1], dir_fd=parent)
+        except FileExistsError:
+            raise Refused(str(relative), f"{_found(parts[-1], parent)}, expected nothing") from None
+        finally:
+            os.close(parent)
+
     # ---- reads ------------------------------------------------------------------------
 
     def _open_file(self, relative: str | PurePosixPath) -> tuple[int, os.stat_result]:

@@ -1,0 +1,100 @@
+"""``check``: your own setup's cases (a case file) on client versions, judged against your
+baseline, with the job summary, JUnit and CTRF files a CI needs."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from probes.cases.catalog import case_catalog
+from probes.cases.format import CaseFileError
+from probes.cli.common import (
+    EXIT_CODES,
+    JOBS_HELP,
+    NO_SANDBOX_HELP,
+    HarnessInputError,
+    command,
+    jobs,
+    say,
+)
+from probes.cli.suite import execute_suite
+from probes.clients import parse_client_spec
+
+__all__ = ["add_check", "cmd_check", "load_cases"]
+
+
+def load_cases(path: str, workspace: str | None = None, home_config: str | None = None,
+               plugin_dirs: list[str] | None = None) -> tuple[Any, ...]:
+    """The catalog of a case file, its setup's folders checked; a one-line error otherwise."""
+    try:
+        return case_catalog(Path(path), workspace=Path(workspace) if workspace else None,
+                            home_config=Path(home_config) if home_config else None,
+                            plugin_dirs=tuple(Path(p) for p in plugin_dirs or ()))
+    except CaseFileError as error:
+        raise HarnessInputError(str(error)) from None
+
+
+def _versions(client_kind: str, spec: str) -> list[str]:
+    """The exact versions ``spec`` names (probes.cases.versions: a list, latest, latest~N, a
+    range), newest last."""
+    from probes.cases.versions import resolve_versions
+    client, _ = parse_client_spec(client_kind)
+    needs_registry = any(not part.strip()[:1].isdigit() for part in spec.split(","))
+    published = client.published() if needs_registry else []
+    try:
+        return resolve_versions(spec, published)
+    except ValueError as error:
+        raise HarnessInputError(f"--versions {spec!r}: {error}") from None
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    from probes.cases.baseline import load_baseline
+    from probes.cases.gate import judge, write_outputs
+    catalog = load_cases(args.cases, args.workspace, args.home_config, args.plugin_dir)
+    baseline = load_baseline(Path(args.baseline)) if args.baseline else None
+    out = Path(args.out)
+    folders = []
+    for version in _versions(args.client, args.versions):
+        spec = version if args.client == "claude-code" else f"{args.client}@{version}"
+        say(f"{args.cases} on {args.client} {version}")
+        execute_suite(spec, out / version, catalog=catalog, no_sandbox=args.no_sandbox,
+                      jobs=jobs(args.jobs))
+        folders.append((version, out / version))
+    result = judge(folders, baseline)
+    write_outputs(result, out, junit=args.junit, ctrf=args.ctrf, summary=args.summary,
+                  github_output=args.github_output)
+    return result.exit_code
+
+
+def add_check(commands: Any) -> None:
+    """``check``"""
+    check = command(commands, "check", help="check your own setup (a case file: hooks, "
+                    "plugins, commands, CLAUDE.md) on client versions", epilog=EXIT_CODES)
+    check.add_argument("cases", help="the case file (YAML, loopprobe: cases/1)")
+    check.add_argument("--versions", default="latest",
+                       help="versions to run: a comma list, latest, latest~N (the N+1 newest) "
+                            "or a range such as '>=2.1.90,<2.1.240' (default: %(default)s)")
+    check.add_argument("--client", default="claude-code", help="the client kind "
+                       "(default: %(default)s)")
+    check.add_argument("--baseline", help="known differences (loopprobe: baseline/1): a "
+                       "listed failure passes, a listed entry that passes fails as stale")
+    check.add_argument("--workspace", help="a folder copied as the workspace (replaces the "
+                       "case file's setup.workspace)")
+    check.add_argument("--home-config", help="a folder copied as ~/.claude (replaces "
+                       "setup.home_config)")
+    check.add_argument("--plugin-dir", action="append", help="a plugin folder passed with "
+                       "--plugin-dir (repeatable; added to setup.plugin_dirs)")
+    check.add_argument("--out", required=True, help="directory: one folder per version and "
+                       "check.json")
+    check.add_argument("--junit", help="also write a JUnit XML file")
+    check.add_argument("--ctrf", help="also write a CTRF JSON file")
+    check.add_argument("--summary", help="append the Markdown summary to this file "
+                       "(e.g. $GITHUB_STEP_SUMMARY)")
+    check.add_argument("--github-output", help="append failed, regressed and "
+                       "first-bad-version to this file (e.g. $GITHUB_OUTPUT)")
+    check.add_argument("--bisect", action="store_true", help="on a failure, find the first "
+                       "failing version between the newest passing and the oldest failing one")
+    check.add_argument("--no-sandbox", action="store_true", help=NO_SANDBOX_HELP)
+    check.add_argument("-j", "--jobs", type=int, help=JOBS_HELP)
+    check.set_defaults(func=cmd_check)
