@@ -81,6 +81,9 @@ class FileText(_Strict):
 
 
 class ResultSpec(_Strict):
+    model_config = ConfigDict(extra="forbid", frozen=True, json_schema_extra={"anyOf": [
+        {"required": [name]} for name in ("subtype", "is_error", "terminal_reason", "exit_code")]})
+
     subtype: str | None = None
     is_error: bool | None = None
     terminal_reason: str | None = None
@@ -114,6 +117,10 @@ EXPECTATION_KINDS: dict[str, str] = {
 
 class Expectation(_Strict):
     """One of ``EXPECTATION_KINDS``, with an optional ``id`` and ``why``."""
+
+    # the schema says "exactly one kind" as the validator does (an editor shows it too)
+    model_config = ConfigDict(extra="forbid", frozen=True, json_schema_extra={"oneOf": [
+        {"required": [kind]} for kind in EXPECTATION_KINDS]})
 
     id: str | None = Field(default=None, pattern=_NAME)
     why: str | None = Field(default=None, description="why you expect it (shown as the "
@@ -150,6 +157,9 @@ class Expectation(_Strict):
 
 
 class Case(_Strict):
+    model_config = ConfigDict(extra="forbid", frozen=True, json_schema_extra={"oneOf": [
+        {"required": ["prompt"]}, {"required": ["command"]}]})
+
     name: str = Field(pattern=_NAME, description="the probe's name")
     title: str = Field(min_length=1)
     prompt: str | None = None

@@ -23,6 +23,7 @@ from typing_extensions import TypedDict
 
 from mockapi.records import JournalNote, RequestRecord, ResponseEndRecord
 from mockapi.scenario import Scenario, ScenarioError
+from probes.cases.format import CASES_FORMAT, CaseFile
 from probes.core.safe_read import (
     ReadRefused,
     confined,
@@ -174,6 +175,7 @@ KINDS: dict[str, Any] = {
     "timing": TimingFile, "sessions": SessionsFile, "bisect": BisectFile,
     "counterfactuals": CounterfactualsFile,
     "journal-line": JournalLine, "report-journal-line": JournalLine, "scenario": Scenario,
+    "cases": CaseFile,
 }
 # what a report's copy of the journal changes in each line (probes.report.normalise.journal_line)
 REPORT_JOURNAL_VOLATILE = (*JOURNAL_VOLATILE, "body_size")
@@ -189,6 +191,8 @@ DESCRIPTIONS = {
     "report-journal-line": "one line of a report's journal (<report>.journal.jsonl): the "
                            "mock's record with its probe, timing fields \"$VOLATILE\"",
     "scenario": "a mock scenario (YAML or JSON); point an editor at this with `$schema`",
+    "cases": "a case file (loopprobe: cases/1): your own setup, the scripted model and what "
+             "you expect (loopprobe check)",
 }
 
 
@@ -198,7 +202,7 @@ def schema(kind: str) -> dict[str, Any]:
     if kind not in KINDS:
         raise KeyError(f"no schema {kind!r}; known: {', '.join(KINDS)}")
     model = KINDS[kind]
-    generated: dict[str, Any] = (model.model_json_schema() if kind == "scenario"
+    generated: dict[str, Any] = (model.model_json_schema() if kind in ("scenario", "cases")
                                  else TypeAdapter(model).json_schema())
     if kind == "scenario":  # an editor's pointer to this schema is allowed in the file
         generated.setdefault("properties", {})["$schema"] = {"type": "string"}
@@ -257,6 +261,8 @@ def kind_of(path: Path, data: Any) -> str | None:
         return "sessions"
     if "first_changed" in data and "good" in data:
         return "bisect"
+    if data.get("loopprobe") == CASES_FORMAT:
+        return "cases"
     if "rules" in data or "$schema" in data:
         return "scenario"
     return None
