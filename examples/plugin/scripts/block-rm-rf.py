@@ -8,8 +8,9 @@ import json
 import re
 import sys
 
-# rm with both -r/-R (or --recursive) and -f (or --force), in any order or spelling.
-_RM = re.compile(r"(^|[;&|(`\s])rm\s+(?P<args>[^;&|]*)")
+# rm as a command (at the start, or after ; & | ( or `, sudo allowed) given both -r/-R
+# (or --recursive) and -f (or --force), in any order or spelling.
+_RM = re.compile(r"(?:^|[;&|(`])\s*(?:sudo\s+)?rm\s+(?P<args>[^;&|)`]*)")
 
 
 def is_rm_rf(command: str) -> bool:
