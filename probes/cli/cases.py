@@ -4,6 +4,8 @@ baseline, with the job summary, JUnit and CTRF files a CI needs."""
 from __future__ import annotations
 
 import argparse
+import json
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +21,7 @@ from probes.cli.common import (
     say,
 )
 from probes.cli.suite import execute_suite
+from probes.cli.versions import claim_verdict
 from probes.clients import parse_client_spec
 
 __all__ = ["add_check", "cmd_check", "load_cases"]
@@ -62,9 +65,68 @@ def cmd_check(args: argparse.Namespace) -> int:
                       jobs=jobs(args.jobs))
         folders.append((version, out / version))
     result = judge(folders, baseline)
+    if args.bisect:
+        _bisect(args, catalog, result, out)
     write_outputs(result, out, junit=args.junit, ctrf=args.ctrf, summary=args.summary,
                   github_output=args.github_output)
     return result.exit_code
+
+
+def _bisect(args: argparse.Namespace, catalog: tuple[Any, ...], result: Any, out: Path) -> None:
+    """For each expectation that failed (unlisted) on a version after one where it passed:
+    the first published version where it fails, each version between run with its case
+    alone, in ``OUT/bisect/<version>``; both sides' evidence kept. Written to
+    ``OUT/bisect.json``; the oldest first failing version becomes ``first_bad_version``."""
+    from probes.scale.bisect import BisectError, bisect_versions, order_versions, versions_between
+    order = order_versions(result.versions)
+    failed: dict[str, str] = {}
+    for row in sorted(result.rows, key=lambda r: order.index(r.version)):
+        if row.outcome == "failed":
+            failed.setdefault(row.claim, row.version)
+    client, _ = parse_client_spec(args.client)
+    published: list[str] = []
+    found: list[dict[str, Any]] = []
+    # the folder of each version a claim was judged on: the runs of every version given,
+    # then the bisect's own runs of one case (OUT/bisect/<case>/<version>)
+    folders: dict[tuple[str, str], Path] = {}
+
+    def verdict_at(claim: str, version: str) -> str:
+        case = claim.split(".", 1)[0]
+        if (case, version) not in folders:
+            folders[case, version] = out / "bisect" / case / version
+            spec = version if args.client == "claude-code" else f"{args.client}@{version}"
+            say(f"bisect {claim}: {args.client} {version}")
+            execute_suite(spec, folders[case, version], catalog=catalog, probe=case,
+                          no_sandbox=args.no_sandbox, jobs=jobs(args.jobs))
+        return claim_verdict(folders[case, version], [claim])
+
+    for claim, bad in failed.items():
+        passed = [r.version for r in result.rows if r.claim == claim and r.outcome == "passed"
+                  and order.index(r.version) < order.index(bad)]
+        if not passed:
+            found.append({"claim": claim, "bad": bad, "first_changed": None,
+                          "why": f"no version run before {bad} passed: nothing to search "
+                                 "between (add an older version to --versions)"})
+            continue
+        good = max(passed, key=order.index)
+        published = published or client.published()
+        case = claim.split(".", 1)[0]
+        folders.update({(case, v): out / v for v in (good, bad)})
+        try:
+            searched = bisect_versions(versions_between(published, good, bad),
+                                       partial(verdict_at, claim))
+        except BisectError as error:
+            found.append({"claim": claim, "good": good, "bad": bad, "first_changed": None,
+                          "why": str(error)})
+            continue
+        found.append({"claim": claim, **searched.to_json(),
+                      "evidence": {v: str(folders[case, v]) for v in (
+                                    searched.last_same, searched.first_changed) if v}})
+    firsts = [f["first_changed"] for f in found if f.get("first_changed")]
+    if firsts:
+        result.first_bad_version = order_versions(firsts)[0]
+    (out / "bisect.json").write_text(json.dumps({"bisects": found}, indent=2) + "\n")
+    say(f"wrote {out / 'bisect.json'}")
 
 
 def add_check(commands: Any) -> None:

@@ -42,7 +42,7 @@ from probes.scale.bisect import (
     versions_between,
 )
 
-__all__ = ["add_bisect", "add_versions", "cmd_bisect", "cmd_versions"]
+__all__ = ["add_bisect", "add_versions", "claim_verdict", "cmd_bisect", "cmd_versions"]
 
 
 def cmd_versions(args: argparse.Namespace) -> int:
@@ -72,7 +72,7 @@ def cmd_versions(args: argparse.Namespace) -> int:
 
 
 
-def _claim_verdict(folder: Path, claims: list[str]) -> str:
+def claim_verdict(folder: Path, claims: list[str]) -> str:
     """The verdict of ``claims`` in a version's reports: one claim's status, or for several
     (a whole probe) each ``id=status``; ``missing`` when a report lacks one."""
     found: dict[str, str] = {}
@@ -132,7 +132,7 @@ def cmd_bisect(args: argparse.Namespace) -> int:
         code = run_suite((client, version), folder, catalog=needed,
                          no_sandbox=args.no_sandbox, jobs=jobs(args.jobs))
         found = "error" if code == EXIT_HARNESS and not any(folder.glob("*.json")) \
-            else _claim_verdict(folder, claims)
+            else claim_verdict(folder, claims)
         say(f"bisect: {version} -> {found}")
         if version not in installed_before and version not in (args.good, args.bad) \
                 and not args.keep_installs:
