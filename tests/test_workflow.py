@@ -113,7 +113,7 @@ def test_every_job_installs_loopprobe_from_its_own_checkout_not_the_callers() ->
     assert workflow["env"]["LOOPPROBE_DIR"] == "loopprobe"
     assert workflow["env"]["CALLER_DIR"] == "caller"
     for trigger in ("workflow_call", "workflow_dispatch"):
-        inputs = workflow["on"][trigger]["inputs"]
+        inputs = workflow[True][trigger]["inputs"]  # YAML 1.1 reads the key `on` as true
         assert {"loopprobe-repository", "loopprobe-ref"} <= set(inputs)
         assert str(inputs["shards"]["default"]) == "1"
     for name, job in workflow["jobs"].items():
