@@ -10,6 +10,7 @@ Packages, from the ground up (a package imports only those above it in this list
 - ``run``      one probe run: containment, the client process, hooks, MCP, the runner
 - ``report``   files made from evidence: report format, guide, pages, JUnit, diff, matrix
 - ``scale``    many runs: schedule, shard, bisect, almanac, sessions
+- ``cases``    user-written cases (``loopprobe check``): the case file, the baseline, the gate
 - ``cli``      the ``loopprobe`` command
 
 ``model``, ``checks``, ``evidence`` and ``provenance`` are the public faces your own catalog

@@ -27,6 +27,7 @@ FLOORS: Mapping[str, int] = {
     "probes.run": 5,
     "probes.report": 6,
     "probes.scale": 7,
+    "probes.cases": 7,       # user-written cases and their gate (beside scale, not above it)
     "probes.cli": 8,
     "probes.__main__": 9,
     "probes": 1,             # probes/__init__.py: the version, importing nothing

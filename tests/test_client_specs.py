@@ -28,6 +28,7 @@ from probes.clients.specs import (
     check_version,
     expected_version,
     install_folder,
+    resolve_versions,
 )
 from probes.clients.tool_runner import AnthropicToolRunner
 from probes.scale import workflow
@@ -382,3 +383,41 @@ def test_a_plugin_kinds_report_names_the_module_that_ran(
         "tests.fakeloop:FakeLoopClient"}
     assert "tests.fakeloop:FakeLoopClient" in (out / "EVIDENCE.md").read_text()
     assert cli.main(["validate", str(out)]) == 0, capsys.readouterr()
+
+
+# resolve_versions: what `loopprobe check --versions` names, from a fixed published list
+_PUBLISHED = ["2.0.77", "2.1.90", "2.1.94", "2.1.100", "2.1.235", "2.1.240", "2.1.300-beta.1",
+              "2.1.9", "2.1.332"]
+
+
+@pytest.mark.parametrize(("spec", "versions"), [
+    ("latest", ["2.1.332"]),
+    ("latest~0", ["2.1.332"]),
+    ("latest~2", ["2.1.235", "2.1.240", "2.1.332"]),  # oldest first; the prerelease left out
+    ("latest~99", ["2.0.77", "2.1.9", "2.1.90", "2.1.94", "2.1.100", "2.1.235", "2.1.240",
+                   "2.1.332"]),
+    (">=2.1.90,<2.1.240", ["2.1.90", "2.1.94", "2.1.100", "2.1.235"]),
+    ("<2.1.94", ["2.0.77", "2.1.9", "2.1.90"]),
+    ("==2.1.235", ["2.1.235"]),
+    ("2.1.235", ["2.1.235"]),
+    ("2.1.332, 2.1.90,2.1.332", ["2.1.332", "2.1.90"]),  # as given, once each
+    ("2.1.300-beta.1", ["2.1.300-beta.1"]),  # named exactly: a prerelease is allowed
+])
+def test_a_versions_spec_resolves_against_the_published_list(spec: str,
+                                                             versions: list[str]) -> None:
+    assert resolve_versions(spec, _PUBLISHED) == versions
+
+
+@pytest.mark.parametrize(("spec", "said"), [
+    ("", "expected a comma-separated list"),
+    ("newest", "'newest' is not a published version"),
+    ("2.1.999", "'2.1.999' is not a published version"),
+    ("latest~x", "a list holds exact versions only"),
+    ("2.1.90,>=2.1.100", "a list holds exact versions only"),
+    (">=2.1.90,,<", "not a PEP 440 range"),
+    (">=3", "found none in it (published: 2.0.77 to 2.1.332)"),
+])
+def test_a_wrong_versions_spec_is_refused_in_one_line(spec: str, said: str) -> None:
+    with pytest.raises(InstallError) as raised:
+        resolve_versions(spec, _PUBLISHED)
+    assert said in str(raised.value) and "\n" not in str(raised.value), str(raised.value)

@@ -103,3 +103,26 @@ def test_the_workflow_steps_run_locally_and_merge_like_an_unsharded_run(
     for path in sorted((full / folder).iterdir()):
         if not path.name.endswith(".timing.json"):
             assert (merged / folder / path.name).read_bytes() == path.read_bytes(), path.name
+
+
+def test_every_job_installs_loopprobe_from_its_own_checkout_not_the_callers() -> None:
+    """Called from another repository, the caller's checkout holds no scripts/ nor probes/:
+    each job checks loopprobe out (the workflow's own repository and commit) into its own
+    folder and the caller's into another, and sources the setup from loopprobe's."""
+    workflow = yaml.safe_load(MATRIX.read_text())
+    assert workflow["env"]["LOOPPROBE_DIR"] == "loopprobe"
+    assert workflow["env"]["CALLER_DIR"] == "caller"
+    for trigger in ("workflow_call", "workflow_dispatch"):
+        inputs = workflow[True][trigger]["inputs"]  # YAML 1.1 reads the key `on` as true
+        assert {"loopprobe-repository", "loopprobe-ref"} <= set(inputs)
+        assert str(inputs["shards"]["default"]) == "1"
+    for name, job in workflow["jobs"].items():
+        checkouts = [s.get("with", {}) for s in job["steps"]
+                     if str(s.get("uses", "")).startswith("actions/checkout@")]
+        paths = {c.get("path") for c in checkouts}
+        assert paths == {"caller", "loopprobe"}, name
+        own = next(c for c in checkouts if c.get("path") == "loopprobe")
+        assert "workflow_repository" in own["repository"] and "workflow_sha" in own["ref"]
+        for step in job["steps"]:
+            if "run" in step and "_setup.sh" in step["run"]:
+                assert 'source "${LOOPPROBE_DIR:-.}/scripts/_setup.sh"' in step["run"], name

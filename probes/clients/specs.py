@@ -12,15 +12,17 @@ through, an install folder must still be one folder directly inside its kind's c
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
 from probes.clients.npm import VERSION_PATTERN, InstallError
 
 __all__ = ["DIST_TAG", "LATEST", "PLAIN_VERSION", "SEMVER", "check_version", "expected_version",
-           "install_folder"]
+           "install_folder", "resolve_versions"]
 
 LATEST = "latest"
 SEMVER = VERSION_PATTERN  # npm's versions: semver.org's grammar (probes.clients.npm)
@@ -28,6 +30,11 @@ SEMVER = VERSION_PATTERN  # npm's versions: semver.org's grammar (probes.clients
 DIST_TAG = re.compile(r"[a-z][a-z0-9-]{0,63}")
 PLAIN_VERSION = re.compile(r"[0-9A-Za-z][0-9A-Za-z._+-]{0,127}")
 _MAX_LENGTH = 256
+# latest~N: the newest release and the N before it
+_LATEST_N = re.compile(r"latest~([0-9]{1,4})")
+_RANGE_START = ("<", ">", "=", "!", "~=")
+_VERSIONS_EXPECTED = ("expected a comma-separated list of exact versions (2.1.235,2.1.332), "
+                      "latest, latest~N (the N+1 newest) or a PEP 440 range (>=2.1.90,<2.1.240)")
 
 _EXPECTED = {
     "npm": "a semver version such as 2.1.235 (MAJOR.MINOR.PATCH[-PRERELEASE][+BUILD])",
@@ -87,3 +94,61 @@ def _resolved(path: Path) -> str:
         return str(path.resolve())
     except (OSError, RuntimeError) as error:
         return f"unresolvable: {error}"
+
+
+def _releases(published: Sequence[str]) -> list[str]:
+    """The published versions that are releases (no prerelease), oldest first; a version
+    that is not PEP 440 has no place in an order and is left out."""
+    parsed = []
+    for version in dict.fromkeys(published):
+        try:
+            parsed.append((Version(version), version))
+        except InvalidVersion:
+            continue
+    return [version for key, version in sorted(parsed) if not key.is_prerelease]
+
+
+def resolve_versions(spec: str, published: Sequence[str]) -> list[str]:
+    """The client versions ``spec`` names among ``published``, oldest first (the order a
+    regression is read in; ``latest~2`` is the three newest releases, the newest last).
+
+    ``spec`` is one of: a comma-separated list of exact versions (each must be published;
+    kept in the order given, duplicates dropped); ``latest`` (the newest release: prereleases
+    are left out, as npm's ``latest`` tag leaves them out); ``latest~N`` (the N+1 newest
+    releases); a PEP 440 range such as ``>=2.1.90,<2.1.240`` (every published release in
+    it). Anything else, or a range or list that names nothing published, is an InstallError
+    saying what was expected.
+    """
+    text = spec.strip()
+    if not text or len(text) > 4096:
+        raise InstallError(f"--versions: {_VERSIONS_EXPECTED}, found {spec!r}")
+    releases = _releases(published)
+    latest = _LATEST_N.fullmatch(text)
+    if text == LATEST or latest:
+        count = int(latest.group(1)) + 1 if latest else 1
+        if not releases:
+            raise InstallError(f"--versions {text}: no published release to choose from")
+        return releases[-count:]
+    if text.startswith(_RANGE_START):
+        try:
+            wanted = SpecifierSet(text)
+        except InvalidSpecifier:
+            raise InstallError(f"--versions: {_VERSIONS_EXPECTED}, found {spec!r} (not a PEP "
+                               "440 range)") from None
+        found = list(wanted.filter(releases))
+        if not found:
+            shown = f"{releases[0]} to {releases[-1]}" if releases else "none"
+            raise InstallError(f"--versions {text}: expected a range holding at least one "
+                               f"published release, found none in it (published: {shown})")
+        return found
+    items = [item.strip() for item in text.split(",")]
+    known = set(published)
+    for item in items:
+        if not item or item.startswith(_RANGE_START) or item.startswith(LATEST):
+            raise InstallError(f"--versions: {_VERSIONS_EXPECTED}, found {spec!r} (a list "
+                               f"holds exact versions only: {item!r})")
+        if item not in known:
+            newest = ", ".join(releases[-3:]) or "none"
+            raise InstallError(f"--versions: {item!r} is not a published version (expected "
+                               f"one such as {newest})")
+    return list(dict.fromkeys(items))

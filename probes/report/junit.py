@@ -10,7 +10,7 @@ from probes.core.files import write_bytes
 from probes.core.verdicts import AGAINST, LABELS, NOT_SHOWN
 from probes.report.format import Report
 
-__all__ = ["junit_xml", "write_junit"]
+__all__ = ["junit_xml", "write_junit", "xml_text"]
 
 
 # what XML 1.0 cannot hold (ElementTree writes it as is, and CI readers then refuse the whole
@@ -18,7 +18,8 @@ __all__ = ["junit_xml", "write_junit"]
 _NOT_XML = re.compile("[^\x09\x0a\x0d\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 
 
-def _xml(text: str) -> str:
+def xml_text(text: str) -> str:
+    """``text`` with what XML 1.0 cannot hold written as ``\\uXXXX``."""
     return _NOT_XML.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
@@ -45,7 +46,7 @@ def junit_xml(reports: list[Report]) -> bytes:
         for claim in claims:
             case = ET.SubElement(suite, "testcase", classname=f"{report['report']}.{claim['probe']}",
                                  name=claim["id"])
-            reason = _xml(claim["reason"])
+            reason = xml_text(claim["reason"])
             detail = f"{claim['statement']}\n{reason}"
             if claim["status"] in AGAINST:
                 ET.SubElement(case, "failure", message=reason[:500],

@@ -37,7 +37,8 @@ from probes.report.format import FingerprintFile, Report
 from probes.report.normalise import JOURNAL_VOLATILE, REPORT_JOURNAL_OMITTED
 
 __all__ = ["DESCRIPTIONS", "DIALECT", "KINDS", "REPORT_JOURNAL_VOLATILE", "SCHEMA_DIR",
-           "BisectFile", "CounterfactualCheck", "CounterfactualClaim", "CounterfactualEntry",
+           "BisectFile", "CheckFile", "CheckRow", "CheckUnreadable", "CheckVersion",
+           "CounterfactualCheck", "CounterfactualClaim", "CounterfactualEntry",
            "CounterfactualsFile", "JournalLine", "MatrixCell", "MatrixClaim", "MatrixFile",
            "MatrixVersion", "Problem", "SessionCheck", "SessionPair", "SessionSide", "SessionsFile",
            "TimingFile", "kind_of", "schema", "validate_path", "write_schemas"]
@@ -167,13 +168,59 @@ class CounterfactualsFile(TypedDict):
     run: int
 
 
+class CheckVersion(TypedDict):
+    version: str
+    folder: str  # the report folder judged
+
+
+class CheckUnreadable(TypedDict):
+    version: str
+    folder: str
+    error: str  # why the folder could not be read: a harness problem of that version
+
+
+class CheckRow(TypedDict):
+    version: str
+    case: str
+    expectation: str
+    claim: str  # <case>.<expectation>
+    outcome: Literal["passed", "failed", "expected_failure", "stale", "harness_problem",
+                     "skipped"]
+    verdict: Literal["confirmed", "contradicted", "differs_from_baseline", "absent",
+                     "not_reached", "not_observable", "not_applicable", "error"]
+    reason: str
+    check: str | None  # the check that decided: the first not passed, else the first
+    expected: Any
+    observed: Any
+    statement: str
+    report: str
+    baseline_reason: str | None  # the baseline entry listing the row, when one does
+
+
+class CheckFile(TypedDict):
+    """What ``loopprobe check``'s gate decided (probes.cases.gate)."""
+
+    schema_version: int
+    kind: Literal["check"]
+    exit_code: int
+    failed: bool
+    regressed: bool
+    first_bad_version: str | None
+    versions: list[CheckVersion]
+    unreadable: list[CheckUnreadable]
+    counts: dict[str, int]  # outcome -> rows
+    baseline: str | None  # the baseline file given
+    unused_baseline: list[dict[str, Any]]  # entries that listed no row judged
+    results: list[CheckRow]
+
+
 JournalLine = Annotated[RequestRecord | ResponseEndRecord | JournalNote,
                         Field(discriminator="type")]
 
 KINDS: dict[str, Any] = {
     "report": Report, "fingerprint": FingerprintFile, "matrix": MatrixFile,
     "timing": TimingFile, "sessions": SessionsFile, "bisect": BisectFile,
-    "counterfactuals": CounterfactualsFile,
+    "counterfactuals": CounterfactualsFile, "check": CheckFile,
     "journal-line": JournalLine, "report-journal-line": JournalLine, "scenario": Scenario,
     "cases": CaseFile,
 }
@@ -187,6 +234,7 @@ DESCRIPTIONS = {
     "sessions": "the cross-version session table (sessions.json)",
     "bisect": "a bisect result (bisect-<claim>.json)",
     "counterfactuals": "what each counterfactual did on a folder's binary (counterfactuals.json)",
+    "check": "what loopprobe check's gate decided per version and expectation (check.json)",
     "journal-line": "one line of a mock's journal (JSONL, one record per line)",
     "report-journal-line": "one line of a report's journal (<report>.journal.jsonl): the "
                            "mock's record with its probe, timing fields \"$VOLATILE\"",
@@ -253,7 +301,7 @@ def kind_of(path: Path, data: Any) -> str | None:
         return "timing"
     if not isinstance(data, dict):
         return None
-    if data.get("kind") in ("fingerprint", "matrix", "counterfactuals"):
+    if data.get("kind") in ("fingerprint", "matrix", "counterfactuals", "check"):
         return str(data["kind"])
     if "report" in data and "claims" in data:
         return "report"
