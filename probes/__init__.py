@@ -6,11 +6,12 @@ Packages, from the ground up (a package imports only those above it in this list
 - ``core``     what a probe is and how it is judged: declarations, evidence, checks, verdicts
 - ``sandbox``  the client's folders, and the only way the harness touches them
 - ``catalog``  the built-in probes, grouped into reports (imports ``core`` only)
+- ``cases``    your own setup's case files (``loopprobe check``) as a catalog (``core`` only)
 - ``clients``  one module per client kind, its driver, the registry
 - ``run``      one probe run: containment, the client process, hooks, MCP, the runner
 - ``report``   files made from evidence: report format, guide, pages, JUnit, diff, matrix
 - ``scale``    many runs: schedule, shard, bisect, almanac, sessions
-- ``cases``    user-written cases (``loopprobe check``): the case file, the baseline, the gate
+- ``gate``     after a case file's runs: the baseline, the gate, its summary, JUnit and CTRF
 - ``cli``      the ``loopprobe`` command
 
 ``model``, ``checks``, ``evidence`` and ``provenance`` are the public faces your own catalog

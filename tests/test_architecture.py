@@ -27,7 +27,8 @@ FLOORS: Mapping[str, int] = {
     "probes.run": 5,
     "probes.report": 6,
     "probes.scale": 7,
-    "probes.cases": 7,       # user-written cases and their gate (beside scale, not above it)
+    "probes.cases": 3,       # the user's case files: a catalog, as probes.catalog is
+    "probes.gate": 7,        # the gate after the runs of a case file (beside scale)
     "probes.cli": 8,
     "probes.__main__": 9,
     "probes": 1,             # probes/__init__.py: the version, importing nothing

@@ -9,6 +9,7 @@ import os
 import stat
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -69,7 +70,7 @@ def test_a_case_file_becomes_one_report_with_a_claim_per_expectation(tmp_path: P
 ])
 def test_a_malformed_file_is_refused_in_one_line_naming_the_place(
         tmp_path: Path, change: dict[str, Any], said: str) -> None:
-    with pytest.raises(CaseFileError, match="cases.yaml") as refused:
+    with pytest.raises(CaseFileError, match=r"cases\.yaml") as refused:
         load_case_file(_write(tmp_path, {**CASE, **change}))
     assert said in str(refused.value) and "\n" not in str(refused.value)
 
@@ -97,6 +98,20 @@ def test_a_setup_folder_that_is_missing_is_refused_before_any_run(
     said = one_line_error(["check", str(path), "--versions", "2.1.235",
                            "--out", str(tmp_path / "out")], capsys)
     assert f"the plugin nowhere folder {tmp_path / 'nowhere'} is missing" in said
+
+
+@pytest.mark.parametrize("which", ["cases", "baseline"])
+def test_a_fifo_or_an_alias_bomb_given_as_a_case_file_or_baseline_is_refused(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], which: str) -> None:
+    good = _write(tmp_path, CASE)
+    os.mkfifo(tmp_path / "pipe.yaml")
+    (tmp_path / "bomb.yaml").write_text("a: &a [1, 2]\nb: [*a, *a]\n")
+    for hostile in ("pipe.yaml", "bomb.yaml"):
+        path = str(tmp_path / hostile)
+        argv = ["check", path] if which == "cases" else ["check", str(good), "--baseline", path]
+        said = one_line_error([*argv, "--versions", "2.1.235", "--out", str(tmp_path / "o")],
+                              capsys)
+        assert "refused" in said, said
 
 
 def test_validate_checks_a_case_file_against_its_schema(
@@ -224,6 +239,9 @@ def test_the_wrapper_passes_a_hook_through_and_reports_its_run(tmp_path: Path) -
              'read x; echo "out:$x"; echo err >&2; exit 3'],
             input=json.dumps({"hook_event_name": "PreToolUse", "tool_name": "Bash"}) + "\n",
             capture_output=True, text=True, timeout=30)
+        deadline = time.monotonic() + 10  # the record arrives on the collector's own thread
+        while not collector.hook_runs and time.monotonic() < deadline:
+            time.sleep(0.02)
     assert (done.returncode, done.stderr) == (3, "err\n")
     assert done.stdout.startswith("out:{")
     (record,) = collector.hook_runs

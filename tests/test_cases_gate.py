@@ -13,13 +13,13 @@ from typing import Any
 import jsonschema
 import pytest
 
-from probes.cases.baseline import Baseline, BaselineError, load_baseline
-from probes.cases.ctrf import check_ctrf
-from probes.cases.gate import CHECK_FILE, GateResult, judge, write_check
-from probes.cases.github_outputs import append_github_outputs
-from probes.cases.junit import check_junit_xml
-from probes.cases.summary import summary_markdown
 from probes.core.files import write_json
+from probes.gate.baseline import Baseline, BaselineError, load_baseline
+from probes.gate.ctrf import check_ctrf
+from probes.gate.gate import CHECK_FILE, GateResult, judge, write_check
+from probes.gate.github_outputs import append_github_outputs
+from probes.gate.junit import check_junit_xml
+from probes.gate.summary import summary_markdown
 from probes.report.format import REPORT_SCHEMA_VERSION
 from probes.report.schemas import validate_path
 

@@ -204,6 +204,9 @@ def test_the_walk_covers_every_command_that_reads_files() -> None:
         # file; probes reads a --catalog module (Python, imported)
         "schemas",  # writes only
         "serve",  # its scenario is read by the mock's loader: tested below
+        # reads a case file and a baseline (YAML, tested in test_cases.py) and the folders
+        # it writes this run
+        "check",
     }
     parser = build_parser()
     commands = next(a for a in parser._actions if a.dest == "command").choices  # type: ignore[union-attr]

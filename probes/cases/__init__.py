@@ -1,10 +1,11 @@
-"""User-written cases (``loopprobe check``): the case file, its runs, and the gate after them.
+"""Your own setup's cases (``loopprobe check``): the case file and what it becomes.
 
-``baseline`` (the expected failures a case file's owner accepts), ``gate`` (each version's
-report folder judged per expectation against the baseline) and ``outputs`` (what CI reads
-from the gate: a job summary, JUnit XML, CTRF JSON, GitHub step outputs).
+``format`` (the YAML case file, ``loopprobe: cases/1``, and its closed set of expectations),
+``expectations`` (each expectation as a check on a run's evidence) and ``catalog`` (a case
+file as a report of probes, one claim per expectation, run like the built-in ones). The
+gate after the runs is ``probes.gate``.
 
-May import: every package below the CLI but ``scale`` (on the same floor).
+May import: ``mockapi`` and ``probes.core`` (a catalog, like ``probes.catalog``).
 """
 
 __all__: list[str] = []

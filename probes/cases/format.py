@@ -19,8 +19,10 @@ from mockapi.replies import Message, Reply
 from mockapi.scenario import Rule
 from probes.core.safe_read import read_yaml
 
-__all__ = ["CASES_FORMAT", "DEFAULT_RULE", "EXPECTATION_KINDS", "Case", "CaseFile",
-           "CaseFileError", "Expectation", "expectation_ids", "load_case_file"]
+__all__ = ["CASES_FORMAT", "DEFAULT_REPLY", "DEFAULT_RULE", "EXPECTATION_KINDS", "Case",
+           "CaseFile", "CaseFileError", "Expectation", "FileText", "HookResultSpec",
+           "HookSpec", "RequestSpec", "ResultSpec", "Setup", "ToolResultSpec", "ToolSpec",
+           "expectation_ids", "load_case_file"]
 
 CASES_FORMAT = "cases/1"
 # the rule answering what no case scripted (startup requests, turns beyond the script)

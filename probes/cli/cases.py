@@ -5,70 +5,65 @@ from __future__ import annotations
 
 import argparse
 import json
+import time
 from functools import partial
 from pathlib import Path
 from typing import Any
 
-from probes.cases.catalog import case_catalog
-from probes.cases.format import CaseFileError
+from probes.cli.catalogs import load_cases
 from probes.cli.common import (
     EXIT_CODES,
     JOBS_HELP,
     NO_SANDBOX_HELP,
-    HarnessInputError,
     command,
     jobs,
     say,
 )
 from probes.cli.suite import execute_suite
 from probes.cli.versions import claim_verdict
-from probes.clients import parse_client_spec
+from probes.clients import DEFAULT_KIND, client_for
+from probes.clients.registry import CLIENT_KINDS
+from probes.clients.specs import resolve_versions
+from probes.gate.baseline import load_baseline
+from probes.gate.ctrf import write_check_ctrf
+from probes.gate.gate import judge, write_check
+from probes.gate.github_outputs import append_github_outputs
+from probes.gate.junit import write_check_junit
+from probes.gate.summary import summary_markdown
 
-__all__ = ["add_check", "cmd_check", "load_cases"]
-
-
-def load_cases(path: str, workspace: str | None = None, home_config: str | None = None,
-               plugin_dirs: list[str] | None = None) -> tuple[Any, ...]:
-    """The catalog of a case file, its setup's folders checked; a one-line error otherwise."""
-    try:
-        return case_catalog(Path(path), workspace=Path(workspace) if workspace else None,
-                            home_config=Path(home_config) if home_config else None,
-                            plugin_dirs=tuple(Path(p) for p in plugin_dirs or ()))
-    except CaseFileError as error:
-        raise HarnessInputError(str(error)) from None
-
-
-def _versions(client_kind: str, spec: str) -> list[str]:
-    """The exact versions ``spec`` names (probes.cases.versions: a list, latest, latest~N, a
-    range), newest last."""
-    from probes.cases.versions import resolve_versions
-    client, _ = parse_client_spec(client_kind)
-    needs_registry = any(not part.strip()[:1].isdigit() for part in spec.split(","))
-    published = client.published() if needs_registry else []
-    try:
-        return resolve_versions(spec, published)
-    except ValueError as error:
-        raise HarnessInputError(f"--versions {spec!r}: {error}") from None
+__all__ = ["add_check", "cmd_check"]
 
 
 def cmd_check(args: argparse.Namespace) -> int:
-    from probes.cases.baseline import load_baseline
-    from probes.cases.gate import judge, write_outputs
     catalog = load_cases(args.cases, args.workspace, args.home_config, args.plugin_dir)
     baseline = load_baseline(Path(args.baseline)) if args.baseline else None
+    client = client_for(args.client)
+    versions = resolve_versions(args.versions, client.published())
     out = Path(args.out)
     folders = []
-    for version in _versions(args.client, args.versions):
+    started = int(time.time() * 1000)
+    for version in versions:
         spec = version if args.client == "claude-code" else f"{args.client}@{version}"
         say(f"{args.cases} on {args.client} {version}")
         execute_suite(spec, out / version, catalog=catalog, no_sandbox=args.no_sandbox,
                       jobs=jobs(args.jobs))
         folders.append((version, out / version))
     result = judge(folders, baseline)
-    if args.bisect:
+    if args.bisect and result.failed:
         _bisect(args, catalog, result, out)
-    write_outputs(result, out, junit=args.junit, ctrf=args.ctrf, summary=args.summary,
-                  github_output=args.github_output)
+    say(f"wrote {write_check(result, out)}")
+    if args.junit:
+        say(f"wrote {write_check_junit(Path(args.junit), result)}")
+    if args.ctrf:
+        written = write_check_ctrf(Path(args.ctrf), result, start_ms=started,
+                                   stop_ms=int(time.time() * 1000))
+        say(f"wrote {written}")
+    if args.summary:
+        with open(args.summary, "a", encoding="utf-8") as summary:
+            summary.write(summary_markdown(result) + "\n")
+    if args.github_output:
+        append_github_outputs(Path(args.github_output), result)
+    print(summary_markdown(result))
     return result.exit_code
 
 
@@ -83,7 +78,7 @@ def _bisect(args: argparse.Namespace, catalog: tuple[Any, ...], result: Any, out
     for row in sorted(result.rows, key=lambda r: order.index(r.version)):
         if row.outcome == "failed":
             failed.setdefault(row.claim, row.version)
-    client, _ = parse_client_spec(args.client)
+    client = client_for(args.client)
     published: list[str] = []
     found: list[dict[str, Any]] = []
     # the folder of each version a claim was judged on: the runs of every version given,
@@ -124,7 +119,7 @@ def _bisect(args: argparse.Namespace, catalog: tuple[Any, ...], result: Any, out
                                     searched.last_same, searched.first_changed) if v}})
     firsts = [f["first_changed"] for f in found if f.get("first_changed")]
     if firsts:
-        result.first_bad_version = order_versions(firsts)[0]
+        result.bisected_first_bad = order_versions(firsts)[0]
     (out / "bisect.json").write_text(json.dumps({"bisects": found}, indent=2) + "\n")
     say(f"wrote {out / 'bisect.json'}")
 
@@ -137,7 +132,8 @@ def add_check(commands: Any) -> None:
     check.add_argument("--versions", default="latest",
                        help="versions to run: a comma list, latest, latest~N (the N+1 newest) "
                             "or a range such as '>=2.1.90,<2.1.240' (default: %(default)s)")
-    check.add_argument("--client", default="claude-code", help="the client kind "
+    check.add_argument("--client", default=DEFAULT_KIND, help="the client kind: one of "
+                       f"{', '.join(CLIENT_KINDS)}, or one from $LOOPPROBE_CLIENTS "
                        "(default: %(default)s)")
     check.add_argument("--baseline", help="known differences (loopprobe: baseline/1): a "
                        "listed failure passes, a listed entry that passes fails as stale")

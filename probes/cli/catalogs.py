@@ -8,13 +8,15 @@ import importlib.util
 from collections.abc import Sequence
 from pathlib import Path
 
+from probes.cases.catalog import case_catalog
+from probes.cases.format import CaseFileError
 from probes.catalog import REPORTS
 from probes.cli.common import HarnessInputError, did_you_mean
 from probes.clients import parse_client_spec
 from probes.core.probe import CatalogError, ReportSpec
 from probes.sandbox.folders import fixture_problem
 
-__all__ = ["catalog_for", "load_catalog", "names", "select"]
+__all__ = ["catalog_for", "load_cases", "load_catalog", "names", "select"]
 
 
 def load_catalog(name: str | None) -> tuple[ReportSpec, ...]:
@@ -23,7 +25,6 @@ def load_catalog(name: str | None) -> tuple[ReportSpec, ...]:
     if name is None:
         return REPORTS
     if name.endswith((".yaml", ".yml")):  # a case file (probes.cases): data, not code
-        from probes.cli.cases import load_cases
         return load_cases(name)
     if name.endswith(".py") and not Path(name).is_file():
         raise HarnessInputError(f"--catalog {name!r}: expected a Python file defining REPORTS, "
@@ -49,6 +50,17 @@ def load_catalog(name: str | None) -> tuple[ReportSpec, ...]:
         raise HarnessInputError(f"{name!r}: expected a REPORTS tuple of ReportSpec, "
                                 f"found {type(reports).__name__}")
     return reports
+
+
+def load_cases(path: str, workspace: str | None = None, home_config: str | None = None,
+               plugin_dirs: list[str] | None = None) -> tuple[ReportSpec, ...]:
+    """The catalog of a case file, its setup's folders checked; a one-line error otherwise."""
+    try:
+        return case_catalog(Path(path), workspace=Path(workspace) if workspace else None,
+                            home_config=Path(home_config) if home_config else None,
+                            plugin_dirs=tuple(Path(p) for p in plugin_dirs or ()))
+    except CaseFileError as error:
+        raise HarnessInputError(str(error)) from None
 
 
 def catalog_for(client_spec: str, name: str | None) -> tuple[ReportSpec, ...]:

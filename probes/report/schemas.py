@@ -198,7 +198,7 @@ class CheckRow(TypedDict):
 
 
 class CheckFile(TypedDict):
-    """What ``loopprobe check``'s gate decided (probes.cases.gate)."""
+    """What ``loopprobe check``'s gate decided (probes.gate.gate)."""
 
     schema_version: int
     kind: Literal["check"]

@@ -25,8 +25,20 @@ from probes.core.setup import UserSetup
 from probes.sandbox.files import kind_of
 from probes.sandbox.folders import Sandbox
 
-__all__ = ["BYTES_LIMIT", "HOOK_FILES", "TREE_LIMIT", "InstalledSetup", "SetupError", "Wrap",
-           "install_setup", "read_tree", "wrap_hooks", "wrapper_command"]
+__all__ = [
+    "BYTES_LIMIT",
+    "HOOK_FILES",
+    "PLUGIN_MANIFEST",
+    "TREE_LIMIT",
+    "InstalledSetup",
+    "Item",
+    "SetupError",
+    "Wrap",
+    "install_setup",
+    "read_tree",
+    "wrap_hooks",
+    "wrapper_command",
+]
 
 TREE_LIMIT = 20_000
 BYTES_LIMIT = 512 * 1024 * 1024

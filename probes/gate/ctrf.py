@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from probes import __version__
-from probes.cases.gate import GateResult, GateRow
 from probes.core.files import write_json
+from probes.gate.gate import GateResult, GateRow
 
 __all__ = ["CTRF_SPEC_VERSION", "CTRF_STATUS", "check_ctrf", "write_check_ctrf"]
 

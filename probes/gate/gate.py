@@ -24,10 +24,10 @@ from typing import Any, Literal
 
 from packaging.version import InvalidVersion, Version
 
-from probes.cases.baseline import Baseline, ExpectedFailure
 from probes.core.files import write_json
 from probes.core.safe_read import ReadRefused
 from probes.core.verdicts import AGAINST, NOT_SHOWN
+from probes.gate.baseline import Baseline, ExpectedFailure
 from probes.report.format import CheckEntry, Report, ReportError, load_folder, verdict
 from probes.report.schemas import CheckFile
 
@@ -81,6 +81,8 @@ class GateResult:
     unreadable: list[UnreadableFolder] = field(default_factory=list)
     baseline: str | None = None
     unused_baseline: list[ExpectedFailure] = field(default_factory=list)
+    # the first failing release a bisect found (``loopprobe check --bisect``), when one did
+    bisected_first_bad: str | None = None
 
     def of(self, *outcomes: Outcome) -> list[GateRow]:
         return [row for row in self.rows if row.outcome in outcomes]
@@ -119,7 +121,10 @@ class GateResult:
 
     @property
     def first_bad_version(self) -> str | None:
-        """The oldest version with a failure (a bisect may narrow it further)."""
+        """The first failing release a bisect found, else the oldest version run with a
+        failure."""
+        if self.bisected_first_bad is not None:
+            return self.bisected_first_bad
         failing = {row.version for row in self.of("failed")}
         return next((v for v in self.versions if v in failing), None)
 

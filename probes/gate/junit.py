@@ -10,8 +10,8 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from probes.cases.gate import GateResult, GateRow
 from probes.core.files import write_bytes
+from probes.gate.gate import GateResult, GateRow
 from probes.report.junit import xml_text
 
 __all__ = ["check_junit_xml", "write_check_junit"]

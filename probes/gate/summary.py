@@ -11,7 +11,7 @@ import json
 from collections import Counter
 from typing import Any
 
-from probes.cases.gate import OUTCOMES, GateResult, GateRow
+from probes.gate.gate import OUTCOMES, GateResult, GateRow
 
 __all__ = ["LABELS", "summary_markdown"]
 

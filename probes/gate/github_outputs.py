@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from probes.cases.gate import GateResult
+from probes.gate.gate import GateResult
 
 __all__ = ["append_github_outputs", "github_outputs"]
 

@@ -10,7 +10,7 @@ expected_failures:
 ```
 
 The semantics are the MCP conformance suite's: a listed failure passes the gate, a listed
-entry that passed is stale and fails it (``probes.cases.gate``). The file is read as every
+entry that passed is stale and fails it (``probes.gate.gate``). The file is read as every
 file loopprobe is given (``probes.core.safe_read``: bounded, no YAML aliases).
 """
 
