@@ -24,6 +24,7 @@ from typing import Any, Literal
 
 from packaging.version import InvalidVersion, Version
 
+from probes.cases.format import DEFAULT_RULE
 from probes.core.files import write_json
 from probes.core.safe_read import ReadRefused
 from probes.core.verdicts import AGAINST, NOT_SHOWN
@@ -32,7 +33,7 @@ from probes.report.format import CheckEntry, Report, ReportError, load_folder, v
 from probes.report.schemas import CheckFile
 
 __all__ = ["CHECK_FILE", "CHECK_SCHEMA_VERSION", "EXIT_FAILED", "EXIT_NOTHING_JUDGED", "EXIT_PASSED",
-           "OUTCOMES", "GateResult", "GateRow", "Outcome", "UnreadableFolder", "judge",
+           "OUTCOMES", "GateResult", "GateRow", "Outcome", "RunNote", "UnreadableFolder", "judge",
            "order_by_version", "write_check"]
 
 CHECK_FILE = "check.json"
@@ -73,6 +74,36 @@ class UnreadableFolder:
     error: str
 
 
+@dataclass(frozen=True)
+class RunNote:
+    """What the harness did or refused in a case's runs: said beside the verdicts, never one
+    (``default_answer``: requests no case scripted, answered by the default rule;
+    ``egress_refused``: connections the client tried past the mock, refused)."""
+
+    version: str
+    case: str
+    kind: str
+    detail: str
+
+
+def _notes_of(version: str, report: Report) -> list[RunNote]:
+    notes = []
+    for probe in report["probes"]:
+        defaults = [r for r in probe.get("requests", []) if r.get("rule") == DEFAULT_RULE]
+        if defaults:
+            kinds = sorted({str(r.get("kind")) for r in defaults})
+            notes.append(RunNote(version, probe["name"], "default_answer",
+                                 f"{len(defaults)} request(s) no rule of the case answered "
+                                 f"(kind {', '.join(kinds)}; seq "
+                                 f"{', '.join(str(r.get('seq')) for r in defaults)}) got the "
+                                 "default answer \"OK\""))
+        hosts = sorted({str(a.get("host")) for a in probe.get("egress_attempts", [])})
+        if hosts:
+            notes.append(RunNote(version, probe["name"], "egress_refused",
+                                 f"the client tried to reach {', '.join(hosts)}: refused"))
+    return notes
+
+
 @dataclass
 class GateResult:
     rows: list[GateRow]
@@ -81,6 +112,7 @@ class GateResult:
     unreadable: list[UnreadableFolder] = field(default_factory=list)
     baseline: str | None = None
     unused_baseline: list[ExpectedFailure] = field(default_factory=list)
+    notes: list[RunNote] = field(default_factory=list)
     # the first failing release a bisect found (``loopprobe check --bisect``), when one did
     bisected_first_bad: str | None = None
 
@@ -146,6 +178,7 @@ class GateResult:
             "baseline": self.baseline,
             "unused_baseline": [e.model_dump() for e in self.unused_baseline],
             "results": [asdict(row) for row in self.rows],  # type: ignore[misc]
+            "notes": [asdict(note) for note in self.notes],  # type: ignore[misc]
         }
 
 
@@ -215,6 +248,7 @@ def judge(folders: Sequence[tuple[str, Path]], baseline: Baseline | None) -> Gat
             continue
         for name in sorted(folder.reports):
             result.rows += _rows_of(version, folder.reports[name], baseline, used)
+            result.notes += _notes_of(version, folder.reports[name])
     if baseline is not None:
         result.unused_baseline = [e for i, e in enumerate(baseline.expected_failures)
                                   if i not in used]

@@ -83,6 +83,11 @@ def summary_markdown(result: GateResult, title: str = "loopprobe check") -> str:
                   f"{_cell(u.error)}" for u in result.unreadable]
         lines += [f"- {_cell(r.version)} {_cell(r.claim)}: {_cell(r.reason)}" for r in harness]
         lines.append("")
+    if result.notes:
+        lines += ["### What the harness answered or refused (notes, not verdicts)", ""]
+        lines += [f"- {_cell(n.version)} {_cell(n.case)}: {_cell(n.detail)}"
+                  for n in result.notes]
+        lines.append("")
     if result.unused_baseline:
         lines += ["### Baseline entries that listed nothing judged", ""]
         lines += [f"- {_cell(e.case)} {_cell(e.expectation)} ({_cell(e.versions)}): "

@@ -37,7 +37,7 @@ from probes.report.format import FingerprintFile, Report
 from probes.report.normalise import JOURNAL_VOLATILE, REPORT_JOURNAL_OMITTED
 
 __all__ = ["DESCRIPTIONS", "DIALECT", "KINDS", "REPORT_JOURNAL_VOLATILE", "SCHEMA_DIR",
-           "BisectFile", "CheckFile", "CheckRow", "CheckUnreadable", "CheckVersion",
+           "BisectFile", "CheckFile", "CheckNote", "CheckRow", "CheckUnreadable", "CheckVersion",
            "CounterfactualCheck", "CounterfactualClaim", "CounterfactualEntry",
            "CounterfactualsFile", "JournalLine", "MatrixCell", "MatrixClaim", "MatrixFile",
            "MatrixVersion", "Problem", "SessionCheck", "SessionPair", "SessionSide", "SessionsFile",
@@ -212,6 +212,16 @@ class CheckFile(TypedDict):
     baseline: str | None  # the baseline file given
     unused_baseline: list[dict[str, Any]]  # entries that listed no row judged
     results: list[CheckRow]
+    # what the harness did or refused in a case's runs, never a verdict: requests no case
+    # scripted answered by the default rule, egress attempts refused
+    notes: list[CheckNote]
+
+
+class CheckNote(TypedDict):
+    version: str
+    case: str
+    kind: Literal["default_answer", "egress_refused"]
+    detail: str
 
 
 JournalLine = Annotated[RequestRecord | ResponseEndRecord | JournalNote,

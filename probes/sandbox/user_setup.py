@@ -66,7 +66,9 @@ class Item:
 
 
 def read_tree(source: Path, what: str) -> list[Item]:
-    """Every entry under ``source``, parents first, no link followed."""
+    """Every entry under ``source``, parents first, no link followed (but ``source`` itself:
+    the folder the user named)."""
+    source = source.resolve()
     try:
         top = os.lstat(source)
     except OSError as error:
