@@ -254,3 +254,30 @@ def test_the_check_step_runs_loopprobe_check_from_another_folder(tmp_path: Path)
     outputs = (tmp_path / "github-output").read_text().splitlines()
     assert "failed=false" in outputs and "regressed=false" in outputs
     assert "loopprobe check" in (tmp_path / "summary.md").read_text()
+
+
+@pytest.mark.client
+def test_the_check_step_checks_a_plugin_of_another_folder_on_three_real_versions(
+        claude_code_binary: Any, tmp_path: Path) -> None:
+    """The done-when of the action: a plugin folder that is not this repository's (its hooks
+    executable scripts, kept as they are), its command and CLAUDE.md, checked by a YAML case
+    file against three client versions by the action's own step, offline, no Python written."""
+    theirs = tmp_path / "their-repo"
+    shutil.copytree(ROOT / "examples" / "plugin", theirs / "plugin", symlinks=True)
+    shutil.copytree(ROOT / "examples" / "plugin-cases", theirs / "cases", symlinks=True)
+    loopprobe = tmp_path / "bin"
+    loopprobe.mkdir()
+    (loopprobe / "loopprobe").write_text(f'#!/usr/bin/env bash\nexec "{sys.executable}" '
+                                         '-m probes "$@"\n')
+    (loopprobe / "loopprobe").chmod(0o755)
+    versions = "2.0.77,2.1.235,2.1.332"
+    done = run_step("check", tmp_path, {"cases": str(theirs / "cases" / "cases.yaml"),
+                                        "versions": versions,
+                                        "baseline": str(theirs / "cases" / "baseline.yaml"),
+                                        "out": "evidence"}, loopprobe)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    summary = (tmp_path / "summary.md").read_text()
+    assert all(v in summary for v in versions.split(",")), summary
+    evidence = tmp_path / "caller" / "evidence"
+    assert sorted(p.name for p in evidence.iterdir() if p.is_dir()) == sorted(versions.split(","))
+    assert "failed=false" in (tmp_path / "github-output").read_text().splitlines()
