@@ -311,3 +311,35 @@ def test_a_fifo_in_a_setup_folder_is_refused(tmp_path: Path) -> None:
     os.mkfifo(tmp_path / "ws" / "pipe")
     with pytest.raises(SetupError, match="expected a file, a folder or a link, found a FIFO"):
         read_tree(tmp_path / "ws", "workspace")
+
+
+# ---- check --bisect ---------------------------------------------------------------------
+
+def test_bisect_finds_the_first_release_where_an_expectation_fails(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The search itself, on the fake loop's published versions 1…9 (its runs replaced by
+    report folders in which the expectation fails from version 6 on): only that case runs
+    on the versions between, and the first failing one becomes first-bad-version."""
+    from probes.cli import cases as check_command
+    from probes.cli import main
+    from tests.test_cases_gate import make_report_folder
+    monkeypatch.setenv("LOOPPROBE_CLIENTS", "fake-loop=tests.fakeloop:FakeLoopClient")
+    ran: list[tuple[str, str | None]] = []
+
+    def runs(spec: str, out: Path, *, probe: str | None = None, **_: Any) -> None:
+        version = spec.split("@")[-1]
+        ran.append((version, probe))
+        verdict = "confirmed" if int(version) < 6 else "contradicted"
+        make_report_folder(out.parent, out.name, {"one.tool-called-1": verdict}, name="demo")
+
+    monkeypatch.setattr(check_command, "execute_suite", runs)
+    out = tmp_path / "out"
+    code = main(["check", str(_write(tmp_path, CASE)), "--client", "fake-loop",
+                 "--versions", "1,9", "--bisect", "--out", str(out),
+                 "--github-output", str(tmp_path / "outputs")])
+    assert code == 1
+    (found,) = json.loads((out / "bisect.json").read_text())["bisects"]
+    assert (found["last_same"], found["first_changed"]) == ("5", "6")
+    assert "first-bad-version=6" in (tmp_path / "outputs").read_text().splitlines()
+    assert ran[:2] == [("1", None), ("9", None)]
+    assert all(probe == "one" for _, probe in ran[2:]) and len(ran) <= 2 + 3
