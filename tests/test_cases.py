@@ -286,11 +286,20 @@ def test_a_setup_is_copied_with_modes_binaries_and_links_and_its_hooks_wrapped(
     (workspace / "run.sh").chmod(0o750)
     (workspace / "out").symlink_to("/etc/hostname")
     (workspace / ".claude" / "settings.json").write_text("{not json")
+    home = tmp_path / "home-claude"
+    (home / "commands").mkdir(parents=True)
+    (home / "commands" / "hi.md").write_text("Say hi")
+    (home / "settings.json").write_text(json.dumps({"model": "x", "hooks": {"Stop": [
+        {"hooks": [{"type": "command", "command": "echo stop"}]}]}}))
     box = Sandbox.create(tmp_path / "boxes", "p")
     wrap = wrapper_command("/py", "/tools/hook_wrapper.py", "/run/r.sock")
-    installed = install_setup(box, UserSetup(workspace=workspace,
+    installed = install_setup(box, UserSetup(workspace=workspace, home_config=home,
                                              plugin_dirs=(_plugin(tmp_path),)),
                               box.home / ".claude", str, wrap)
+    settings = json.loads((box.home / ".claude" / "settings.json").read_text())
+    assert settings["model"] == "x"
+    assert settings["hooks"]["Stop"][0]["hooks"][0]["command"].endswith("-- 'echo stop'")
+    assert (box.home / ".claude" / "commands" / "hi.md").read_text() == "Say hi"
     assert stat.S_IMODE(os.stat(box.workspace / "run.sh").st_mode) == 0o750
     assert os.readlink(box.workspace / "out") == "/etc/hostname"  # kept, never followed
     plugin = box.inputs / "plugins" / "plug"
