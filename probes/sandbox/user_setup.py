@@ -114,12 +114,14 @@ def _entries(root: Path, prefix: str = "") -> Iterator[tuple[str, os.stat_result
 Wrap = Callable[[str, str], str]
 
 
-def wrap_hooks(config: Any, wrap: Wrap, source: str) -> int:
-    """Wrap every ``command`` hook of a settings or hooks.json object in place; how many."""
+def wrap_hooks(config: Any, wrap: Wrap, source: str) -> tuple[int, int]:
+    """Wrap every ``command`` hook of a settings or hooks.json object in place: how many were
+    wrapped, and how many command hooks of a shape not known here (a command that is not a
+    string) were left to run unobserved."""
     hooks = config.get("hooks") if isinstance(config, dict) else None
     if not isinstance(hooks, dict):
-        return 0
-    count = 0
+        return 0, 0
+    count = left = 0
     for event, matchers in hooks.items():
         for matcher in matchers if isinstance(matchers, list) else []:
             entries = matcher.get("hooks") if isinstance(matcher, dict) else None
@@ -128,7 +130,9 @@ def wrap_hooks(config: Any, wrap: Wrap, source: str) -> int:
                         and isinstance(entry.get("command"), str):
                     entry["command"] = wrap(f"{source}:{event}", entry["command"])
                     count += 1
-    return count
+                elif isinstance(entry, dict) and entry.get("type") == "command":
+                    left += 1
+    return count, left
 
 
 def _wrapped(items: list[Item], files: tuple[str, ...], wrap: Wrap, source: str,
@@ -145,10 +149,13 @@ def _wrapped(items: list[Item], files: tuple[str, ...], wrap: Wrap, source: str,
                               "observed")
                 changed.append(item)
                 continue
-            count = wrap_hooks(config, wrap, f"{source}/{item.relative}")
+            count, left = wrap_hooks(config, wrap, f"{source}/{item.relative}")
             if count:
                 notes.append(f"{source}/{item.relative}: {count} command hook(s) observed")
                 item = replace(item, data=json.dumps(config, indent=2).encode())
+            if left:
+                notes.append(f"{source}/{item.relative}: {left} command hook(s) whose command "
+                             "is not a string run unobserved")
         changed.append(item)
     return changed
 
