@@ -352,3 +352,17 @@ def test_bisect_finds_the_first_release_where_an_expectation_fails(
     assert "first-bad-version=6" in (tmp_path / "outputs").read_text().splitlines()
     assert ran[:2] == [("1", None), ("9", None)]
     assert all(probe == "one" for _, probe in ran[2:]) and len(ran) <= 2 + 3
+
+
+def test_a_workspace_file_too_large_to_keep_exists_and_its_text_is_not_observable() -> None:
+    evidence = _evidence()
+    evidence.workspace_large_files = {"big.bin": 10_000_000}
+    results = {}
+    for name, expectation in (("exists", {"file_exists": "big.bin"}),
+                              ("absent", {"file_absent": "big.bin"}),
+                              ("contains", {"file_contains": {"path": "big.bin", "text": "x"}})):
+        checks = Checks("one")
+        check_expectation(Expectation.model_validate(expectation), "e", "one.e", evidence,
+                          checks, {})
+        results[name] = checks.results[0].to_json()["status"]
+    assert results == {"exists": "passed", "absent": "failed", "contains": "not_observable"}

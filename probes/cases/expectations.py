@@ -247,21 +247,31 @@ def _hook_result(spec: HookResultSpec, cid: str, claim: str, ev: Evidence,
 _FILES = "the workspace's files after the runs"
 
 
+def _held(ev: Evidence) -> list[str]:
+    return sorted({*ev.workspace_files, *ev.workspace_large_files})
+
+
 def _file_exists(path: str, cid: str, claim: str, ev: Evidence, checks: Checks) -> None:
-    checks.that(cid, claim, f"the workspace holds {path}", passed=path in ev.workspace_files,
-                expected=f"{path} exists", observed="exists" if path in ev.workspace_files
-                else f"missing; the workspace holds {sorted(ev.workspace_files)[:20]}",
-                evidence=_FILES)
+    there = path in _held(ev)
+    checks.that(cid, claim, f"the workspace holds {path}", passed=there,
+                expected=f"{path} exists", observed="exists" if there
+                else f"missing; the workspace holds {_held(ev)[:20]}", evidence=_FILES)
 
 
 def _file_absent(path: str, cid: str, claim: str, ev: Evidence, checks: Checks) -> None:
-    checks.that(cid, claim, f"the workspace does not hold {path}",
-                passed=path not in ev.workspace_files, expected=f"no {path}",
-                observed=f"{path} exists" if path in ev.workspace_files else "absent",
+    there = path in _held(ev)
+    checks.that(cid, claim, f"the workspace does not hold {path}", passed=not there,
+                expected=f"no {path}", observed=f"{path} exists" if there else "absent",
                 evidence=_FILES)
 
 
 def _file_contains(spec: FileText, cid: str, claim: str, ev: Evidence, checks: Checks) -> None:
+    if spec.path in ev.workspace_large_files:  # there, but not kept: its text is not seen
+        checks.visible(cid, claim, f"the workspace file {spec.path} holds the text", seen=False,
+                       expected=f"contains {spec.text!r}", looked_in=_FILES,
+                       hidden_because=f"{ev.workspace_large_files[spec.path]} bytes, over "
+                                      "the size loopprobe keeps of a workspace file")
+        return
     content = ev.workspace_files.get(spec.path)
     checks.contains(cid, claim, f"the workspace file {spec.path} holds the text",
                     needle=spec.text, haystack=content if content is not None else None,

@@ -132,6 +132,8 @@ class Evidence:
     setup_notes: list[str] = field(default_factory=list)
     session_files: dict[str, str] = field(default_factory=dict)  # relative path -> text
     workspace_files: dict[str, str] = field(default_factory=dict)
+    # workspace files too large to keep whole (path -> size): they exist, unread
+    workspace_large_files: dict[str, int] = field(default_factory=dict)
     torn_journal: str | None = None
     # what the harness's MCP server served, per run given one (probes.inside.mcp_server's log)
     mcp_calls: dict[str, list[dict[str, Any]]] = field(default_factory=dict)

@@ -355,7 +355,8 @@ def _gather(probe: Probe, client: Client, binary: ClientBinary, box: Sandbox,
     return Evidence(
         probe=probe.name, client=binary.identity(), runs=runs, journal=journal.records,
         hook_calls=list(collector.hook_calls), session_files=session_files,
-        workspace_files=workspace_files, torn_journal=journal.torn_tail, mcp_calls=mcp_calls,
+        workspace_files=workspace_files, workspace_large_files=dict(left.large_files),
+        torn_journal=journal.torn_tail, mcp_calls=mcp_calls,
         sandbox_refusals=left.refused,
         # a run the harness killed (its timeout) cuts its egress reporter off too
         evidence_faults=[f for f in collector.faults if not (

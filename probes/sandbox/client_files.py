@@ -33,6 +33,8 @@ class ClientFiles:
     def __init__(self, box: Sandbox):
         self.box = box
         self.refused: list[dict[str, str]] = []
+        # workspace files over WORKSPACE_FILE_LIMIT: there, their size, not their text
+        self.large_files: dict[str, int] = {}
 
     def _refuse(self, path: str | PurePosixPath, found: str) -> None:
         self.refused.append({"path": shown(path), "found": shown(found)})
@@ -86,9 +88,10 @@ class ClientFiles:
                     if entry.kind != "a directory":
                         self._refuse(entry.relative, entry.kind)
                     continue
-                if entry.size >= WORKSPACE_FILE_LIMIT:
-                    continue
                 name = shown(PurePosixPath(entry.relative).relative_to(workspace))
+                if entry.size >= WORKSPACE_FILE_LIMIT:
+                    self.large_files[name] = entry.size  # there, too large to keep
+                    continue
                 try:
                     kept[name] = self.box.files.read(entry.relative,
                                                      limit=WORKSPACE_FILE_LIMIT).text()
