@@ -220,6 +220,22 @@ def _request_span(group: list[dict[str, Any]], lines: list[int | None]) -> str:
             f"{outcome}").rstrip()
 
 
+def _hook_run_lines(probe: dict[str, Any]) -> list[str]:
+    """The user's own hook commands as they ran (a setup's, through the wrapper): each with
+    its event, exit code and what it printed."""
+    runs = probe.get("hook_runs") or []
+    if not runs:
+        return []
+    out = ["**Your hooks** (each command hook of the setup, as it ran):", ""]
+    for hook in runs:
+        printed = "; ".join(f"{name} {short(str(hook.get(name)).strip(), 120)!r}"
+                            for name in ("stdout", "stderr") if str(hook.get(name) or "").strip())
+        out.append(f"- {hook.get('event')} `{short(str(hook.get('command')), 80)}` "
+                   f"({hook.get('source')}): exit {hook.get('exit_code')}"
+                   + (f"; {printed}" if printed else ""))
+    return [*out, ""]
+
+
 def probe_section(report: Report, probe: dict[str, Any], shared: Shared,
                    lines: dict[tuple[str, int], int]) -> list[str]:
     """What a probe ran and what happened, once for all its claims: the commands (each with
@@ -262,6 +278,7 @@ def probe_section(report: Report, probe: dict[str, Any], shared: Shared,
                 _request_span(g, [lines.get((probe["name"], r["seq"])) for r in g])
                 for g in groups))
         out.append("")
+    out += _hook_run_lines(probe)
     if probe.get("boundaries"):
         out += ["**Boundaries** (what this does not prove):", ""]
         out += [f"- {b}" for b in probe["boundaries"]] + [""]
