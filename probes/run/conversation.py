@@ -66,6 +66,8 @@ class Conversation:
         # control requests of a shape the protocol does not have: the client's fault
         self.protocol_faults: list[dict[str, Any]] = []
         self.omitted = 0  # transcript entries not kept (beyond KEPT_LINES)
+        # the entry saying later lines are not kept; it counts those never written whole
+        self._cut: dict[str, Any] | None = None
         self._send(user_message(prompt), "the prompt, at start")
         self._advance()
 
@@ -100,9 +102,10 @@ class Conversation:
             self.transcript.append(entry)
             return True
         if not self.omitted:
-            self.transcript.append({"line": None, "at": entry["at"],
-                                    "why": f"later lines written are not kept: the transcript "
-                                           f"keeps {KEPT_LINES}"})
+            self._cut = {"line": None, "at": entry["at"],
+                         "why": f"later lines written are not kept: the transcript keeps "
+                                f"{KEPT_LINES}"}
+            self.transcript.append(self._cut)
         self.omitted += 1
         return False
 
@@ -111,6 +114,8 @@ class Conversation:
         entry = self._queued.pop(index, None)
         if entry is not None:
             entry["write_error"] = why
+        elif self._cut is not None and index >= KEPT_LINES:  # a line the transcript left out
+            self._cut["not_written"] = int(self._cut.get("not_written", 0)) + 1
 
     def _advance(self) -> None:
         """Write every step whose moment needs nothing more."""
