@@ -152,8 +152,19 @@ def _order(number: int) -> tuple[str, ...]:
     return SERVERS[first:] + SERVERS[:first]
 
 
+def _journaled(journal: Path, since: int) -> tuple[int, int]:
+    """(bytes, request records) our mock's journal gained after offset ``since``."""
+    try:
+        with journal.open("rb") as handle:
+            handle.seek(since)
+            added = handle.read()
+    except OSError:
+        return 0, 0
+    return len(added), added.count(b'{"type":"request",')
+
+
 def _measure(servers: dict[str, Server], bodies: Bodies, cases: list[Case],
-             args: argparse.Namespace) -> list[dict[str, Any]]:
+             args: argparse.Namespace, journal: Path) -> list[dict[str, Any]]:
     requests = {(name, stream): build_requests(server.port, bodies.variant(stream))
                 for name, server in servers.items() for stream in (True, False)}
     # once per server and mode before any case: JIT, caches and pools settle
@@ -164,18 +175,27 @@ def _measure(servers: dict[str, Server], bodies: Bodies, cases: list[Case],
     measured = []
     for case in cases:
         rounds: dict[str, list[LoadResult]] = {name: [] for name in SERVERS}
+        journal_bytes = journal_requests = 0
         for number in range(args.rounds):
             for name in _order(number):
                 server = servers[name]
+                journal_before = journal.stat().st_size if journal.is_file() else 0
                 result = run_load(server.port, requests[(name, case.stream)],
                                   concurrency=case.concurrency, duration=args.duration,
                                   warmup=args.warmup, check=response_ok(case.stream, FIXED_TEXT),
                                   server_cpu=server.cpu_seconds)
                 rounds[name].append(result)
+                if name == OURS:
+                    added, records = _journaled(journal, journal_before)
+                    journal_bytes += added
+                    journal_requests += records
                 print(f"  {case.name:<10} {name:<7} round {number + 1}: "
                       f"{result.requests / result.elapsed:9.1f} req/s, {result.errors} errors",
                       flush=True)
         results = {name: summarize(merge(runs), runs) for name, runs in rounds.items()}
+        # warm-up requests included: every request our mock answered in this case's rounds
+        results[OURS]["journal_bytes_per_request"] = \
+            round(journal_bytes / journal_requests) if journal_requests else None
         ratios: dict[str, Any] = {}
         for other in (PEER, FLOOR):
             ratios.update(case_ratios(results[OURS], results[other], other))
@@ -232,7 +252,7 @@ def run(args: argparse.Namespace) -> int:
             os.sched_setaffinity(0, generator_cpus)
         print(f"measuring {len(cases)} cases x {len(servers)} servers x {args.rounds} round(s), "
               f"{args.warmup:g} s warm-up + {args.duration:g} s each", flush=True)
-        measured = _measure(servers, bodies, cases, args)
+        measured = _measure(servers, bodies, cases, args, Path(tmp) / "ours.journal.jsonl")
         profile = None
         if args.profile:
             try:

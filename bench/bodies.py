@@ -17,6 +17,9 @@ from typing import Any
 
 import orjson
 
+from probes.core.safe_read import json_lines
+from probes.report.journal_blobs import expand_lines
+
 __all__ = ["Bodies", "BodiesError", "load_bodies"]
 
 GIT_TIMEOUT = 30.0
@@ -43,9 +46,10 @@ class Bodies:
                 "bytes_mean": round(sum(sizes) / len(sizes))}
 
 
-def _bodies_of(lines: bytes) -> list[dict[str, Any]]:
+def _bodies_of(data: bytes) -> list[dict[str, Any]]:
     found = []
-    for line in lines.splitlines():
+    # a report's journal: its large parts written once (blobs), put back here
+    for line in expand_lines(json_lines(data.decode())):
         if not line.strip():
             continue
         record = orjson.loads(line)

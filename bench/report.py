@@ -114,7 +114,7 @@ def table(cases: list[dict[str, Any]]) -> str:
     """One row per server and case, then one ratios row per other server ("vs aimock",
     "vs floor": ours/other req/s, other/ours ms)."""
     header = (f"{'case':<14}{'server':<11}{'req/s':>10}{'p50 ms':>9}{'p99 ms':>9}"
-              f"{'errors':>8}{'srv cpu ms/req':>16}{'gen cpu':>9}")
+              f"{'errors':>8}{'srv cpu ms/req':>16}{'gen cpu':>9}{'journal B/req':>15}")
     lines = [header, "-" * len(header)]
     for case in cases:
         for name in SERVERS:
@@ -125,7 +125,8 @@ def table(cases: list[dict[str, Any]]) -> str:
                 f"{case['name']:<14}{name:<11}{_cell(r['requests_per_s'], 10, 1)}"
                 f"{_cell(r['p50_ms'], 9)}{_cell(r['p99_ms'], 9)}{_cell(r['errors'], 8)}"
                 f"{_cell(r['server_cpu_ms_per_request'], 16, 3)}"
-                f"{_cell(r['generator_cpu_share'], 9)}")
+                f"{_cell(r['generator_cpu_share'], 9)}"
+                f"{_cell(r.get('journal_bytes_per_request'), 15, 0) if name == OURS else ''}")
         ratios = case["ratios"]
         for other in (PEER, FLOOR):
             if f"throughput_ours_over_{other}" not in ratios:
@@ -143,6 +144,8 @@ def table(cases: list[dict[str, Any]]) -> str:
     lines.append("floor: a bare ASGI app on our uvicorn configuration sending our reply bytes "
                  "(vs floor: the share of it ours reaches)")
     lines.append("gen cpu: share of one core the load generator used (near 1.0: it was the limit)")
+    lines.append("journal B/req: bytes our mock's journal grew by per request answered (the "
+                 "others keep no journal on disk)")
     return "\n".join(lines)
 
 

@@ -77,7 +77,6 @@ from mockapi.records import (
     Routing,
     request_record,
     response_end_record,
-    spliced_fields,
     transport_outcome,
 )
 from mockapi.requests import MAX_BODY_BYTES, BadRequest, is_json, parse_body, read_body
@@ -157,10 +156,12 @@ class MockApp:
                 error: str | None = None, nearest: list[NearestRule] | None = None,
                 routing: Routing | None = None, reply: bytes | None = None,
                 decision: Decision | None = None, thread: dict[str, Any] | None = None,
-                path: str | None = None) -> None:
+                path: str | None = None, sent: dict[str, Any] | None = None) -> None:
         """Journal a request before its reply starts; ``Unrecorded`` if the journal cannot
         take the line (``decision`` is then taken back: nothing of the script was used).
-        ``path``: the path as decoded (default: as ``request.url`` shows it)."""
+        ``path``: the path as decoded (default: as ``request.url`` shows it); ``sent``: the
+        body as parsed from ``raw`` (the journal splits its large parts off; it parses
+        ``raw`` again where it is not given)."""
         record = request_record(
             seq=seq, run=self.run, time=arrival,
             elapsed=round(time.monotonic() - self.started, 6),
@@ -171,7 +172,8 @@ class MockApp:
             outcome=outcome, status=status, error=error, nearest=nearest, routing=routing,
             thread=thread)
         try:
-            self.journal.append(record, *spliced_fields(reply, raw, body_is_json))
+            self.journal.append_request(record, reply=reply, body=raw,
+                                        body_is_json=body_is_json, parsed=sent)
         except JournalError as failure:
             if decision is not None:
                 self.script.undo(decision)
@@ -295,6 +297,7 @@ class MockApp:
     async def _answer(self, request: Request, seq: int, arrival: float,
                       raw: bytes, body: dict[str, Any], facts: RequestFacts, request_id: str,
                       playing: Playing, turn: PendingTurn | None) -> Response:
+        sent = body if turn is None else None  # a thread's body is the whole conversation
         try:
             decision = self.script.decide(facts, body, raw, seq)
         except Exception as error:
@@ -314,14 +317,16 @@ class MockApp:
                                           decision)
             message = decision.no_rule_message(seq)
             self._record(request, seq, arrival, raw, True, OUTCOME_NO_RULE, 400, error=message,
-                         nearest=decision.nearest, routing=routing, decision=decision)
+                         nearest=decision.nearest, routing=routing, decision=decision,
+                         sent=sent)
             return _json(error_body("invalid_request_error", message, request_id), 400,
                          {"request-id": request_id, "x-should-retry": "false"})
 
         if isinstance(prepared, PreparedError):
             spec = prepared.reply.error
             self._record(request, seq, arrival, raw, True, OUTCOME_REPLIED, spec.status,
-                         routing=routing, reply=prepared.description, decision=decision)
+                         routing=routing, reply=prepared.description, decision=decision,
+                         sent=sent)
             await stall(request, prepared.reply.stall_before)
             return _json(error_body(spec.resolved_type(), spec.message, request_id),
                          spec.status, {"request-id": request_id, **spec.headers})
@@ -329,7 +334,8 @@ class MockApp:
         if isinstance(prepared, PreparedRaw):
             raw_spec = prepared.reply.raw
             self._record(request, seq, arrival, raw, True, OUTCOME_REPLIED, raw_spec.status,
-                         routing=routing, reply=prepared.description, decision=decision)
+                         routing=routing, reply=prepared.description, decision=decision,
+                         sent=sent)
             if await stall(request, prepared.reply.stall_before):
                 playing.end(END_CLIENT_DISCONNECTED)
                 return Response(status_code=499)
@@ -339,7 +345,7 @@ class MockApp:
                 headers={"request-id": request_id, **raw_spec.headers}), playing)
 
         self._record(request, seq, arrival, raw, True, OUTCOME_REPLIED, 200, routing=routing,
-                     reply=prepared.description, decision=decision)
+                     reply=prepared.description, decision=decision, sent=sent)
         if decision.builtin is not None:
             self.script.builtin_used(seq, decision.builtin)
         if await stall(request, prepared.reply.stall_before):

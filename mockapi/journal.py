@@ -23,7 +23,9 @@ replace each value with ``[redacted]`` and leave every other byte as it came.
 
 Record types (``mockapi.records``): ``request`` (what arrived, its kind and
 turn, the rule and the scripted reply or the error), ``response_end`` (how
-the reply ended) and ``journal_note`` (what the journal itself noted). Reading
+the reply ended), ``journal_note`` (what the journal itself noted) and ``blob``
+(a large part of request bodies, written once and referenced by its SHA-256:
+``mockapi.journal_blobs``; ``append_request`` splits a body). Reading
 is ``mockapi.journal_read``'s (``read_journal``, ``JournalContents`` and
 ``TornLine`` are re-exported here).
 """
@@ -44,6 +46,7 @@ from urllib.parse import unquote_plus
 
 import orjson
 
+from mockapi.journal_blobs import BlobError, BlobSplitter, blob_line, parse_blob_line
 from mockapi.journal_read import (
     JournalContents,
     TornLine,
@@ -51,6 +54,7 @@ from mockapi.journal_read import (
     read_journal,
     record_or_none,
 )
+from mockapi.records import encode_body_field, fits_in_a_record
 
 __all__ = ["REDACTED", "SECRET_HEADERS", "Journal", "JournalContents", "JournalError",
            "JournalInUse", "JournalUnavailable", "JournalWriteFailed", "TornLine",
@@ -138,6 +142,8 @@ class Journal:
         self._max_seq = array("q")
         self._seq = self.last_run = 0
         self._size = 0
+        self._blobs = BlobSplitter()
+        self._blob_spans: dict[str, tuple[int, int]] = {}  # digest -> (offset, size) of value
         unreadable = self._index_existing()
         self._lock = threading.Lock()
         self._pending: list[bytes] = []
@@ -162,6 +168,13 @@ class Journal:
         lines.pop()  # the torn tail was set aside: the data ends with a newline
         for number, line in enumerate(lines, start=1):
             record = record_or_none(line)
+            if record is not None and record["type"] == "blob":
+                try:
+                    digest, value = parse_blob_line(line)
+                except BlobError:
+                    record = None
+                else:
+                    self._blob_written(digest, offset, line, len(value))
             if record is None:
                 if line:
                     torn.append(TornLine(number, offset, len(line), last=False))
@@ -206,6 +219,44 @@ class Journal:
         then on disk."""
         self._write(_line(record, extra_fields))
 
+    def append_request(self, record: Mapping[str, Any], *, reply: bytes | None,
+                       body: bytes | None, body_is_json: bool,
+                       parsed: dict[str, Any] | None = None) -> None:
+        """Write a request record with its scripted reply and its body as one whole line,
+        after the blobs of the body's large parts this journal does not hold yet.
+
+        ``parsed``: the body as parsed from ``body`` (parsed again if not given); a body
+        that is not a JSON object, or nests too deep, is written whole as before."""
+        fields = [b'"reply":' + reply] if reply is not None else []
+        blobs: dict[str, bytes] = {}
+        if body:
+            split = None
+            if body_is_json and len(body) >= self._blobs.threshold and fits_in_a_record(body):
+                if parsed is None:
+                    parsed = _object_or_none(body)
+                split = self._blobs.split(parsed) if parsed is not None else None
+            if split is None or not split.refs:
+                fields.append(encode_body_field(body, body_is_json))
+            else:
+                fields.append(b'"body_refs":' + orjson.dumps(split.refs))
+                fields.append(b'"body":' + split.body)
+                blobs = split.blobs
+        self._write(_line(record, fields), blobs)
+
+    def _blob_written(self, digest: str, offset: int, line: bytes, size: int) -> None:
+        self._blobs.written.add(digest)
+        # the value ends the line, before its closing brace and newline
+        self._blob_spans[digest] = (offset + len(line.rstrip(b"\n")) - 1 - size, size)
+
+    def blob(self, digest: str) -> bytes | None:
+        """The value of a blob this journal holds, as written; None if it holds none."""
+        span = self._blob_spans.get(digest)
+        if span is None:
+            return None
+        with self.path.open("rb") as handle:
+            handle.seek(span[0])
+            return handle.read(span[1])
+
     def append_or_keep(self, record: Mapping[str, Any]) -> bool:
         """Append ``record``, or keep it to be written first once the journal is writable
         again (for lines about replies already sent, which no error can take back)."""
@@ -218,7 +269,7 @@ class Journal:
             return False
         return True
 
-    def _write(self, line: bytes) -> None:
+    def _write(self, line: bytes, blobs: Mapping[str, bytes] | None = None) -> None:
         problem = self.problem()
         if problem is not None:
             self._failed(problem, unavailable=True)
@@ -230,8 +281,27 @@ class Journal:
         while self._pending:
             self._write_or_fail(self._pending[0])
             self._pending.pop(0)
+        if blobs:
+            lines = [(digest, blob_line(digest, value)) for digest, value in blobs.items()]
+            if self.fsync:  # synced before the line that references them, then the line
+                self._write_or_fail(b"".join(line for _, line in lines))
+                self._note_blobs(lines)
+            else:  # one write: the blobs and their line are on disk whole or not at all
+                self._write_or_fail(b"".join(line for _, line in lines) + line)
+                self._note_blobs(lines)
+                return
         if line:
             self._write_or_fail(line)
+
+    def _note_blobs(self, lines: list[tuple[str, bytes]]) -> None:
+        """Index the blob lines just written, which end at the last line's start or at
+        the file's end."""
+        end = self._offsets[-1] if not self.fsync else self._size
+        offset = end - sum(len(line) for _, line in lines)
+        for digest, line in lines:
+            size = len(line) - len(blob_line(digest, b""))
+            self._blob_written(digest, offset, line, size)
+            offset += len(line)
 
     def _write_or_fail(self, line: bytes) -> None:
         try:
@@ -257,9 +327,13 @@ class Journal:
                 pass
             raise
         self._size = start + len(line)
-        self._offsets.append(start)
-        seq = _seq_of(line)
-        self._max_seq.append(max(seq, self._max_seq[-1] if self._max_seq else 0))
+        previous = self._max_seq[-1] if self._max_seq else 0
+        # one line, or blob lines and then the request that references them
+        lines = [line] if line.find(b"\n") == len(line) - 1 else line.splitlines(keepends=True)
+        for one in lines:
+            self._offsets.append(start)
+            self._max_seq.append(previous := max(_seq_of(one), previous))
+            start += len(one)
 
     def _failed(self, why: str, *, unavailable: bool = False) -> None:
         self.failed_writes += 1
@@ -290,7 +364,8 @@ class Journal:
         with self.path.open("rb") as handle:
             handle.seek(start)
             data = handle.read(end - start)
-        contents = parse_journal(data, str(self.path), base_offset=start)
+        contents = parse_journal(data, str(self.path), base_offset=start,
+                                 blob_elsewhere=self.blob)
         contents.records = [r for r in contents.records
                             if r["type"] == "journal_note" or r["seq"] > seq]
         return contents
@@ -322,6 +397,14 @@ def _line(record: Mapping[str, Any], extra_fields: Iterable[bytes]) -> bytes:
     if extra:
         return head[:-1] + b"," + b",".join(extra) + b"}\n"
     return head + b"\n"
+
+
+def _object_or_none(body: bytes) -> dict[str, Any] | None:
+    try:
+        value = orjson.loads(body)
+    except orjson.JSONDecodeError:
+        return None
+    return value if isinstance(value, dict) else None
 
 
 def _seq_of(line: bytes) -> int:

@@ -50,7 +50,6 @@ from mockapi.records import (
     Routing,
     request_record,
     response_end_record,
-    spliced_fields,
     transport_outcome,
 )
 from mockapi.requests import MAX_BODY_BYTES, BadRequest, is_json, parse_body, read_body
@@ -264,7 +263,7 @@ class Recorder:
             path=scope["path"], query=query, headers=redact_headers(scope["headers"]),
             body_size=len(raw) if raw is not None else None, outcome=outcome, status=status,
             error=error, routing=routing)
-        self.journal.append(record, *spliced_fields(None, raw, is_json(raw)))
+        self.journal.append_request(record, reply=None, body=raw, body_is_json=is_json(raw))
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":

@@ -41,6 +41,7 @@ __all__ = [
     "OUTCOME_THREAD_NOT_FOUND",
     "OUTCOME_TIMEOUT",
     "OUTCOME_TOO_LARGE",
+    "BlobRecord",
     "BuiltinReply",
     "EndReason",
     "JournalNote",
@@ -51,6 +52,7 @@ __all__ = [
     "ResponseEndRecord",
     "Routing",
     "encode_body_field",
+    "fits_in_a_record",
     "request_record",
     "response_end_record",
     "spliced_fields",
@@ -58,8 +60,9 @@ __all__ = [
 ]
 
 # The line format these types describe. It is not written into the lines (their bytes
-# are fixed); a change to any record's fields changes this number.
-JOURNAL_FORMAT_VERSION: Final = 3
+# are fixed); a change to any record's fields changes this number. 4: blob records and
+# request bodies that reference them (mockapi.journal_blobs); readers read 1 to 4.
+JOURNAL_FORMAT_VERSION: Final = 4
 MAX_WRITE_OFFSETS: Final = 4096
 
 Outcome = Literal["refused", "replied", "no_rule", "invalid_request", "too_large", "client_disconnected",
@@ -148,6 +151,9 @@ class RequestRecord(TypedDict):
     thread: NotRequired[dict[str, Any]]
     builtin_reply: NotRequired[BuiltinReply]
     reply: NotRequired[dict[str, Any]]  # the scripted reply, without its defaults
+    # in the file only (format 4): where body holds a blob's "sha256:<hex>"; readers put
+    # each blob's value back and drop this field (mockapi.journal_blobs)
+    body_refs: NotRequired[list[list[str | int]]]
     body: NotRequired[Any]  # the body, when it is JSON; else body_text, else body_base64
     body_text: NotRequired[str]
     body_base64: NotRequired[str]
@@ -188,6 +194,15 @@ class JournalNote(TypedDict):
     lines: NotRequired[list[int]]  # unreadable lines kept in place: numbers and offsets
     offsets: NotRequired[list[int]]
     failures: NotRequired[list[dict[str, Any]]]  # failed writes: time, error, unavailable
+
+
+class BlobRecord(TypedDict):
+    """A large part of request bodies, written once (format 4; ``mockapi.journal_blobs``):
+    in the file only, readers put it back where requests reference it."""
+
+    type: Literal["blob"]
+    sha256: str  # of value's bytes exactly as the line writes them
+    value: Any
 
 
 JournalRecord = RequestRecord | ResponseEndRecord | JournalNote
@@ -258,7 +273,7 @@ def encode_body_field(raw: bytes, parsed_ok: bool) -> bytes:
         line = raw
         if b"\n" in raw or b"\r" in raw:
             line = raw.replace(b"\r", b" ").replace(b"\n", b" ")
-        if _fits_in_a_record(line):
+        if fits_in_a_record(line):
             return b'"body":' + line
     try:
         return b'"body_text":' + orjson.dumps(raw.decode("utf-8"))
@@ -274,7 +289,7 @@ MAX_JOURNALED_BODY_DEPTH = 180
 _ORJSON_DEPTH = 1024  # orjson refuses more
 
 
-def _fits_in_a_record(body: bytes) -> bool:
+def fits_in_a_record(body: bytes) -> bool:
     """Whether ``body`` nests at most ``MAX_JOURNALED_BODY_DEPTH`` levels."""
     # bytes.replace finds a byte with memchr; bytes.count walks every byte (6x slower here)
     opening = 2 * len(body) - len(body.replace(b"[", b"")) - len(body.replace(b"{", b""))

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import collections.abc
 import copy
-import gzip
 import itertools
 import json
 import re
@@ -34,6 +33,7 @@ from mockapi.validation import (
     check,
     validate_request,
 )
+from probes.report.format import read_journal_lines
 from tests import sdk_lines
 from tests.conftest import missing_install
 
@@ -274,10 +274,7 @@ def _journal_requests() -> list[tuple[str, dict[str, Any], dict[str, str], str]]
     for path in sorted((ROOT / "reports").glob("**/*.journal.jsonl*")):
         if not path.name.endswith((".journal.jsonl", ".journal.jsonl.gz")):
             continue
-        raw = gzip.decompress(path.read_bytes()) if path.suffix == ".gz" else path.read_bytes()
-        for line in raw.splitlines():
-            if not line.strip():
-                continue
+        for line in read_journal_lines(path):  # large parts put back in their places
             record = orjson.loads(line)
             thread = record.get("body", {}).get("thread") if isinstance(
                 record.get("body"), dict) else None

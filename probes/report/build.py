@@ -41,6 +41,7 @@ from probes.report.format import (
     Report,
     ReportStatus,
 )
+from probes.report.journal_blobs import compact_lines
 from probes.report.normalise import (
     JOURNAL_VOLATILE,
     RANDOM_IDS,
@@ -287,9 +288,11 @@ def build_report(spec: ReportSpec, outcomes: list[ProbeOutcome], binary: ClientB
 def write_report(report: Report, journal_lines: list[str], out_dir: Path,
                  timing: dict[str, Any] | None = None, *, compress_journal: bool = False) -> Path:
     """Write ``<report>.json``, the recorded requests beside it as ``<report>.journal.jsonl``
+    (large repeated parts written once: ``probes.report.journal_blobs``)
     (``.jsonl.gz`` with ``compress_journal``: the same bytes gzipped, with no timestamp in the
     gzip header, so it is as reproducible) and, if given, the timeline as
     ``<report>.timing.json``."""
+    journal_lines = compact_lines(journal_lines)
     if compress_journal:
         report["journal"] = f"{report['report']}.journal.jsonl.gz"
         text = "".join(line + "\n" for line in journal_lines).encode()

@@ -13,8 +13,10 @@ from typing import Any, Literal, NotRequired
 
 from typing_extensions import TypedDict
 
+from mockapi.journal_blobs import BlobError
 from probes.core.safe_read import ReadRefused, confined, json_lines, read_journal, read_json
 from probes.core.verdicts import CLAIM_VERDICTS
+from probes.report.journal_blobs import expand_lines
 
 __all__ = ["COUNTERFACTUALS_FILE", "FINGERPRINT_FILE", "FINGERPRINT_FILE_VERSION", "NOT_REPORTS",
            "READABLE_REPORT_VERSIONS", "REPORT_SCHEMA_VERSION", "TIMING_SUFFIX", "VERDICTS",
@@ -145,13 +147,18 @@ def load_json_file(path: Path, what: str, versions: tuple[int, ...], *,
 
 
 def read_journal_lines(path: Path, *, within: Path | None = None) -> list[str]:
-    """A report's journal, plain (``.jsonl``) or gzipped (``.jsonl.gz``), as its lines."""
+    """A report's journal, plain (``.jsonl``) or gzipped (``.jsonl.gz``), as its lines,
+    each request line whole again (``probes.report.journal_blobs.expand_lines``)."""
     data = read_journal(path, within=within)
     try:
-        return json_lines(data.decode())
+        return expand_lines(json_lines(data.decode()))
     except UnicodeDecodeError as error:
         raise ReadRefused(f"{path}: expected UTF-8 JSON lines, found byte "
                           f"{data[error.start]:#04x} at offset {error.start}: refused") from None
+    except BlobError as error:
+        raise ReadRefused(f"{path}: {error}: refused") from None
+    except ValueError as error:  # a line with references that is not JSON
+        raise ReadRefused(f"{path}: expected JSON lines, found {error}: refused") from None
 
 
 def journal_path(folder: Path, report: Report) -> Path:

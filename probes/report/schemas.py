@@ -21,7 +21,8 @@ import jsonschema
 from pydantic import Field, TypeAdapter
 from typing_extensions import TypedDict
 
-from mockapi.records import JournalNote, RequestRecord, ResponseEndRecord
+from mockapi.journal_read import parse_journal
+from mockapi.records import BlobRecord, JournalNote, RequestRecord, ResponseEndRecord
 from mockapi.scenario import Scenario, ScenarioError
 from probes.cases.format import CASES_FORMAT, CaseFile
 from probes.core.safe_read import (
@@ -224,7 +225,7 @@ class CheckNote(TypedDict):
     detail: str
 
 
-JournalLine = Annotated[RequestRecord | ResponseEndRecord | JournalNote,
+JournalLine = Annotated[RequestRecord | ResponseEndRecord | JournalNote | BlobRecord,
                         Field(discriminator="type")]
 
 KINDS: dict[str, Any] = {
@@ -267,8 +268,8 @@ def schema(kind: str) -> dict[str, Any]:
     if kind == "report-journal-line":
         for record in generated["$defs"].values():
             properties = record.get("properties", {})
-            if "type" not in properties:
-                continue
+            if "type" not in properties or record.get("title") == "BlobRecord":
+                continue  # a blob belongs to no probe: requests of any probe reference it
             for key in REPORT_JOURNAL_VOLATILE:
                 if key in properties:
                     properties[key] = {"anyOf": [properties[key], {"const": "$VOLATILE"}]}
@@ -378,14 +379,18 @@ def validate_path(target: Path) -> tuple[int, list[Problem]]:
 def _validate_file(path: Path, *, explicit: bool, within: Path | None) -> Iterator[Problem]:
     if path.name.endswith((".jsonl", ".jsonl.gz")):
         kind = kind_of(path, None) or "journal-line"
-        text = read_journal(path, within=within).decode(errors="replace")
-        for number, line in enumerate(json_lines(text), 1):
+        data = read_journal(path, within=within)
+        for number, line in enumerate(json_lines(data.decode(errors="replace")), 1):
             try:
                 record = loads(line, f"{path}: line {number}")
             except ValueError as error:
                 yield Problem(path, f"line {number}", f"not JSON: {error}")
                 continue
             yield from _check(path, kind, record, f"line {number} ")
+        # every blob hashes to its name and every reference finds its blob
+        for torn in parse_journal(data, str(path)).torn:
+            if torn.why:
+                yield Problem(path, f"line {torn.line}", torn.why)
         return
     try:
         if path.suffix in (".yaml", ".yml"):

@@ -30,6 +30,7 @@ from probes.core.outcome import ProbeOutcome
 from probes.core.probe import Claim, Counterfactual, Invocation, Probe
 from probes.core.provenance import project_expectation
 from probes.core.verdicts import decide_claim
+from probes.report.journal_blobs import compact_lines
 from probes.report.normalise import Normaliser, journal_line
 
 __all__ = ["CLAIMS", "CLI_DOCS", "FILE_MARKER", "FORKED_ANSWER", "FORK_CLAIM", "FORK_PROMPT",
@@ -190,7 +191,8 @@ def pair_journal(outcome: ProbeOutcome) -> bytes:
     timestamp in the header (the same bytes for the same lines)."""
     ev = outcome.evidence
     norm = Normaliser(ev)
-    lines = [journal_line(outcome.probe.name, dict(r), norm) for r in (ev.journal if ev else [])]
+    lines = compact_lines([journal_line(outcome.probe.name, dict(r), norm)
+                           for r in (ev.journal if ev else [])])
     return gzip.compress("".join(line + "\n" for line in lines).encode(), 9, mtime=0)
 
 

@@ -1,0 +1,222 @@
+"""A journal's large repeated parts, written once as blob records and referenced by hash.
+
+A real agent-loop request is mostly its system prompt and its tool list, the same from one
+request to the next (Claude Code 2.1.235: 49 KB a request, 46 KB of it these two). From
+journal format 4 on, a request record keeps its body's small parts inline and puts each
+large part in a blob record of its own, once per journal, in its place a reference:
+
+    {"type":"blob","sha256":"9f2c…","value":[{"name":"Bash",…},…]}
+    {"type":"request","seq":7,…,"body_refs":[["tools"],["system"]],"body":{…,"system":"sha256:51d0…","tools":"sha256:9f2c…"}}
+
+``body_refs`` lists where the references are (a path of keys and indexes into ``body``);
+the value at each path is ``"sha256:<hex>"``, the SHA-256 of the blob's ``value`` exactly
+as the blob line writes it. A reader puts each blob's value back in its place, so every
+consumer sees the body it saw before (``resolve_body``); a reference is followed only where
+``body_refs`` says, so a string of that shape that a client sent stays a string.
+
+What is large: the value of ``system``, of ``tools`` (the whole list: within a run it is
+the same list, one reference a request; per tool it would be one each), and each content
+block (or string ``content``) of a message, when its encoding is ``BLOB_THRESHOLD`` bytes
+or more. Smaller values cost more as references than they save.
+
+Hashing costs about as much as the write it saves (SHA-256: ~28 µs for 49 KB), so it is
+done once per distinct value: ``BlobSplitter`` remembers the bytes of recent large values
+with their hash, found by length and ends and confirmed by comparing the bytes (~1 µs).
+
+Where blobs are: the mock writes a blob in the same write as, and just before, the first
+request line that references it (on disk before it, whole or absent like any line; with
+fsync, synced before it). A report journal (``probes.report``) puts its blobs after its
+records, so that the line numbers reports cite are those of the records. Readers accept
+either: they gather the blobs first.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections import OrderedDict
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+__all__ = ["BLOB_THRESHOLD", "REF_PREFIX", "BlobError", "BlobSplitter", "SplitBody",
+           "blob_line", "blob_value_text", "is_blob_line", "parse_blob_line", "resolve_body",
+           "split_paths"]
+
+BLOB_THRESHOLD = 1024  # bytes of a value's encoding from which it becomes a blob
+REF_PREFIX = "sha256:"
+# large values remembered with their hash, per journal: enough for many clients' prompts
+_RECENT_VALUES = 4096
+_RECENT_BYTES = 64 * 1024 * 1024
+_CANDIDATES_PER_KEY = 4
+_HEX = re.compile(r"[0-9a-f]{64}")
+_BLOB_HEAD = b'{"type":"blob","sha256":"'
+
+Path = list[str | int]
+
+
+class BlobError(ValueError):
+    """A blob line that is not one, or a reference no blob resolves."""
+
+
+def blob_line(digest: str, value: bytes) -> bytes:
+    """The mock journal's line of a blob (``value``: its encoding, hashed to ``digest``)."""
+    return _BLOB_HEAD + digest.encode() + b'","value":' + value + b"}\n"
+
+
+def is_blob_line(line: bytes | str) -> bool:
+    text = line if isinstance(line, str) else line[:64].decode("latin-1")
+    return '"type"' in text[:64] and '"blob"' in text[:64]
+
+
+def blob_value_text(line: bytes) -> bytes:
+    """The bytes of a blob line's ``value`` (its last member), as they were hashed."""
+    for marker in (b'"value": ', b'"value":'):  # a report's lines have spaces, the mock's not
+        at = line.find(marker)
+        if at >= 0:
+            return line[at + len(marker):].rstrip(b"\r\n").removesuffix(b"}")
+    raise BlobError("a blob record without a value")
+
+
+def parse_blob_line(line: bytes) -> tuple[str, bytes]:
+    """(digest, value bytes) of a blob line, its hash checked; ``BlobError`` if it is not a
+    blob whose value hashes to its name."""
+    try:
+        record = orjson.loads(line)
+    except orjson.JSONDecodeError as error:
+        raise BlobError(f"a blob line that is not JSON: {error}") from None
+    if not isinstance(record, dict) or set(record) != {"type", "sha256", "value"} \
+            or record["type"] != "blob" or not isinstance(record["sha256"], str) \
+            or not _HEX.fullmatch(record["sha256"]):
+        raise BlobError("expected a blob record {type: blob, sha256: 64 hex digits, value}, "
+                        f"found keys {sorted(record) if isinstance(record, dict) else record!r}")
+    value = blob_value_text(line)
+    found = hashlib.sha256(value).hexdigest()
+    if found != record["sha256"]:
+        raise BlobError(f"blob {record['sha256'][:12]}…: its value hashes to {found[:12]}…, "
+                        "not to its name (altered or cut)")
+    return record["sha256"], value
+
+
+def split_paths(body: Mapping[str, Any]) -> list[tuple[Path, Any]]:
+    """The parts of a request body that may be large, by path, in the body's order."""
+    parts: list[tuple[Path, Any]] = []
+    for key, value in body.items():
+        if key in ("system", "tools"):
+            parts.append(([key], value))
+        elif key == "messages" and isinstance(value, list):
+            for i, message in enumerate(value):
+                content = message.get("content") if isinstance(message, dict) else None
+                if isinstance(content, str):
+                    parts.append((["messages", i, "content"], content))
+                elif isinstance(content, list):
+                    parts += [(["messages", i, "content", j], block)
+                              for j, block in enumerate(content)]
+    return parts
+
+
+@dataclass
+class SplitBody:
+    """A body's journal fields: the skeleton, where its references are, the new blobs."""
+
+    body: bytes  # the skeleton's encoding
+    refs: list[Path] = field(default_factory=list)
+    blobs: dict[str, bytes] = field(default_factory=dict)  # digest -> value: not yet written
+
+
+class BlobSplitter:
+    """Splits request bodies into a skeleton and blobs, remembering which blobs a journal
+    holds (``written``) and the hashes of recent large values."""
+
+    def __init__(self, *, threshold: int = BLOB_THRESHOLD,
+                 encode: Callable[[Any], bytes] = orjson.dumps) -> None:
+        self.threshold = threshold
+        self.encode = encode
+        self.written: set[str] = set()
+        self._recent: OrderedDict[tuple[int, bytes, bytes, bytes], list[tuple[bytes, str]]] \
+            = OrderedDict()
+        self._recent_bytes = 0
+
+    def split(self, body: dict[str, Any]) -> SplitBody:
+        encode, threshold = self.encode, self.threshold
+        skeleton: Any = None
+        refs: list[Path] = []
+        blobs: dict[str, bytes] = {}
+        for path, value in split_paths(body):
+            if isinstance(value, str) and len(value) < threshold // 4:
+                continue  # a UTF-8 character is at most 4 bytes: too short to be large
+            encoded = encode(value)
+            if len(encoded) < threshold:
+                continue
+            digest = self._digest(encoded)
+            if digest not in self.written:
+                blobs[digest] = encoded
+            if skeleton is None:
+                skeleton = dict(body)
+            _replace(skeleton, path, REF_PREFIX + digest)
+            refs.append(path)
+        if skeleton is None:
+            return SplitBody(encode(body))
+        return SplitBody(encode(skeleton), refs, blobs)
+
+    def _digest(self, encoded: bytes) -> str:
+        # found by length and three samples, confirmed by comparing every byte: values
+        # that differ only elsewhere (a date in a prompt) share a key, so a key keeps a few
+        size = len(encoded)
+        middle = size // 2
+        key = (size, encoded[:32], encoded[middle:middle + 32], encoded[-32:])
+        candidates = self._recent.get(key)
+        if candidates is not None:
+            for value, digest in candidates:
+                if value == encoded:
+                    self._recent.move_to_end(key)
+                    return digest
+        digest = hashlib.sha256(encoded).hexdigest()
+        if candidates is None:
+            candidates = self._recent[key] = []
+        if len(candidates) >= _CANDIDATES_PER_KEY:
+            self._recent_bytes -= len(candidates.pop(0)[0])
+        candidates.append((encoded, digest))
+        self._recent_bytes += size
+        while len(self._recent) > _RECENT_VALUES or self._recent_bytes > _RECENT_BYTES:
+            _, dropped = self._recent.popitem(last=False)
+            self._recent_bytes -= sum(len(value) for value, _ in dropped)
+        return digest
+
+
+def _replace(skeleton: dict[str, Any], path: Path, ref: str) -> None:
+    """Put ``ref`` at ``path``, copying each container on the way (the body is the caller's)."""
+    parent: Any = skeleton
+    for step in path[:-1]:
+        child = parent[step]
+        copy = dict(child) if isinstance(child, dict) else list(child)
+        parent[step] = copy
+        parent = copy
+    parent[path[-1]] = ref
+
+
+def resolve_body(body: Any, refs: Any, value_of: Callable[[str], Any]) -> Any:
+    """``body`` with the value of each blob it references put back in its place
+    (``value_of(digest)``, a fresh value each time); ``BlobError`` for a reference that is
+    not one (a path not in the body, not ``sha256:<hex>``) or names no blob."""
+    if not isinstance(refs, list):
+        raise BlobError(f"body_refs: expected a list of paths, found {type(refs).__name__}")
+    for path in refs:
+        if not isinstance(path, list) or not path:
+            raise BlobError(f"body_refs: expected a path (a list of keys and indexes), "
+                            f"found {path!r}")
+        parent = body
+        try:
+            for step in path[:-1]:
+                parent = parent[step]
+            ref = parent[path[-1]]
+        except (KeyError, IndexError, TypeError):
+            raise BlobError(f"body_refs: {path!r} is not a place in the body") from None
+        if not isinstance(ref, str) or not ref.startswith(REF_PREFIX) \
+                or not _HEX.fullmatch(ref[len(REF_PREFIX):]):
+            raise BlobError(f"body_refs: at {path!r} expected 'sha256:<64 hex digits>', "
+                            f"found {str(ref)[:80]!r}")
+        parent[path[-1]] = value_of(ref[len(REF_PREFIX):])
+    return body
