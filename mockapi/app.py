@@ -365,9 +365,8 @@ class MockApp:
         headers.update(SSE_HEADERS)
         start = prepared.message_start(reply_id, model)
         plan = prepared.plan
-        if plan.whole is not None:
-            tail, sends = plan.whole
-            return WholeStream(start + tail, sends + 1, headers, playing)
+        if plan.whole:
+            return WholeStream(start, plan.tail, headers, playing)
         return Played(EventSourceResponse(
             play(plan.steps(start), playing, transport_of(request.scope),
                  self.delivery_timeout),

@@ -1,14 +1,18 @@
 """Replies to wire form: the event sequence of a streamed message, its JSON body, error bodies.
 
-Everything that does not depend on the request is encoded once, when a scenario
-is installed (``prepare``), the plan of the body included; per request only
-``message_start`` (id, model) and the JSON envelope are encoded.
+What does not depend on the request is prepared once, when a scenario is installed
+(``prepare``): each content block's start and stop, the closing events, the plan of the
+body. The deltas are not: a text of N characters in chunks of one is N events, so a
+stream's ``Events`` encode them while the reply is sent, and memory follows the
+scenario's size, not its number of events. Per request ``message_start`` (id, model)
+and the JSON envelope are encoded too.
 """
 
 from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,6 +33,7 @@ from mockapi.sse import encode_event
 
 __all__ = [
     "REPLY_REFERENCE_BYTES",
+    "Events",
     "PreparedError",
     "PreparedMessage",
     "PreparedRaw",
@@ -46,13 +51,84 @@ def error_body(error_type: str, message: str, request_id: str,
     return orjson.dumps({"type": "error", "error": error, "request_id": request_id})
 
 
-def _chunks(value: str, size: int) -> list[str]:
-    return [value[i:i + size] for i in range(0, len(value), size)] or [""]
+@dataclass(frozen=True, slots=True)
+class _Deltas:
+    """The ``content_block_delta`` events of one string, ``size`` characters each."""
+
+    index: int
+    kind: str  # the delta's type: text_delta, thinking_delta, input_json_delta
+    field: str  # where the piece goes: text, thinking, partial_json
+    value: str
+    size: int
+    keep_empty: bool  # an empty string is one empty delta, else none
+
+    def __len__(self) -> int:
+        count = -(-len(self.value) // self.size)
+        return 1 if not count and self.keep_empty else count
+
+    def __iter__(self) -> Iterator[bytes]:
+        value, size = self.value, self.size
+        starts = range(0, len(value), size) if value else range(1 if self.keep_empty else 0)
+        for i in starts:
+            yield encode_event({"type": "content_block_delta", "index": self.index,
+                                "delta": {"type": self.kind, self.field: value[i:i + size]}})
 
 
-def _block_events(index: int, block: Any, tool_id: str) -> tuple[list[bytes], dict[str, Any]]:
+_DELTA_NAME = "content_block_delta"
+
+
+class Events:
+    """A stream's events after ``message_start``: fixed events encoded once, the deltas
+    of each string encoded as they are read. Sized and iterable as many times as wanted."""
+
+    __slots__ = ("_count", "_parts")
+
+    def __init__(self, parts: list[bytes | _Deltas]):
+        self._parts = tuple(parts)
+        self._count = sum(1 if isinstance(p, bytes) else len(p) for p in self._parts)
+
+    def __len__(self) -> int:
+        return self._count
+
+    def __iter__(self) -> Iterator[bytes]:
+        for part in self._parts:
+            if isinstance(part, bytes):
+                yield part
+            else:
+                yield from part
+
+    def position_of(self, event: str) -> int | None:
+        """How many events precede the first one named ``event``; None if none is."""
+        name = b"event: " + event.encode() + b"\n"
+        position = 0
+        for part in self._parts:
+            if isinstance(part, bytes):
+                if part.startswith(name):
+                    return position
+                position += 1
+            else:
+                if event == _DELTA_NAME and len(part):
+                    return position
+                position += len(part)
+        return None
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _deltas(index: int, kind: str, field: str, value: str, size: int,
+            keep_empty: bool = True) -> _Deltas:
+    # what cannot be encoded fails now, not mid-stream; orjson.dumps(value) would say the
+    # same, but reserves several times the string's size to do it
+    if not value.isascii() and _SURROGATE.search(value):
+        raise ValueError("str is not valid UTF-8: surrogates not allowed")
+    return _Deltas(index, kind, field, value, size, keep_empty)
+
+
+def _block_events(index: int, block: Any, tool_id: str
+                  ) -> tuple[list[bytes | _Deltas], dict[str, Any]]:
     """The start/delta/stop events of one content block, and its complete JSON form."""
-    events: list[bytes] = []
+    events: list[bytes | _Deltas] = []
 
     def emit(payload: dict[str, Any]) -> None:
         events.append(encode_event(payload))
@@ -63,8 +139,7 @@ def _block_events(index: int, block: Any, tool_id: str) -> tuple[list[bytes], di
     if isinstance(block, TextBlock):
         emit({"type": "content_block_start", "index": index,
               "content_block": {"type": "text", "text": ""}})
-        for piece in _chunks(block.text, block.chunk_size):
-            delta({"type": "text_delta", "text": piece})
+        events.append(_deltas(index, "text_delta", "text", block.text, block.chunk_size))
         complete: dict[str, Any] = {"type": "text", "text": block.text}
     elif isinstance(block, ToolUseBlock):
         emit({"type": "content_block_start", "index": index,
@@ -74,17 +149,16 @@ def _block_events(index: int, block: Any, tool_id: str) -> tuple[list[bytes], di
             block.input).decode()
         # The API opens every tool input with an empty chunk; clients must cope.
         delta({"type": "input_json_delta", "partial_json": ""})
-        for piece in _chunks(partial, block.chunk_size):
-            if piece:
-                delta({"type": "input_json_delta", "partial_json": piece})
+        events.append(_deltas(index, "input_json_delta", "partial_json", partial,
+                              block.chunk_size, keep_empty=False))
         complete = {"type": "tool_use", "id": tool_id, "name": block.name,
                     "input": _streamed_input(block)}
     elif isinstance(block, ThinkingBlock):
         signature = block.resolved_signature()
         emit({"type": "content_block_start", "index": index,
               "content_block": {"type": "thinking", "thinking": "", "signature": ""}})
-        for piece in _chunks(block.thinking, block.chunk_size):
-            delta({"type": "thinking_delta", "thinking": piece})
+        events.append(_deltas(index, "thinking_delta", "thinking", block.thinking,
+                              block.chunk_size))
         delta({"type": "signature_delta", "signature": signature})
         complete = {"type": "thinking", "thinking": block.thinking, "signature": signature}
     elif isinstance(block, RedactedThinkingBlock):
@@ -126,7 +200,7 @@ _ID_UNSAFE = re.compile(r"[^A-Za-z0-9_]")
 class PreparedMessage:
     reply: Message
     description: bytes  # the scripted reply as JSON, for the journal
-    tail: tuple[bytes, ...]  # every stream event after message_start
+    tail: Events  # every stream event after message_start
     plan: StreamPlan
     content: tuple[dict[str, Any], ...]
     stop_reason: str | None
@@ -189,12 +263,12 @@ def prepare(reply: Reply, id_prefix: str) -> PreparedReply:
 
     blocks = reply.blocks()
     safe_prefix = _ID_UNSAFE.sub("_", id_prefix)
-    tail: list[bytes] = [encode_event({"type": "ping"})] if reply.ping else []
+    tail: list[bytes | _Deltas] = [encode_event({"type": "ping"})] if reply.ping else []
     content: list[dict[str, Any]] = []
     for index, block in enumerate(blocks):
         tool_id = getattr(block, "id", None) or f"toolu_{safe_prefix}_{index}"
-        events, complete = _block_events(index, block, tool_id)
-        tail.extend(events)
+        parts, complete = _block_events(index, block, tool_id)
+        tail.extend(parts)
         content.append(complete)
 
     usage = reply.usage.model_dump(exclude_none=True)
@@ -210,8 +284,9 @@ def prepare(reply: Reply, id_prefix: str) -> PreparedReply:
         "usage": usage_final,
     }))
     tail.append(encode_event({"type": "message_stop"}))
+    events = Events(tail)
     return PreparedMessage(
-        reply=reply, description=_describe(reply), tail=tuple(tail),
-        plan=plan_stream(reply, tail), content=tuple(content),
+        reply=reply, description=_describe(reply), tail=events,
+        plan=plan_stream(reply, events), content=tuple(content),
         stop_reason=stop_reason, usage_start=usage_start, usage_final=usage_final,
     )

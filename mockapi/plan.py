@@ -2,15 +2,18 @@
 
 A plan sends bytes, sleeps, and ends with exactly one ``End`` (the body finishes
 normally) or ``Abort`` (the connection drops), each carrying the journal's end
-reason. Plans are computed once per prepared reply; a streamed message's plan
-leaves a gap for ``message_start``, the one event built per request, and when it
-only sends, then ends complete, it goes out in one write (``StreamPlan.whole``).
+reason. A raw reply's plan is computed once, when it is prepared. A streamed message's plan is
+made step by step as it plays (``StreamPlan.steps``), its events read from a tail that
+encodes them as they are read: a reply of millions of one-character deltas is never held
+whole. ``message_start`` is the one event built per request; a plan that only sends, then
+ends complete, goes out as one write (``StreamPlan.whole``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 from mockapi.records import (
     END_COMPLETE,
@@ -30,6 +33,7 @@ __all__ = [
     "Sleep",
     "Step",
     "StreamPlan",
+    "Tail",
     "one_write",
     "plan_raw",
     "plan_stream",
@@ -64,19 +68,44 @@ Step = Send | Sleep | Abort | End
 Plan = tuple[Step, ...]
 
 
+class Tail(Protocol):
+    """A stream's events after ``message_start``, encoded as they are read."""
+
+    def __len__(self) -> int: ...
+
+    def __iter__(self) -> Iterator[bytes]: ...
+
+    def position_of(self, event: str) -> int | None:
+        """How many events precede the first one named ``event``; None if none is."""
+
+
 @dataclass(frozen=True, slots=True)
 class StreamPlan:
-    """A streamed message's plan, less ``message_start``."""
+    """A streamed message's plan: its tail, where it stalls, and where and how it ends."""
 
-    before: Plan  # the steps before message_start
-    after: Plan | None  # the steps after it; None when ``before`` ends the body
-    whole: tuple[bytes, int] | None  # ``after`` as one write, and its number of sends
+    tail: Tail
+    stall_at: int | None  # how many events precede the stall; None without one
+    stall_seconds: float
+    end_at: int  # how many events are sent, message_start counted, before ``ending``
+    ending: Plan
 
-    def steps(self, start: bytes) -> Plan:
-        """The plan of one response whose ``message_start`` event is ``start``."""
-        if self.after is None:
-            return self.before
-        return (*self.before, Send(start), *self.after)
+    @property
+    def whole(self) -> bool:
+        """Whether the plan only sends, then ends complete: one write, ``message_start``
+        and ``tail``."""
+        return ((self.stall_at is None or self.stall_at > self.end_at)
+                and self.ending == (End(END_COMPLETE),))
+
+    def steps(self, start: bytes) -> Iterator[Step]:
+        """The plan of one response whose ``message_start`` event is ``start``, step by step."""
+        events = iter(self.tail)
+        for position in range(self.end_at + 1):
+            if position == self.stall_at:
+                yield Sleep(self.stall_seconds)
+            if position == self.end_at:
+                yield from self.ending
+                return
+            yield Send(start if position == 0 else next(events))
 
 
 def one_write(plan: Plan) -> tuple[bytes, int] | None:
@@ -92,32 +121,20 @@ def one_write(plan: Plan) -> tuple[bytes, int] | None:
     return (b"".join(data), len(data)) if last == End(END_COMPLETE) else None
 
 
-def plan_stream(reply: Message, tail: Sequence[bytes]) -> StreamPlan:
+def plan_stream(reply: Message, tail: Tail) -> StreamPlan:
     """The plan of streaming ``reply``, whose events after ``message_start`` are ``tail``.
 
     A fault at position N acts after N events, message_start counted; a stall comes
-    before any other fault at its position.
+    before any other fault at its position. Nothing of ``tail`` is encoded here.
     """
     count = len(tail) + 1
-    stall_at = _stall_position(reply, tail)
-    before: list[Step] = []
-    after: list[Step] = []
-    steps = before
-    for position in range(count + 1):
-        if reply.stall is not None and position == stall_at:
-            steps.append(Sleep(reply.stall.seconds))
-        if ending := _scripted_end(reply, position):
-            steps.extend(ending)
-            break
-        if position == count:
-            steps.append(End(END_COMPLETE))
-        elif position == 0:
-            steps = after
-        else:
-            steps.append(Send(tail[position - 1]))
-    if steps is before:
-        return StreamPlan(tuple(before), None, None)
-    return StreamPlan(tuple(before), tuple(after), None if before else one_write(tuple(after)))
+    faults = [f.after_events for f in (reply.disconnect, reply.truncate, reply.stream_error)
+              if f is not None and f.after_events <= count]
+    end_at = min(faults, default=count)
+    ending = _scripted_end(reply, end_at) or (End(END_COMPLETE),)
+    stall = reply.stall
+    return StreamPlan(tail, _stall_position(reply, tail), stall.seconds if stall else 0.0,
+                      end_at, ending)
 
 
 def plan_raw(reply: Raw, chunks: Sequence[tuple[float, bytes]]) -> Plan:
@@ -131,15 +148,15 @@ def plan_raw(reply: Raw, chunks: Sequence[tuple[float, bytes]]) -> Plan:
     return tuple(steps)
 
 
-def _stall_position(reply: Message, tail: Sequence[bytes]) -> int | None:
+def _stall_position(reply: Message, tail: Tail) -> int | None:
     """How many events precede the stall; None without one, or when its event never comes."""
     stall = reply.stall
     if stall is None or stall.before_event is None:
         return None if stall is None else stall.after_events
     if stall.before_event == "message_start":
         return 0
-    name = b"event: " + stall.before_event.encode() + b"\n"
-    return next((i + 1 for i, event in enumerate(tail) if event.startswith(name)), None)
+    position = tail.position_of(stall.before_event)
+    return None if position is None else position + 1
 
 
 def _scripted_end(reply: Message, position: int) -> Plan:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Iterable, Mapping
 from typing import Protocol
 
 from starlette.requests import Request
@@ -19,12 +19,12 @@ from starlette.responses import Response
 from starlette.types import Receive, Scope
 from starlette.types import Send as ASGISend
 
-from mockapi.plan import Abort, Plan, Send, Sleep
-from mockapi.records import END_CLIENT_DISCONNECTED, END_COMPLETE, EndReason
+from mockapi.plan import Abort, Send, Sleep, Step
+from mockapi.records import END_CLIENT_DISCONNECTED, END_COMPLETE, MAX_WRITE_OFFSETS, EndReason
 from mockapi.transport import TRANSPORT_EXTENSION, Connection, delivery
 
-__all__ = ["SSE_HEADERS", "DeliberateDisconnect", "Host", "Played", "Playing", "WholeStream",
-           "play", "stall", "transport_of"]
+__all__ = ["SSE_HEADERS", "WHOLE_WRITE_BYTES", "DeliberateDisconnect", "Host", "Played",
+           "Playing", "WholeStream", "play", "stall", "transport_of"]
 
 
 class Host(Protocol):
@@ -107,17 +107,23 @@ SSE_HEADERS = {"content-type": "text/event-stream; charset=utf-8", "cache-contro
                "connection": "keep-alive", "x-accel-buffering": "no"}
 
 
+WHOLE_WRITE_BYTES = 64 * 1024  # a whole stream is handed to the server in pieces of this size
+
+
 class WholeStream(Response):
     """A stream whose plan is one write: every event in one chunked body write.
 
     Same bytes and headers as the sse-starlette path used for other plans, without
     its per-response task group, which costs more than everything else of a request.
+    The events are encoded as they go: past WHOLE_WRITE_BYTES the write is handed to
+    the server piece by piece (waiting on the client as the server does), so a reply of
+    millions of events is never held whole. The journal counts it as one write.
     """
 
-    def __init__(self, body: bytes, sends: int, headers: Mapping[str, str],
+    def __init__(self, start: bytes, tail: Iterable[bytes], headers: Mapping[str, str],
                  playing: Playing):
         super().__init__(status_code=200)
-        self.body, self.sends = body, sends
+        self.start, self.tail = start, tail
         # no content-length: the body goes out chunked, as a stream does
         self.raw_headers = [(k.lower().encode("latin-1"), v.encode("latin-1"))
                             for k, v in headers.items()]
@@ -131,11 +137,23 @@ class WholeStream(Response):
             await send({"type": "http.response.start", "status": 200,
                         "headers": self.raw_headers})
             playing.offsets.append(0.0)
-            await send({"type": "http.response.body", "body": self.body, "more_body": False})
+            sends, size = 1, len(self.start)
+            piece, piece_size = [self.start], len(self.start)
+            for event in self.tail:
+                if piece_size >= WHOLE_WRITE_BYTES:
+                    await send({"type": "http.response.body", "body": b"".join(piece),
+                                "more_body": True})
+                    piece, piece_size = [], 0
+                piece.append(event)
+                piece_size += len(event)
+                sends += 1
+                size += len(event)
+            await send({"type": "http.response.body", "body": b"".join(piece),
+                        "more_body": False})
             delivered = await delivery(transport_of(scope), playing.app.delivery_timeout)
             if delivered is None or delivered[0] == "acknowledged":
                 reason = END_COMPLETE
-                playing.sent, playing.size = self.sends, len(self.body)
+                playing.sent, playing.size = sends, size
         except OSError:
             pass
         finally:
@@ -149,7 +167,7 @@ def transport_of(scope: Scope) -> Connection | None:
 
 
 
-async def play(plan: Plan, playing: Playing, transport: Connection | None,
+async def play(plan: Iterable[Step], playing: Playing, transport: Connection | None,
            delivery_timeout: float) -> AsyncIterator[bytes]:
     """Execute ``plan`` as a response body, noting progress in ``playing``, and journal
     how it ended."""
@@ -159,7 +177,8 @@ async def play(plan: Plan, playing: Playing, transport: Connection | None,
     try:
         for step in plan:
             if isinstance(step, Send):
-                playing.offsets.append(time.monotonic() - started)
+                if len(playing.offsets) <= MAX_WRITE_OFFSETS:  # the journal keeps no more
+                    playing.offsets.append(time.monotonic() - started)
                 yield step.data
                 playing.sent += 1
                 playing.size += len(step.data)

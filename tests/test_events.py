@@ -261,7 +261,7 @@ def test_default_tool_ids_are_deterministic_and_sanitised() -> None:
     reply = message(ToolUseBlock(name="A"), ToolUseBlock(name="B"))
     first = prepared_message(reply, "my-rule.x_2")
     second = prepared_message(reply, "my-rule.x_2")
-    assert first.tail == second.tail
+    assert tuple(first.tail) == tuple(second.tail)
     assert [b["id"] for b in first.content] == ["toolu_my_rule_x_2_0", "toolu_my_rule_x_2_1"]
     other = prepared_message(reply, "other_0")
     assert [b["id"] for b in other.content] == ["toolu_other_0_0", "toolu_other_0_1"]
