@@ -12,6 +12,12 @@ already reading it, sees the client leave with ``BODY_TIMED_OUT`` in
 ``scope["extensions"]`` saying why. The extensions also carry the connection
 (``TRANSPORT_EXTENSION``) so a reply can check its own delivery.
 
+Connections are capped by ``Limits.max_connections`` and by the process's descriptors
+(``connection_cap``): past the cap a request gets 503 ``overloaded_error`` once its head is in;
+a connection accepted while ``OVER_CAP_ROOM`` others already wait over the cap is answered 503
+at once, so the descriptors never run out (uvloop, out of them, accepts and drops connections
+unanswered).
+
 ``delivery`` asks the kernel whether the bytes of a reply reached the client's
 side: on TCP, the send queue holds every byte the peer has not acknowledged
 (``SIOCOUTQ``); a Unix socket (the harness bridges one into its sandbox) says
@@ -22,6 +28,8 @@ from __future__ import annotations
 
 import asyncio
 import fcntl
+import os
+import resource
 import socket
 import struct
 from collections.abc import Callable
@@ -31,13 +39,22 @@ import httptools
 import orjson
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
-__all__ = ["BODY_TIMED_OUT", "TRANSPORT_EXTENSION", "Connection", "Limits", "Refused",
-           "bounded_protocol", "delivery"]
+__all__ = ["BODY_TIMED_OUT", "DESCRIPTOR_RESERVE", "OVER_CAP_ROOM", "TRANSPORT_EXTENSION",
+           "Connection", "ConnectionCap", "Limits", "Refused", "bounded_protocol",
+           "connection_cap", "delivery"]
 
 TRANSPORT_EXTENSION = "loopprobe.transport"
 BODY_TIMED_OUT = "loopprobe.body_timed_out"
 _SIOCOUTQ = 0x5411  # linux/sockios.h (TIOCOUTQ): bytes in the send queue not yet acknowledged
 _TCP_CLOSE = 7  # tcp_info.tcpi_state after a reset
+# Connections over the cap still take a descriptor until they are answered 503: this many may
+# wait for their head; past them a connection is answered at once.
+OVER_CAP_ROOM = 32
+# Descriptors kept from connections, beyond those open when the server starts (stdio, the
+# listening socket, the journal, the event loop's): the connections over the cap
+# (OVER_CAP_ROOM), and as many again for files opened while serving (a scenario sent to
+# /_mock/, a reply journaled by reference, the journal checking its own path).
+DESCRIPTOR_RESERVE = 2 * OVER_CAP_ROOM
 
 
 @dataclass(frozen=True)
@@ -49,6 +66,38 @@ class Limits:
     header_timeout: float = 30.0  # from connect (or the head's first byte) to its end
     body_timeout: float = 30.0  # the longest pause between two parts of a body
     max_connections: int = 1000  # beyond it 503 overloaded_error
+
+
+@dataclass(frozen=True)
+class ConnectionCap:
+    """How many connections a server serves at once, and why that many."""
+
+    max: int
+    configured: int
+    why: str
+
+
+def _open_descriptors() -> int:
+    try:
+        return len(os.listdir("/proc/self/fd")) - 1  # less the one listing it
+    except OSError:
+        return 3 + 8  # stdio and a guess at the rest, where /proc is not mounted
+
+
+def connection_cap(configured: int) -> ConnectionCap:
+    """``configured``, or fewer when the soft RLIMIT_NOFILE leaves no descriptors for that many:
+    the soft limit less the descriptors open now and DESCRIPTOR_RESERVE."""
+    soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    if soft == resource.RLIM_INFINITY:
+        return ConnectionCap(configured, configured, "the configured cap (no descriptor limit)")
+    in_use = _open_descriptors()
+    room = max(1, soft - in_use - DESCRIPTOR_RESERVE)
+    if room >= configured:
+        return ConnectionCap(configured, configured,
+                             f"the configured cap (soft RLIMIT_NOFILE {soft} leaves room)")
+    return ConnectionCap(room, configured,
+                         f"soft RLIMIT_NOFILE {soft} less {in_use} descriptors open at start "
+                         f"and {DESCRIPTOR_RESERVE} kept for refusals and files")
 
 
 @dataclass(frozen=True)
@@ -93,6 +142,9 @@ def bounded_protocol(limits: Limits, on_refused: Refused) -> type[HttpToolsProto
             tcp = sock is not None and sock.family in (socket.AF_INET, socket.AF_INET6)
             self._connection = Connection(transport, sock if tcp else None)
             self._await_head()
+            limit = self.limit_concurrency
+            if limit is not None and len(self.connections) > limit + OVER_CAP_ROOM:
+                self._refuse(_overloaded(limit))  # a descriptor must stay for the next one
 
         def connection_lost(self, exc: Exception | None) -> None:
             self._stop_head_timer()
@@ -183,9 +235,7 @@ def bounded_protocol(limits: Limits, on_refused: Refused) -> type[HttpToolsProto
             limit = self.limit_concurrency
             if limit is not None and (len(self.connections) >= limit or len(self.tasks) >= limit):
                 # uvicorn's own refusal is plain text and reaches no journal
-                raise _Refusal(503, "Service Unavailable", "overloaded_error",
-                               f"loopprobe mock: {limit} connections are open, the most "
-                               "this mock serves at once")
+                raise _overloaded(limit)
             self.scope["extensions"] = {TRANSPORT_EXTENSION: self._connection}  # type: ignore[dict-item]
             super().on_headers_complete()
             self._in_body, self._body_bytes = True, 0
@@ -230,6 +280,12 @@ def _too_large_args(message: str) -> tuple[int, str, str, str]:
 def _not_http(why: str) -> _Refusal:
     return _Refusal(400, "Bad Request", "invalid_request_error",
                     f"loopprobe mock: the request is not valid HTTP/1.1 ({why[:200]})")
+
+
+def _overloaded(limit: int) -> _Refusal:
+    return _Refusal(503, "Service Unavailable", "overloaded_error",
+                    f"loopprobe mock: {limit} connections are open, the most this mock "
+                    "serves at once")
 
 
 def _too_large(message: str) -> _Refusal:
