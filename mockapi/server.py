@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import ipaddress
 import os
 import secrets
 import socket
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from types import FrameType, TracebackType
 from typing import Any
@@ -127,6 +128,14 @@ class _MockUvicorn(uvicorn.Server):
     async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
         self.mock.shutting_down = True
         await super().shutdown(sockets)
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        with super().capture_signals():
+            yield
+            # uvicorn raises SIGTERM or SIGINT again once it has stopped, ending the process
+            # by the signal (-15, or a KeyboardInterrupt traceback); the mock stopped cleanly
+            self._captured_signals.clear()
 
 
 def mock_server(mock: MockApp, limits: Limits | None = None) -> uvicorn.Server:

@@ -97,3 +97,22 @@ def test_stalled_uploads_beyond_the_descriptor_limit_leave_a_request_answered(
     # the uploads served were cut by the test closing them
     assert outcomes <= {("over_limit", 503), ("replied", 200), ("client_disconnected", None)}
     assert ("over_limit", 503) in outcomes  # the uploads over the cap were refused, journaled
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+def test_a_signal_stops_the_mock_cleanly_with_exit_0(
+        mock_process: Start, tmp_path: Path, signum: signal.Signals) -> None:
+    """Before: uvicorn raised the signal again after its clean shutdown, so SIGTERM ended the
+    process with -15 and SIGINT with a KeyboardInterrupt traceback."""
+    journal = tmp_path / "j.jsonl"
+    process, url = mock_process({"classifier": "plain", "rules": [
+        {"repeat": "always", "reply": {"text": "ok"}}]}, journal)
+    served = httpx.post(f"{url}/v1/messages", headers=HEADERS, json=body(), timeout=TIMEOUT)
+    assert served.status_code == 200
+    os.kill(process.pid, signum)
+    assert process.wait(TIMEOUT) == 0
+    assert process.stderr is not None
+    assert b"Traceback" not in process.stderr.read()
+    records = lines_of(journal)  # whole lines only
+    assert [(r["outcome"], r["status"]) for r in records if r["type"] == "request"] == [
+        ("replied", 200)]
