@@ -4,12 +4,14 @@ uvicorn bounds neither the size nor the count of request headers (a 64 MB header
 is parsed and handed on), nor the time a client may take to send them or a body
 (a connection that sends half a request is held forever). ``bounded_protocol``
 adds these bounds per connection, in the protocol, so a request that arrives whole
-pays nothing for them; refusals of a head, and a head that is not HTTP at all (a raw
-CR or a byte outside ASCII in the target; uvicorn answers those in plain text), are
-answered in the API's error envelope, the connection closed, and reported to
-``on_refused`` (the app journals them). A body that stalls is answered 408 the same way, and the application,
-already reading it, sees the client leave with ``BODY_TIMED_OUT`` in
-``scope["extensions"]`` saying why. The extensions also carry the connection
+pays nothing for them. The head of a request pipelined behind one whose reply is still
+being sent is bounded the same way, from its first byte: refused, it is answered once that
+reply ends, and the connection reads nothing more meanwhile. Refusals of a head, and a head
+that is not HTTP at all (a raw CR or a byte outside ASCII in the target; uvicorn answers
+those in plain text), are answered in the API's error envelope, the connection closed, and
+reported to ``on_refused`` (the app journals them). A body that stalls is answered 408 the
+same way, and the application, already reading it, sees the client leave with
+``BODY_TIMED_OUT`` in ``scope["extensions"]`` saying why. The extensions also carry the connection
 (``TRANSPORT_EXTENSION``) so a reply can check its own delivery.
 
 Connections are capped by ``Limits.max_connections`` and by the process's descriptors
@@ -133,7 +135,9 @@ def bounded_protocol(limits: Limits, on_refused: Refused) -> type[HttpToolsProto
         _head_bytes = 0
         _body_bytes = 0
         _in_head = True
+        _head_begun = False  # a byte of the head parsed
         _in_body = False
+        _pending: _Refusal | None = None  # answered once the reply being sent ends
         _connection: Connection
 
         def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
@@ -154,6 +158,9 @@ def bounded_protocol(limits: Limits, on_refused: Refused) -> type[HttpToolsProto
         def _await_head(self) -> None:
             self._in_head, self._head_bytes = True, 0
             self._stop_head_timer()
+            self._start_head_timer()
+
+        def _start_head_timer(self) -> None:
             self._head_timer = self.loop.call_later(limits.header_timeout, self._head_timed_out)
 
         def _stop_head_timer(self) -> None:
@@ -186,7 +193,8 @@ def bounded_protocol(limits: Limits, on_refused: Refused) -> type[HttpToolsProto
 
         def _head_timed_out(self) -> None:
             self._head_timer = None
-            if self._in_head and not self.transport.is_closing() and self._head_bytes == 0:
+            if self._in_head and not self.transport.is_closing() and not self._head_begun \
+                    and self._head_bytes == 0:
                 self.transport.close()  # a connection that never sent a byte: nothing to answer
             elif self._in_head and not self.transport.is_closing():
                 self._refuse(_Refusal(
@@ -195,6 +203,9 @@ def bounded_protocol(limits: Limits, on_refused: Refused) -> type[HttpToolsProto
                     f"{limits.header_timeout:g} s"))
 
         def data_received(self, data: bytes) -> None:
+            if self._pending is not None:  # refused: answered once the reply being sent ends
+                self.transport.pause_reading()  # again: the reply's receive() resumes reading
+                return
             self._unset_keepalive_if_required()
             if self._in_head:
                 self._head_bytes += len(data)
@@ -223,6 +234,12 @@ def bounded_protocol(limits: Limits, on_refused: Refused) -> type[HttpToolsProto
                 self._refuse(_too_large(f"the request line and headers exceed "
                                         f"{limits.max_header_bytes} bytes"))
 
+        def on_message_begin(self) -> None:
+            super().on_message_begin()
+            self._head_begun = True
+            if self._head_timer is None:  # pipelined: from the head's first byte
+                self._start_head_timer()
+
         def on_header(self, name: bytes, value: bytes) -> None:
             if len(self.headers) >= limits.max_headers:
                 raise _Refusal(*_too_large_args(
@@ -248,11 +265,18 @@ def bounded_protocol(limits: Limits, on_refused: Refused) -> type[HttpToolsProto
             self._in_body = False
             self._stop_body_timer()
             super().on_message_complete()
+            # what follows is the next request's head, bounded like the first one even
+            # while this request's reply is still being sent (HTTP/1.1 pipelining)
+            self._in_head, self._head_begun, self._head_bytes = True, False, 0
 
         def on_response_complete(self) -> None:
             super().on_response_complete()
-            if not self.transport.is_closing():
-                self._await_head()
+            if self.transport.is_closing():
+                return
+            if self._pending is not None:
+                self._answer(self._pending)
+            elif not self._head_begun:
+                self._await_head()  # keep-alive: the next head is timed from now
 
         def _refuse(self, refusal: _Refusal) -> None:
             self._stop_head_timer()
@@ -265,6 +289,15 @@ def bounded_protocol(limits: Limits, on_refused: Refused) -> type[HttpToolsProto
             if getattr(self, "url", b""):
                 path = self.url.split(b"?", 1)[0][:200].decode("latin-1")
             on_refused(method, path, refusal.status, refusal.message)
+            cycle = self.cycle
+            if cycle is not None and not cycle.response_complete:
+                # a reply is still being sent: the refusal follows it; read nothing more
+                self._pending = refusal
+                self.transport.pause_reading()
+                return
+            self._answer(refusal)
+
+        def _answer(self, refusal: _Refusal) -> None:
             self.transport.write(_error_response(refusal.status, refusal.reason,
                                                  refusal.error_type, refusal.message))
             self.transport.close()

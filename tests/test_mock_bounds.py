@@ -116,3 +116,74 @@ def test_a_signal_stops_the_mock_cleanly_with_exit_0(
     records = lines_of(journal)  # whole lines only
     assert [(r["outcome"], r["status"]) for r in records if r["type"] == "request"] == [
         ("replied", 200)]
+
+
+SLOW_STREAM = {"classifier": "plain", "rules": [{"repeat": "always", "reply": {
+    "text": "slow", "stall": {"after_events": 1, "seconds": 1.5}}}]}
+
+
+def _pipelined(port: int, first: bytes, then: Iterator[bytes]) -> tuple[bytes, int]:
+    """Send ``first`` and at once the chunks of ``then`` (until one would wait); return what
+    the mock answers before it closes, and how many bytes of ``then`` it took."""
+    sent = 0
+    with socket.create_connection(("127.0.0.1", port), timeout=TIMEOUT) as sock:
+        sock.sendall(first)
+        sock.settimeout(0.5)
+        try:
+            for chunk in then:
+                sock.sendall(chunk)
+                sent += len(chunk)
+        except (TimeoutError, BrokenPipeError, ConnectionResetError):
+            pass  # the mock stopped reading, or closed
+        sock.settimeout(TIMEOUT)
+        answer = b""
+        try:
+            while chunk := sock.recv(65536):
+                answer += chunk
+        except ConnectionResetError:
+            pass
+    return answer, sent
+
+
+def _streamed_request(port: int) -> bytes:
+    payload = orjson.dumps(body(stream=True))
+    return request_head(port, length=len(payload)) + payload
+
+
+def _endless_head(port: int, total: int) -> Iterator[bytes]:
+    yield f"POST /v1/messages HTTP/1.1\r\nhost: 127.0.0.1:{port}\r\nx-big: ".encode()
+    for _ in range(total // 65536):
+        yield b"a" * 65536
+
+
+@pytest.mark.parametrize(("then", "status", "why", "outcome"), [
+    ("endless", b"431", b"exceed 8192 bytes", "too_large"),
+    ("stalled", b"408", b"did not arrive within 0.5 s", "timeout"),
+])
+def test_a_pipelined_head_is_bounded_while_the_reply_before_it_is_sent(
+        tmp_path: Path, then: str, status: bytes, why: bytes, outcome: str) -> None:
+    """Before: the head of a request pipelined behind a streamed reply was neither counted nor
+    timed; 64 MiB of it were read into memory, and a stalled one was dropped unanswered."""
+    from mockapi.scenario import parse_scenario
+    from mockapi.server import MockServer
+    from mockapi.transport import Limits
+
+    journal = tmp_path / "j.jsonl"
+    with MockServer(parse_scenario(SLOW_STREAM), journal,
+                    limits=Limits(max_header_bytes=8192, header_timeout=0.5)) as mock:
+        after = (_endless_head(mock.port, 64 * 2**20) if then == "endless"
+                 else iter([b"POST /v1/messages HTTP/1.1\r\nhost: x"]))
+        answer, sent = _pipelined(mock.port, _streamed_request(mock.port), after)
+        fine = httpx.post(f"{mock.url}/v1/messages", headers=HEADERS, json=body(),
+                          timeout=TIMEOUT)
+    assert fine.status_code == 200
+    reply, _, refusal = answer.partition(b"event: message_stop")
+    assert reply.startswith(b"HTTP/1.1 200"), answer[:300]  # the reply in flight went whole
+    head, _, payload = refusal.partition(b"HTTP/1.1 ")[2].partition(b"\r\n\r\n")
+    assert head.startswith(status), refusal[:300]
+    assert why in payload
+    if then == "endless":
+        assert sent < 32 * 2**20  # the mock stopped reading the head
+    records = [r for r in lines_of(journal) if r["type"] == "request"]
+    assert [(r["outcome"], r["path"]) for r in records] == [
+        ("replied", "/v1/messages"), (outcome, "/v1/messages"), ("replied", "/v1/messages")]
