@@ -282,8 +282,9 @@ def bounded_protocol(limits: Limits, on_refused: Refused) -> type[HttpToolsProto
             self._stop_head_timer()
             self._in_head = False
             method = path = ""
-            try:  # the request line may not have arrived whole
-                method = self.parser.get_method().decode("latin-1")
+            try:  # the request line may not have arrived whole, or not begun
+                if self._head_begun:
+                    method = self.parser.get_method().decode("latin-1")
             except httptools.HttpParserError:
                 pass
             if getattr(self, "url", b""):

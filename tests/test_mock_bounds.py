@@ -187,3 +187,54 @@ def test_a_pipelined_head_is_bounded_while_the_reply_before_it_is_sent(
     records = [r for r in lines_of(journal) if r["type"] == "request"]
     assert [(r["outcome"], r["path"]) for r in records] == [
         ("replied", "/v1/messages"), (outcome, "/v1/messages"), ("replied", "/v1/messages")]
+
+
+def test_silent_connections_past_the_room_over_the_cap_are_answered_at_once(
+        tmp_path: Path) -> None:
+    """Connections over the cap that send nothing would hold descriptors until their head
+    timeout: past OVER_CAP_ROOM of them a connection is answered 503 as it is accepted."""
+    from mockapi.scenario import Scenario
+    from mockapi.server import MockServer
+    from mockapi.transport import OVER_CAP_ROOM, Limits
+    from tests.test_mock_hardening import connections_reach
+
+    journal = tmp_path / "j.jsonl"
+    with MockServer(Scenario(), journal, limits=Limits(max_connections=4)) as mock:
+        held = []
+        try:
+            for _ in range(4 + OVER_CAP_ROOM):
+                held.append(socket.create_connection(("127.0.0.1", mock.port), timeout=TIMEOUT))
+            connections_reach(mock, 4 + OVER_CAP_ROOM)
+            with socket.create_connection(("127.0.0.1", mock.port), timeout=TIMEOUT) as sock:
+                answer = sock.recv(65536)  # answered before it sent anything
+            over = httpx.post(f"{mock.url}/v1/messages", headers=HEADERS, json=body(),
+                              timeout=TIMEOUT)
+        finally:
+            for sock in held:
+                sock.close()
+    head, _, payload = answer.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 503"), answer[:200]
+    assert orjson.loads(payload)["error"]["type"] == "overloaded_error"
+    assert over.status_code == 503 and over.json()["error"]["type"] == "overloaded_error"
+    records = [r for r in lines_of(journal) if r["type"] == "request"]
+    # refused before their heads: neither method nor path known
+    assert [(r["outcome"], r["method"], r["path"]) for r in records] == [
+        ("over_limit", "", "")] * 2
+
+
+@pytest.mark.parametrize(("soft", "expected", "why"), [
+    (resource.RLIM_INFINITY, 1000, "the configured cap (no descriptor limit)"),
+    (20000, 1000, "the configured cap (soft RLIMIT_NOFILE 20000 leaves room)"),
+    (256, 256 - 10 - 64, "soft RLIMIT_NOFILE 256 less 10 descriptors open at start and 64 kept "
+                         "for refusals and files"),
+    (50, 1, "soft RLIMIT_NOFILE 50 less 10"),
+])
+def test_the_connection_cap_follows_the_soft_descriptor_limit(
+        monkeypatch: pytest.MonkeyPatch, soft: int, expected: int, why: str) -> None:
+    from mockapi import transport
+
+    monkeypatch.setattr(transport.resource, "getrlimit", lambda which: (soft, soft))
+    monkeypatch.setattr(transport, "_open_descriptors", lambda: 10)
+    cap = transport.connection_cap(1000)
+    assert (cap.max, cap.configured) == (expected, 1000)
+    assert cap.why.startswith(why)
