@@ -22,6 +22,7 @@ from mockapi.requests import BadRequest, read_body
 from mockapi.scenario import Scenario, ScenarioError, decode_scenario_text, parse_scenario
 from mockapi.script import Script
 from mockapi.threads import Threads
+from mockapi.transport import ConnectionCap
 
 __all__ = ["ADMIN_PREFIX", "ADMIN_TOKEN_HEADER", "MAX_ADMIN_BODY_BYTES", "SCENARIO_BODY",
            "AdministeredMock", "admin_routes"]
@@ -45,6 +46,7 @@ class AdministeredMock(Protocol):
     context: dict[str, str]
     open_streams: int
     threads: Threads
+    connection_cap: ConnectionCap | None
 
     def install(self, scenario: Scenario, context: Mapping[str, str] | None = None) -> None: ...
 
@@ -107,6 +109,8 @@ class _Admin:
             "journal_last_failure": journal.last_failure, "threads": mock.threads.state(),
             "thread_store": mock.threads.store_state(),
             "builtin_replies": mock.script.builtin_state(),
+            "connections": None if (cap := mock.connection_cap) is None else {
+                "max": cap.max, "configured": cap.configured, "why": cap.why},
         }))
 
     async def scenario(self, request: Request) -> Response:

@@ -83,7 +83,7 @@ from mockapi.requests import MAX_BODY_BYTES, BadRequest, is_json, parse_body, re
 from mockapi.scenario import Scenario
 from mockapi.script import Decision, Script
 from mockapi.threads import PendingTurn, Threads, message_id
-from mockapi.transport import BODY_TIMED_OUT
+from mockapi.transport import BODY_TIMED_OUT, ConnectionCap
 from mockapi.validation import check
 
 # SSE_HEADERS, DeliberateDisconnect (mockapi.playing) and Unrecorded (mockapi.gate) are
@@ -119,6 +119,7 @@ class MockApp:
         self.lenient = lenient
         self.delivery_timeout = delivery_timeout
         self.shutting_down = False  # set by the server when it stops
+        self.connection_cap: ConnectionCap | None = None  # set by the server serving it
         self.run = journal.last_run + 1  # a restarted server starts a new run
         self.threads = Threads(scenario.thread_idle_seconds)
         self.started = time.monotonic()

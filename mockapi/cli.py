@@ -116,8 +116,13 @@ def serve(args: argparse.Namespace) -> int:
     elif not args.admin_token:
         print(f"mockapi admin token: {token} (send it as x-loopprobe-admin-token to "
               f"/_mock/)", flush=True)
+    server = mock_server(app)
+    cap = app.connection_cap
+    if cap is not None and cap.max < cap.configured:
+        print(f"mockapi: serving at most {cap.max} connections at once ({cap.why})",
+              file=sys.stderr, flush=True)
     try:
-        mock_server(app).run(sockets=[sock])
+        server.run(sockets=[sock])
     finally:
         journal.close()
     return 0

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import ipaddress
 import os
 import secrets
 import socket
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from types import FrameType, TracebackType
 from typing import Any
@@ -21,7 +22,7 @@ from mockapi.app import MockApp
 from mockapi.journal import Journal, JournalContents, read_journal
 from mockapi.records import RequestRecord
 from mockapi.scenario import Scenario
-from mockapi.transport import Limits, Refused, bounded_protocol
+from mockapi.transport import ConnectionCap, Limits, Refused, bounded_protocol, connection_cap
 
 __all__ = [
     "START_TIMEOUT",
@@ -97,13 +98,18 @@ def _unreported(method: str, path: str, status: int, why: str) -> None:
 
 
 def uvicorn_config(app: Any, *, limits: Limits | None = None,
-                   on_refused: Refused = _unreported) -> uvicorn.Config:
-    """uvicorn as the mock runs it: quiet, and bounded by ``limits`` per connection."""
+                   on_refused: Refused = _unreported,
+                   cap: ConnectionCap | None = None) -> uvicorn.Config:
+    """uvicorn as the mock runs it: quiet, and bounded by ``limits`` per connection; its
+    connections capped by ``cap``, else as ``connection_cap`` finds this process's
+    descriptors now."""
     limits = limits or Limits()
+    cap = cap or connection_cap(limits.max_connections)
     return uvicorn.Config(
         app, log_level="warning", access_log=False, lifespan="off",
         timeout_graceful_shutdown=1, ws="none", server_header=False, date_header=False,
-        http=bounded_protocol(limits, on_refused), limit_concurrency=limits.max_connections,
+        http=bounded_protocol(limits, on_refused),
+        limit_concurrency=cap.max,
     )
 
 
@@ -123,10 +129,21 @@ class _MockUvicorn(uvicorn.Server):
         self.mock.shutting_down = True
         await super().shutdown(sockets)
 
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        with super().capture_signals():
+            yield
+            # uvicorn raises SIGTERM or SIGINT again once it has stopped, ending the process
+            # by the signal (-15, or a KeyboardInterrupt traceback); the mock stopped cleanly
+            self._captured_signals.clear()
+
 
 def mock_server(mock: MockApp, limits: Limits | None = None) -> uvicorn.Server:
-    """A uvicorn server for ``mock``, journaling what its transport refuses."""
-    return _MockUvicorn(uvicorn_config(mock.app, limits=limits,
+    """A uvicorn server for ``mock``, journaling what its transport refuses; the mock shows
+    its connection cap in ``/_mock/state``."""
+    limits = limits or Limits()
+    mock.connection_cap = connection_cap(limits.max_connections)
+    return _MockUvicorn(uvicorn_config(mock.app, limits=limits, cap=mock.connection_cap,
                                        on_refused=mock.refused_by_transport), mock)
 
 

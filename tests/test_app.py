@@ -695,6 +695,7 @@ def test_admin_state(make_mock: MakeMock) -> None:
                          "max_bytes": 64 * 1024 * 1024, "expired": 0, "evicted": 0,
                          "not_kept": 0},
         "builtin_replies": {"total": 0, "by_reply": {}, "requests": []},
+        "connections": None,  # in-process: no server, no connection cap
         "rules": [
             {"id": "a", "replies": 1, "served": 1, "repeat": "once", "spent": True},
             {"id": "b", "replies": 2, "served": 0, "repeat": "always", "spent": False}]}

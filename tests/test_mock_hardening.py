@@ -246,7 +246,7 @@ def test_a_stream_ended_by_sigterm_says_so(serve_process: Any, tmp_path: Path) -
         except httpx.HTTPError:
             rest = b""
     assert b"message_stop" not in rest
-    assert process.wait(TIMEOUT) in (0, -signal.SIGTERM)  # uvicorn re-raises the signal
+    assert process.wait(TIMEOUT) == 0  # a clean stop, though by a signal
     ends = [r for r in lines_of(journal) if r["type"] == "response_end"]
     assert [(e["seq"], e["reason"]) for e in ends] == [(1, "server_shutdown")]
 

@@ -26,7 +26,20 @@ def test_the_shipped_schemas_are_the_generated_ones() -> None:
     for kind in KINDS:
         on_disk = json.loads((SCHEMA_DIR / f"{kind}.schema.json").read_text())
         assert on_disk == json.loads(json.dumps(schema(kind))), \
-            f"{kind}: run `loopprobe schemas` to regenerate the shipped schema"
+            f"{kind}: run `loopprobe schemas --out probes/report/json_schemas` to regenerate it"
+
+
+def test_schemas_without_out_writes_to_the_working_directory_not_the_package(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """Before: ``loopprobe schemas`` wrote into the installed package's folder."""
+    before = {p.name: p.stat().st_mtime_ns for p in SCHEMA_DIR.glob("*.schema.json")}
+    monkeypatch.chdir(tmp_path)
+    assert cli.main(["schemas"]) == 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        f"{kind}.schema.json" for kind in KINDS)
+    assert {p.name: p.stat().st_mtime_ns for p in SCHEMA_DIR.glob("*.schema.json")} == before
+    assert f"wrote {Path('cases.schema.json')}" in capsys.readouterr().out
 
 
 @pytest.mark.parametrize("folder", ["reports", "examples"])

@@ -156,10 +156,10 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 
 def cmd_schemas(args: argparse.Namespace) -> int:
-    from probes.report.schemas import SCHEMA_DIR, write_schemas
-    if args.out:
-        check_out(Path(args.out))
-    for path in write_schemas(Path(args.out) if args.out else SCHEMA_DIR):
+    from probes.report.schemas import write_schemas
+    out = Path(args.out or ".")  # never the installed package's own folder
+    check_out(out)
+    for path in write_schemas(out):
         say(f"wrote {path}")
     return 0
 
@@ -210,7 +210,7 @@ def add_schemas(commands: Any) -> None:
     """``schemas``"""
     schemas = command(commands, "schemas", help="write the JSON Schemas (shipped in the "
                                                   "package under probes/report/json_schemas/)")
-    schemas.add_argument("--out", help="folder (default: the package's schemas folder)")
+    schemas.add_argument("--out", help="folder (default: the working directory)")
     schemas.set_defaults(func=cmd_schemas)
 
 
