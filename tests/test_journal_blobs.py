@@ -243,3 +243,41 @@ def test_compacting_a_file_is_lossless(tmp_path: Path) -> None:
             assert after < before
         assert read_journal_lines(path)[:len(lines)] == lines
         assert json_lines(text.decode()) == lines
+
+
+def test_real_bodies_served_by_the_mock_read_back_as_sent(mock_api: Any) -> None:
+    """Every committed Claude Code 2.1.235 body (sent unsorted, as a client would, and as
+    the bench sends it), through a real mock: each reader sees the body exactly as sent,
+    ``/_mock/requests`` too, and the journal smaller than the bodies."""
+    from mockapi.replies import text
+    from mockapi.scenario import Rule, Scenario
+
+    mock = mock_api(Scenario(classifier="plain", validation="lenient",
+                             rules=[Rule(reply=text("hi"), repeat="always")]))
+    sent = []
+    for name in ("goal", "tool-pipeline"):
+        for line in read_journal_lines(ROOT / "reports" / "2.1.235" / f"{name}.journal.jsonl"):
+            record = json.loads(line)
+            if record.get("type") == "request" and record.get("path") == "/v1/messages" \
+                    and isinstance(record.get("body"), dict):
+                sent.append(orjson.dumps({**record["body"], "stream": False}))
+    import httpx
+    with httpx.Client(timeout=30) as client:
+        for raw in sent:
+            response = client.post(f"{mock.url}/v1/messages", content=raw, headers={
+                "x-api-key": "k", "anthropic-version": "2023-06-01",
+                "content-type": "application/json"})
+            assert response.status_code == 200, response.text
+    read = read_journal(mock.journal.path)
+    assert read.torn == []
+    assert [r["body"] for r in read.requests()] == [orjson.loads(raw) for raw in sent]
+    admin = {"x-loopprobe-admin-token": mock.admin_token or ""}
+    served = httpx.get(f"{mock.url}/_mock/requests", headers=admin, timeout=30).json()
+    assert [r["body"] for r in served["records"] if r["type"] == "request"] == \
+        [orjson.loads(raw) for raw in sent]
+    # read after a seq: blobs written before it are found in the file
+    later = httpx.get(f"{mock.url}/_mock/requests?after={len(sent) - 1}", headers=admin,
+                      timeout=30).json()
+    assert [r["body"] for r in later["records"] if r["type"] == "request"] == \
+        [orjson.loads(sent[-1])]
+    assert mock.journal.path.stat().st_size < sum(map(len, sent)) / 1.5  # few per prompt
