@@ -150,8 +150,11 @@ import re
 from collections.abc import Mapping
 from typing import Any, Final, Literal, NoReturn
 
-from mockapi.records import OUTCOME_INVALID_REQUEST
-from mockapi.requests import BadRequest
+from mockapi.model_limits import output_limit
+from mockapi.request_shapes import check_source, check_thinking, check_tools
+from mockapi.request_shapes import got as _got
+from mockapi.request_shapes import refuse as _refuse
+from mockapi.request_shapes import show as _show
 
 __all__ = [
     "BLOCK_TYPES",
@@ -219,7 +222,7 @@ def validate_request(body: dict[str, Any], headers: Mapping[str, str], path: str
                 _refuse(f"{name}: Extra inputs are not permitted (API version {version}), "
                         f"got {_show(body[name])}")
     if path == _CREATE_PATH:
-        _check_create_fields(body)
+        _check_create_fields(body, headers.get("anthropic-beta"))
     messages = body.get("messages", _MISSING)
     if messages is _MISSING:
         _refuse("messages: Field required")
@@ -233,10 +236,15 @@ def validate_request(body: dict[str, Any], headers: Mapping[str, str], path: str
     _check_messages(messages)
 
 
-def _check_create_fields(body: dict[str, Any]) -> None:
+def _check_create_fields(body: dict[str, Any], betas: str | None) -> None:
     max_tokens = body.get("max_tokens")
-    if isinstance(max_tokens, int) and not isinstance(max_tokens, bool) and max_tokens < 0:
-        _refuse(f"max_tokens: Input should be greater than or equal to 0, got {max_tokens}")
+    if type(max_tokens) is int:
+        if max_tokens < 0:
+            _refuse(f"max_tokens: Input should be greater than or equal to 0, got {max_tokens}")
+        limit = output_limit(body.get("model"), betas)
+        if limit is not None and max_tokens > limit.max_tokens:
+            _refuse(f"max_tokens: {max_tokens} > {limit.max_tokens}, which is the maximum allowed "
+                    f"number of output tokens for {limit.model_id}")
     stream = body.get("stream", False)
     if stream is not True and stream is not False and stream is not None:
         _refuse(f"stream: Input should be a valid boolean, got {_got(stream)}")
@@ -249,6 +257,8 @@ def _check_create_fields(body: dict[str, Any]) -> None:
             _refuse(f"temperature: Input should be greater than or equal to 0, got {temperature}")
         if temperature > 1:
             _refuse(f"temperature: Input should be less than or equal to 1, got {temperature}")
+    check_thinking(body.get("thinking"), max_tokens, betas)
+    check_tools(body.get("tools"))
 
 
 def _check_messages(messages: list[Any]) -> None:
@@ -321,6 +331,8 @@ def _check_messages(messages: list[Any]) -> None:
                     _check_result_content(inner, f"messages.{i}.content.{j}.tool_result")
                 if role == "user":
                     results.append((i, j, turn, use_id))
+            elif kind == "image" or kind == "document":
+                check_source(block, kind, f"messages.{i}.content.{j}")
             elif type(kind) is not str or kind not in BLOCK_TYPES:
                 _bad_tag(block, f"messages.{i}.content.{j}", _EXPECTED_TAGS)
     if empties or uses or results:
@@ -334,7 +346,10 @@ def _check_result_content(content: Any, where: str) -> None:
     for k, item in enumerate(content):
         if type(item) is not dict:
             _refuse(f"{where}.content.{k}: Input should be a valid dictionary, got {_got(item)}")
-        if not _is_str_in(item.get("type"), TOOL_RESULT_CONTENT_TYPES):
+        kind = item.get("type")
+        if kind == "image" or kind == "document":
+            check_source(item, kind, f"{where}.content.{k}")
+        elif not _is_str_in(kind, TOOL_RESULT_CONTENT_TYPES):
             _bad_tag(item, f"{where}.content.{k}", _EXPECTED_RESULT_TAGS)
 
 
@@ -400,39 +415,3 @@ def _bad_tag(block: dict[str, Any], where: str, expected: str) -> NoReturn:
 
 def _is_str_in(value: Any, names: frozenset[str]) -> bool:
     return type(value) is str and value in names  # a list or dict is not hashable
-
-
-def _kind(value: Any) -> str:
-    """A JSON value's type, as JSON names it."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int | float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, list):
-        return "array"
-    return "object" if isinstance(value, dict) else type(value).__name__
-
-
-def _got(value: Any) -> str:
-    """What arrived in place of a value of another type: its JSON type and the value."""
-    return "null" if value is None else f"{_kind(value)} {_show(value)}"
-
-
-def _show(value: Any) -> str:
-    """A short JSON rendering of what arrived (strings in single quotes, as pydantic shows tags)."""
-    if isinstance(value, str):
-        shown = "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
-    else:
-        try:
-            shown = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
-        except (TypeError, ValueError):
-            shown = repr(value)
-    return shown if len(shown) <= 80 else shown[:77] + "..."
-
-
-def _refuse(message: str) -> NoReturn:
-    raise BadRequest(400, "invalid_request_error", message, OUTCOME_INVALID_REQUEST)
