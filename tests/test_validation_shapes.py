@@ -4,13 +4,14 @@ wording, and a valid body of each documented shape accepted."""
 
 from __future__ import annotations
 
+import typing
 from typing import Any
 
 import pytest
 
 from mockapi.model_limits import ModelLimit, output_limit
 from mockapi.records import OUTCOME_INVALID_REQUEST
-from mockapi.request_shapes import TOOL_NAME
+from mockapi.request_shapes import THINKING_TYPES, TOOL_NAME
 from mockapi.requests import BadRequest
 from mockapi.validation import check, validate_request
 
@@ -329,3 +330,13 @@ def test_the_limit_table() -> None:
 def test_the_tool_name_pattern_takes_no_trailing_newline() -> None:
     assert TOOL_NAME.fullmatch("Read") and not TOOL_NAME.fullmatch("Read\n")
     assert refusal(body(tools=[tool("Read\n")])).startswith("tools.0.custom.name: String should")
+
+
+def test_the_thinking_tags_are_every_one_the_sdk_declares() -> None:
+    types_ = pytest.importorskip("anthropic.types")
+    beta = pytest.importorskip("anthropic.types.beta")
+    declared = {tag for union in (types_.ThinkingConfigParam, beta.BetaThinkingConfigParam)
+                for member in typing.get_args(union)
+                for tag in typing.get_args(typing.get_type_hints(member)["type"])}
+    assert "enabled" in declared
+    assert declared == THINKING_TYPES, "update THINKING_TYPES in mockapi/request_shapes.py"
