@@ -245,7 +245,7 @@ ACCEPTED: list[Any] = [
     pytest.param(body(user("hi"), stream=True, temperature=0, top_p=0.5, top_k=5), HEADERS,
                  id="sampling-on-2023-06-01"),
     pytest.param(body(stream=False, temperature=1), HEADERS, id="temperature-1"),
-    pytest.param(body(user("hi"), future_field={"anything": [1, 2]},
+    pytest.param(body(user("hi"), max_tokens=32000, future_field={"anything": [1, 2]},
                       thinking={"type": "enabled", "budget_tokens": 31999, "display": "updates"},
                       context_management={"edits": [{"type": "clear_thinking_20251015"}]}),
                  {**HEADERS, "anthropic-beta": "some-future-beta-2099-01-01"},
@@ -507,7 +507,7 @@ def conversations(draw: st.DrawFn) -> list[dict[str, Any]]:
 @st.composite
 def valid_requests(draw: st.DrawFn) -> tuple[dict[str, Any], dict[str, str]]:
     headers = {**HEADERS, "anthropic-version": draw(st.sampled_from(["2023-06-01", SAMPLING_REMOVED_IN]))}
-    request = body(*draw(conversations()), max_tokens=draw(st.integers(0, 128_000)))
+    request = body(*draw(conversations()), max_tokens=draw(st.integers(0, 64_000)))
     if draw(st.booleans()):
         request["stream"] = draw(st.booleans())
     if headers["anthropic-version"] < SAMPLING_REMOVED_IN and draw(st.booleans()):
@@ -536,6 +536,13 @@ Mutation = Callable[[st.DrawFn, dict[str, Any], dict[str, str]], list[str]]
 def _max_tokens(draw: st.DrawFn, request: dict[str, Any], headers: dict[str, str]) -> list[str]:
     request["max_tokens"] = draw(st.integers(-10**9, -1))
     return ["max_tokens: Input should be greater than or equal to 0"]
+
+
+def _max_tokens_over_the_limit(draw: st.DrawFn, request: dict[str, Any],
+                               headers: dict[str, str]) -> list[str]:
+    request["max_tokens"] = draw(st.integers(64_001, 10**12))
+    return [f"max_tokens: {request['max_tokens']} > 64000, which is the maximum allowed number of "
+            f"output tokens for claude-sonnet-4-5-20250929"]
 
 
 def _no_messages(draw: st.DrawFn, request: dict[str, Any], headers: dict[str, str]) -> list[str]:
@@ -625,7 +632,8 @@ def _version(draw: st.DrawFn, request: dict[str, Any], headers: dict[str, str]) 
 
 
 MUTATIONS: dict[str, Mutation] = {
-    "max_tokens": _max_tokens, "no_messages": _no_messages, "role": _role,
+    "max_tokens": _max_tokens, "max_tokens_over_the_limit": _max_tokens_over_the_limit,
+    "no_messages": _no_messages, "role": _role,
     "orphan_result": _orphan_result, "unanswered_use": _unanswered_use,
     "unknown_block": _unknown_block, "stream": _stream, "temperature": _temperature,
     "empty_content": _empty_content, "empty_text": _empty_text, "version": _version,

@@ -254,7 +254,9 @@ def run(spec: dict[str, Any]) -> int:
     transcript = Transcript(session_id)
     messages = transcript.load() if spec.get("resume") else []
     wanted = spec.get("tools")
-    offered = [name for name in (TOOLS if wanted is None else wanted) if name in TOOLS]
+    # each tool once, as real clients offer them: the API refuses two tools of one name
+    offered = list(dict.fromkeys(name for name in (TOOLS if wanted is None else wanted)
+                                 if name in TOOLS))
     emit({"type": "system", "subtype": "init", "session_id": session_id, "cwd": os.getcwd(),
           "model": spec["model"], "tools": offered})
     if spec.get("egress"):
