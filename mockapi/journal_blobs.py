@@ -55,7 +55,7 @@ _CANDIDATES_PER_KEY = 4
 _HEX = re.compile(r"[0-9a-f]{64}")
 _BLOB_HEAD = b'{"type":"blob","sha256":"'
 
-Path = list[str | int]
+_Path = list[str | int]
 
 
 class BlobError(ValueError):
@@ -101,9 +101,9 @@ def parse_blob_line(line: bytes) -> tuple[str, bytes]:
     return record["sha256"], value
 
 
-def split_paths(body: Mapping[str, Any]) -> list[tuple[Path, Any]]:
+def split_paths(body: Mapping[str, Any]) -> list[tuple[_Path, Any]]:
     """The parts of a request body that may be large, by path, in the body's order."""
-    parts: list[tuple[Path, Any]] = []
+    parts: list[tuple[_Path, Any]] = []
     for key, value in body.items():
         if key in ("system", "tools"):
             parts.append(([key], value))
@@ -123,7 +123,7 @@ class SplitBody:
     """A body's journal fields: the skeleton, where its references are, the new blobs."""
 
     body: bytes  # the skeleton's encoding
-    refs: list[Path] = field(default_factory=list)
+    refs: list[_Path] = field(default_factory=list)
     blobs: dict[str, bytes] = field(default_factory=dict)  # digest -> value: not yet written
 
 
@@ -145,7 +145,7 @@ class BlobSplitter:
     def split(self, body: dict[str, Any]) -> SplitBody:
         encode, threshold = self.encode, self.threshold
         skeleton: Any = None
-        refs: list[Path] = []
+        refs: list[_Path] = []
         blobs: dict[str, bytes] = {}
         for path, value in split_paths(body):
             if isinstance(value, str) and len(value) < threshold // 4:
@@ -194,7 +194,7 @@ class BlobSplitter:
         return digest
 
 
-def _replace(skeleton: dict[str, Any], path: Path, ref: str) -> None:
+def _replace(skeleton: dict[str, Any], path: _Path, ref: str) -> None:
     """Put ``ref`` at ``path``, copying each container on the way (the body is the caller's)."""
     parent: Any = skeleton
     for step in path[:-1]:

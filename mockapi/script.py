@@ -37,6 +37,7 @@ class _RuleState:
     rule: Rule
     replies: list[PreparedReply]
     served: int = 0
+    repeats_with_new_ids: bool | None = None  # known once the last reply first repeats
 
     def next_reply(self) -> tuple[int, PreparedReply] | None:
         if self.served < len(self.replies):
@@ -45,7 +46,9 @@ class _RuleState:
             return None
         last = len(self.replies) - 1
         prepared = self.replies[last]
-        if _has_auto_tool_ids(prepared):
+        if self.repeats_with_new_ids is None:
+            self.repeats_with_new_ids = _has_auto_tool_ids(prepared)
+        if self.repeats_with_new_ids:
             # as from the real API, every repetition gets tool_use ids of its own
             prepared = prepare(prepared.reply, f"{self.id}_{last}_{self.served + 1}")
         return last, prepared
