@@ -36,15 +36,14 @@ import hashlib
 import re
 import zlib
 from collections import OrderedDict
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
 
 __all__ = ["BLOB_THRESHOLD", "REF_PREFIX", "BlobError", "BlobSplitter", "SplitBody",
-           "blob_line", "blob_value_text", "is_blob_line", "parse_blob_line", "resolve_body",
-           "split_paths"]
+           "blob_line", "blob_value_text", "is_blob_line", "parse_blob_line", "resolve_body"]
 
 BLOB_THRESHOLD = 1024  # bytes of a value's encoding from which it becomes a blob
 REF_PREFIX = "sha256:"
@@ -101,23 +100,6 @@ def parse_blob_line(line: bytes) -> tuple[str, bytes]:
     return record["sha256"], value
 
 
-def split_paths(body: Mapping[str, Any]) -> list[tuple[_Path, Any]]:
-    """The parts of a request body that may be large, by path, in the body's order."""
-    parts: list[tuple[_Path, Any]] = []
-    for key, value in body.items():
-        if key in ("system", "tools"):
-            parts.append(([key], value))
-        elif key == "messages" and isinstance(value, list):
-            for i, message in enumerate(value):
-                content = message.get("content") if isinstance(message, dict) else None
-                if isinstance(content, str):
-                    parts.append((["messages", i, "content"], content))
-                elif isinstance(content, list):
-                    parts += [(["messages", i, "content", j], block)
-                              for j, block in enumerate(content)]
-    return parts
-
-
 @dataclass
 class SplitBody:
     """A body's journal fields: the skeleton, where its references are, the new blobs."""
@@ -143,16 +125,10 @@ class BlobSplitter:
         self._last: dict[tuple[str | int, ...], tuple[bytes, str]] = {}
 
     def split(self, body: dict[str, Any]) -> SplitBody:
-        encode, threshold = self.encode, self.threshold
         skeleton: Any = None
         refs: list[_Path] = []
         blobs: dict[str, bytes] = {}
-        for path, value in split_paths(body):
-            if isinstance(value, str) and len(value) < threshold // 4:
-                continue  # a UTF-8 character is at most 4 bytes: too short to be large
-            encoded = encode(value)
-            if len(encoded) < threshold:
-                continue
+        for path, encoded in self._large_parts(body):
             place = tuple(path)
             last = self._last.get(place)
             if last is not None and last[0] == encoded:  # as on the previous request: no hash
@@ -167,8 +143,34 @@ class BlobSplitter:
             _replace(skeleton, path, REF_PREFIX + digest)
             refs.append(path)
         if skeleton is None:
-            return SplitBody(encode(body))
-        return SplitBody(encode(skeleton), refs, blobs)
+            return SplitBody(self.encode(body))
+        return SplitBody(self.encode(skeleton), refs, blobs)
+
+    def _large_parts(self, body: Mapping[str, Any]) -> Iterator[tuple[_Path, bytes]]:
+        """Each large part of ``body`` (``system``, ``tools``, a message's content or one of
+        its blocks), by path, encoded; in the body's order."""
+        encode, threshold = self.encode, self.threshold
+        for key, value in body.items():
+            if key in ("system", "tools"):
+                if isinstance(value, str) and len(value) * 6 + 2 < threshold:
+                    continue  # at most 6 bytes a character (\u0001): too short to be large
+                encoded = encode(value)
+                if len(encoded) >= threshold:
+                    yield [key], encoded
+            elif key == "messages" and isinstance(value, list):
+                for i, message in enumerate(value):
+                    content = message.get("content") if isinstance(message, dict) else None
+                    if isinstance(content, str):
+                        if len(content) * 6 + 2 >= threshold:
+                            encoded = encode(content)
+                            if len(encoded) >= threshold:
+                                yield ["messages", i, "content"], encoded
+                    elif isinstance(content, list) and len(encode(content)) >= threshold:
+                        # (a content list under the threshold has no large block: one call)
+                        for j, block in enumerate(content):
+                            encoded = encode(block)
+                            if len(encoded) >= threshold:
+                                yield ["messages", i, "content", j], encoded
 
     def _digest(self, encoded: bytes) -> str:
         # found by length and CRC-32 (a fifth of SHA-256's cost; values that differ by a
