@@ -20,8 +20,9 @@ block (or string ``content``) of a message, when its encoding is ``BLOB_THRESHOL
 or more. Smaller values cost more as references than they save.
 
 Hashing costs about as much as the write it saves (SHA-256: ~28 µs for 49 KB), so it is
-done once per distinct value: ``BlobSplitter`` remembers the bytes of recent large values
-with their hash, found by length and CRC-32 and confirmed by comparing the bytes.
+done once per distinct value: ``BlobSplitter`` finds a part unchanged since the previous
+request at its place with one comparison of bytes, and remembers recent large values with
+their hash, found by length and CRC-32 and confirmed by comparing the bytes.
 
 Where blobs are: the mock writes a blob in the same write as, and just before, the first
 request line that references it (on disk before it, whole or absent like any line; with
@@ -43,7 +44,7 @@ from typing import Any
 import orjson
 
 __all__ = ["BLOB_THRESHOLD", "REF_PREFIX", "BlobError", "BlobSplitter", "SplitBody",
-           "blob_line", "blob_value_text", "is_blob_line", "parse_blob_line", "resolve_body"]
+           "blob_line", "blob_value_text", "parse_blob_line", "resolve_body"]
 
 BLOB_THRESHOLD = 1024  # bytes of a value's encoding from which it becomes a blob
 REF_PREFIX = "sha256:"
@@ -64,11 +65,6 @@ class BlobError(ValueError):
 def blob_line(digest: str, value: bytes) -> bytes:
     """The mock journal's line of a blob (``value``: its encoding, hashed to ``digest``)."""
     return _BLOB_HEAD + digest.encode() + b'","value":' + value + b"}\n"
-
-
-def is_blob_line(line: bytes | str) -> bool:
-    text = line if isinstance(line, str) else line[:64].decode("latin-1")
-    return '"type"' in text[:64] and '"blob"' in text[:64]
 
 
 def blob_value_text(line: bytes) -> bytes:
