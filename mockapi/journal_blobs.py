@@ -117,21 +117,23 @@ class BlobSplitter:
         self._recent: OrderedDict[tuple[int, int], list[tuple[bytes, str]]] \
             = OrderedDict()
         self._recent_bytes = 0
-        # each place's value on the previous request: one comparison finds it unchanged
-        self._last: dict[tuple[str | int, ...], tuple[bytes, str]] = {}
+        # system's and tools' values on the previous request: one comparison finds them
+        # unchanged (message blocks move from place to place: the bounded cache finds them)
+        self._last: dict[str | int, tuple[bytes, str]] = {}
 
     def split(self, body: dict[str, Any]) -> SplitBody:
         skeleton: Any = None
         refs: list[_Path] = []
         blobs: dict[str, bytes] = {}
         for path, encoded in self._large_parts(body):
-            place = tuple(path)
-            last = self._last.get(place)
+            place = path[0] if len(path) == 1 else None  # system, tools: one each
+            last = self._last.get(place) if place is not None else None
             if last is not None and last[0] == encoded:  # as on the previous request: no hash
                 digest = last[1]
             else:
                 digest = self._digest(encoded)
-                self._last[place] = (encoded, digest)
+                if place is not None:
+                    self._last[place] = (encoded, digest)
             if digest not in self.written:
                 blobs[digest] = encoded
             if skeleton is None:

@@ -281,3 +281,14 @@ def test_real_bodies_served_by_the_mock_read_back_as_sent(mock_api: Any) -> None
     assert [r["body"] for r in later["records"] if r["type"] == "request"] == \
         [orjson.loads(sent[-1])]
     assert mock.journal.path.stat().st_size < sum(map(len, sent)) / 1.5  # few per prompt
+
+
+def test_what_the_splitter_remembers_is_bounded() -> None:
+    """Large blocks at ever new places (a hostile client) do not grow what is kept per
+    place; the cache of recent values keeps its bound."""
+    splitter = BlobSplitter()
+    for n in range(300):
+        blocks = [{"type": "text", "text": f"{n}-{j}-" + "z" * 2000} for j in range(20)]
+        splitter.split({"messages": [{"role": "user", "content": blocks}] * 3})
+    assert len(splitter._last) == 0  # only system and tools are kept per place
+    assert sum(len(c) for c in splitter._recent.values()) <= 4096
