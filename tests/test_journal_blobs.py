@@ -292,3 +292,27 @@ def test_what_the_splitter_remembers_is_bounded() -> None:
         splitter.split({"messages": [{"role": "user", "content": blocks}] * 3})
     assert len(splitter._last) == 0  # only system and tools are kept per place
     assert sum(len(c) for c in splitter._recent.values()) <= 4096
+
+
+@pytest.mark.parametrize("hostile", [
+    '{"body": {"a": 1}, "body_refs": [[' + "[" * 5000 + "]" * 5000 + ']], "type": "request"}',
+    '{"body": {"a": "sha256:' + "0" * 64 + '"}, "body_refs": [["a"]], "type": "request"}',
+    '{"body": ["x"], "body_refs": [[1.5]], "type": "request"}',
+    '{"body": {"a": 1}, "body_refs": "a", "type": "request"}',
+])
+def test_a_hostile_reference_is_refused_in_one_line(tmp_path: Path, hostile: str) -> None:
+    path = tmp_path / "r.journal.jsonl"
+    path.write_text(hostile + "\n")
+    with pytest.raises(ReadRefused):
+        read_journal_lines(path)
+
+
+def test_a_blob_nested_too_deep_is_refused(tmp_path: Path) -> None:
+    value = "[" * 3000 + "]" * 3000
+    digest = hashlib.sha256(value.encode()).hexdigest()
+    path = tmp_path / "r.journal.jsonl"
+    path.write_text('{"body": {"a": "sha256:' + digest + '"}, "body_refs": [["a"]], '
+                    '"type": "request"}\n'
+                    f'{{"sha256": "{digest}", "type": "blob", "value": {value}}}\n')
+    with pytest.raises(ReadRefused):
+        read_journal_lines(path)

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from mockapi.journal_blobs import BlobError, BlobSplitter, parse_blob_line, resolve_body
-from probes.core.safe_read import json_lines
+from probes.core.safe_read import json_lines, loads
 
 __all__ = ["compact_journal_file", "compact_lines", "expand_lines"]
 
@@ -74,12 +74,12 @@ def expand_lines(lines: list[str]) -> list[str]:
         if digest not in blobs:
             raise BlobError(f"it references blob {digest[:12]}…, which the journal does not "
                             "hold")
-        return json.loads(blobs[digest])
+        return loads(blobs[digest], f"blob {digest[:12]}…")
 
     expanded = []
     for number, line in enumerate(lines, 1):
         if '"body_refs": ' in line:
-            record = json.loads(line)
+            record = loads(line, f"line {number}")  # hostile input: bounded depth
             if isinstance(record, dict) and "body_refs" in record:
                 try:
                     resolve_body(record.get("body"), record.pop("body_refs"), value_of)
