@@ -11,10 +11,19 @@ missing install fails. The run ends with a line per tier saying what ran.
 from __future__ import annotations
 
 import os
+import resource
+import signal
+import subprocess
+import sys
 from collections import Counter
+from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
+import orjson
 import pytest
+
+from tests.mock_process import read_line
 
 DEFAULT_CLIENT_VERSION = "2.1.235"
 NEWEST_CLIENT_VERSION = "2.1.332"
@@ -109,3 +118,34 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
     required = "every tier required (LOOPPROBE_REQUIRE_TIERS=1)" if tiers_required() \
         else "missing installs skip; ./scripts/test requires every tier"
     terminalreporter.write_line(required)
+
+
+@pytest.fixture
+def serve_process(tmp_path: Path) -> Iterator[Callable[..., tuple[subprocess.Popen[bytes], str]]]:
+    """Start ``python -m mockapi`` (own session, killed by its process group at the end),
+    optionally under a soft descriptor limit ``nofile``; gives (process, url)."""
+    started: list[subprocess.Popen[bytes]] = []
+
+    def start(scenario: dict[str, Any], journal: Path, *,
+              nofile: int | None = None) -> tuple[subprocess.Popen[bytes], str]:
+        file = tmp_path / f"scenario-{len(started)}.json"
+        file.write_bytes(orjson.dumps(scenario))
+
+        def limit_descriptors() -> None:
+            if nofile is not None:
+                hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+                resource.setrlimit(resource.RLIMIT_NOFILE, (nofile, hard))
+
+        process = subprocess.Popen(
+            [sys.executable, "-m", "mockapi", "--scenario", str(file), "--journal", str(journal),
+             "--admin-open"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            start_new_session=True, preexec_fn=limit_descriptors if nofile else None)
+        started.append(process)
+        line = read_line(process, 30)
+        return process, line.split()[3]
+
+    yield start
+    for process in started:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+        process.wait(10)

@@ -18,7 +18,6 @@ import stat
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +31,6 @@ from mockapi.records import RequestRecord, ResponseEndRecord
 from mockapi.scenario import MAX_SCENARIO_BYTES, ScenarioError, decode_scenario_text, load_scenario
 from mockapi.server import MockServer
 from mockapi.transport import Limits
-from tests.mock_process import read_line
 from tests.test_records import _misfits as misfits
 
 HEADERS = {"x-api-key": "k", "anthropic-version": "2023-06-01"}
@@ -105,29 +103,6 @@ def test_serve_names_a_journal_it_cannot_write_or_share(tmp_path: Path) -> None:
 
 
 # ---- journal integrity -----------------------------------------------------------------------
-
-
-@pytest.fixture
-def serve_process(tmp_path: Path) -> Iterator[Any]:
-    """Start ``python -m mockapi`` (own session, stopped by its process group at the end)."""
-    started: list[subprocess.Popen[bytes]] = []
-
-    def start(scenario: dict[str, Any], journal: Path) -> tuple[subprocess.Popen[bytes], str]:
-        file = tmp_path / f"scenario-{len(started)}.json"
-        file.write_bytes(orjson.dumps(scenario))
-        process = subprocess.Popen(
-            [sys.executable, "-m", "mockapi", "--scenario", str(file), "--journal", str(journal),
-             "--admin-open"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-            start_new_session=True)
-        started.append(process)
-        line = read_line(process, 30)
-        return process, line.split()[3]
-
-    yield start
-    for process in started:
-        if process.poll() is None:
-            os.killpg(process.pid, signal.SIGKILL)
-        process.wait(10)
 
 
 def test_a_full_disk_leaves_whole_lines_refuses_unscripted_and_is_noted_later(

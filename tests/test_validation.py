@@ -22,7 +22,6 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from mockapi import ScenarioError, parse_scenario
-from mockapi.records import OUTCOME_INVALID_REQUEST
 from mockapi.requests import BadRequest
 from mockapi.validation import (
     BLOCK_TYPES,
@@ -36,11 +35,9 @@ from mockapi.validation import (
 from probes.report.format import read_journal_lines
 from tests import sdk_lines
 from tests.conftest import missing_install
+from tests.refusals import COUNT, CREATE, HEADERS, refusal, refused_only_when_strict
 
 ROOT = Path(__file__).resolve().parent.parent
-CREATE = "/v1/messages"
-COUNT = "/v1/messages/count_tokens"
-HEADERS = {"x-api-key": "k", "anthropic-version": "2023-06-01", "content-type": "application/json"}
 NEW_HEADERS = {**HEADERS, "anthropic-version": SAMPLING_REMOVED_IN}
 
 
@@ -69,13 +66,6 @@ def result(tool_id: str) -> dict[str, Any]:
     return {"type": "tool_result", "tool_use_id": tool_id, "content": "contents of a.txt"}
 
 
-def refusal(request: dict[str, Any], headers: dict[str, str] = HEADERS, path: str = CREATE) -> str:
-    with pytest.raises(BadRequest) as raised:
-        validate_request(request, headers, path)
-    bad = raised.value
-    assert (bad.status, bad.error_type, bad.outcome) == (
-        400, "invalid_request_error", OUTCOME_INVALID_REQUEST)
-    return bad.message
 
 
 # ---- each refusal: the field, what was expected, what arrived ---------------------------
@@ -194,9 +184,7 @@ def test_refused_like_the_api(request_body: dict[str, Any], headers: dict[str, s
 @pytest.mark.parametrize(("request_body", "headers", "expected"), REFUSED)
 def test_lenient_accepts_what_strict_refuses(request_body: dict[str, Any], headers: dict[str, str],
                                              expected: str) -> None:
-    check(request_body, headers, CREATE, lenient=True)
-    with pytest.raises(BadRequest):
-        check(request_body, headers, CREATE, lenient=False)
+    refused_only_when_strict(request_body, headers)
 
 
 def test_count_tokens_checks_the_messages_and_the_header_only() -> None:
