@@ -54,7 +54,7 @@ from mockapi.journal_read import (
     read_journal,
     record_or_none,
 )
-from mockapi.records import encode_body_field, fits_in_a_record
+from mockapi.records import fits_in_a_record, spliced_fields
 
 __all__ = ["REDACTED", "SECRET_HEADERS", "Journal", "JournalContents", "JournalError",
            "JournalInUse", "JournalUnavailable", "JournalWriteFailed", "TornLine",
@@ -227,21 +227,18 @@ class Journal:
 
         ``parsed``: the body as parsed from ``body`` (parsed again if not given); a body
         that is not a JSON object, or nests too deep, is written whole as before."""
-        fields = [b'"reply":' + reply] if reply is not None else []
-        blobs: dict[str, bytes] = {}
-        if body:
-            split = None
-            if body_is_json and len(body) >= self._blobs.threshold and fits_in_a_record(body):
-                if parsed is None:
-                    parsed = _object_or_none(body)
-                split = self._blobs.split(parsed) if parsed is not None else None
-            if split is None or not split.refs:
-                fields.append(encode_body_field(body, body_is_json))
-            else:
-                fields.append(b'"body_refs":' + orjson.dumps(split.refs))
-                fields.append(b'"body":' + split.body)
-                blobs = split.blobs
-        self._write(_line(record, fields), blobs)
+        split = None
+        if body and body_is_json and len(body) >= self._blobs.threshold \
+                and fits_in_a_record(body):
+            if parsed is None:
+                parsed = _object_or_none(body)
+            split = self._blobs.split(parsed) if parsed is not None else None
+        if split is None or not split.refs:  # the body as it came
+            self._write(_line(record, spliced_fields(reply, body, body_is_json)))
+            return
+        fields = [*spliced_fields(reply, None, False), b'"body_refs":' + orjson.dumps(split.refs),
+                  b'"body":' + split.body]
+        self._write(_line(record, fields), split.blobs)
 
     def _blob_written(self, digest: str, offset: int, line: bytes, size: int) -> None:
         self._blobs.written.add(digest)
@@ -282,24 +279,24 @@ class Journal:
             self._write_or_fail(self._pending[0])
             self._pending.pop(0)
         if blobs:
-            lines = [(digest, blob_line(digest, value)) for digest, value in blobs.items()]
+            lines = [(digest, blob_line(digest, value), len(value))
+                     for digest, value in blobs.items()]
             if self.fsync:  # synced before the line that references them, then the line
-                self._write_or_fail(b"".join(line for _, line in lines))
+                self._write_or_fail(b"".join(line for _, line, _ in lines))
                 self._note_blobs(lines)
             else:  # one write: the blobs and their line are on disk whole or not at all
-                self._write_or_fail(b"".join(line for _, line in lines) + line)
+                self._write_or_fail(b"".join(line for _, line, _ in lines) + line)
                 self._note_blobs(lines)
                 return
         if line:
             self._write_or_fail(line)
 
-    def _note_blobs(self, lines: list[tuple[str, bytes]]) -> None:
-        """Index the blob lines just written, which end at the last line's start or at
-        the file's end."""
+    def _note_blobs(self, lines: list[tuple[str, bytes, int]]) -> None:
+        """Index the blob lines just written (digest, line, size of the value), which end
+        at the last line's start or at the file's end."""
         end = self._offsets[-1] if not self.fsync else self._size
-        offset = end - sum(len(line) for _, line in lines)
-        for digest, line in lines:
-            size = len(line) - len(blob_line(digest, b""))
+        offset = end - sum(len(line) for _, line, _ in lines)
+        for digest, line, size in lines:
             self._blob_written(digest, offset, line, size)
             offset += len(line)
 

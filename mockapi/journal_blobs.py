@@ -43,8 +43,8 @@ from typing import Any
 
 import orjson
 
-__all__ = ["BLOB_THRESHOLD", "REF_PREFIX", "BlobError", "BlobSplitter", "SplitBody",
-           "blob_line", "blob_value_text", "parse_blob_line", "resolve_body"]
+__all__ = ["BLOB_LINE_HEAD", "BLOB_THRESHOLD", "REF_PREFIX", "BlobError", "BlobSplitter",
+           "SplitBody", "blob_line", "blob_value_text", "parse_blob_line", "resolve_body"]
 
 BLOB_THRESHOLD = 1024  # bytes of a value's encoding from which it becomes a blob
 REF_PREFIX = "sha256:"
@@ -53,7 +53,7 @@ _RECENT_VALUES = 4096
 _RECENT_BYTES = 64 * 1024 * 1024
 _CANDIDATES_PER_KEY = 4
 _HEX = re.compile(r"[0-9a-f]{64}")
-_BLOB_HEAD = b'{"type":"blob","sha256":"'
+BLOB_LINE_HEAD = b'{"type":"blob","sha256":"'
 
 _Path = list[str | int]
 
@@ -64,7 +64,7 @@ class BlobError(ValueError):
 
 def blob_line(digest: str, value: bytes) -> bytes:
     """The mock journal's line of a blob (``value``: its encoding, hashed to ``digest``)."""
-    return _BLOB_HEAD + digest.encode() + b'","value":' + value + b"}\n"
+    return BLOB_LINE_HEAD + digest.encode() + b'","value":' + value + b"}\n"
 
 
 def blob_value_text(line: bytes) -> bytes:

@@ -16,12 +16,10 @@ from typing import Any
 
 import orjson
 
-from mockapi.journal_blobs import BlobError, parse_blob_line, resolve_body
+from mockapi.journal_blobs import BLOB_LINE_HEAD, BlobError, parse_blob_line, resolve_body
 from mockapi.records import JournalRecord, RequestRecord, ResponseEndRecord
 
 __all__ = ["JournalContents", "TornLine", "parse_journal", "read_journal", "record_or_none"]
-
-_MOCK_BLOB_HEAD = b'{"type":"blob",'  # parsed once, by parse_blob_line
 
 
 @dataclass(frozen=True)
@@ -87,7 +85,8 @@ def parse_journal(data: bytes, source: str, *, base_offset: int = 0,
     referencing: list[tuple[int, TornLine]] = []  # records to resolve once every blob is known
     for number, line in enumerate(lines, start=1):
         if line:
-            record = {"type": "blob"} if line.startswith(_MOCK_BLOB_HEAD) \
+            # a blob line is parsed once, by parse_blob_line below
+            record = {"type": "blob"} if line.startswith(BLOB_LINE_HEAD) \
                 else record_or_none(line)
             place = TornLine(number, offset, len(line), last=False)
             if record is None:

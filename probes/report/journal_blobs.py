@@ -17,7 +17,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from mockapi.journal_blobs import BlobError, BlobSplitter, parse_blob_line, resolve_body
+from mockapi.journal_blobs import BLOB_LINE_HEAD, BlobError, BlobSplitter, parse_blob_line, resolve_body
 from probes.core.safe_read import json_lines, loads
 
 __all__ = ["compact_journal_file", "compact_lines", "expand_lines"]
@@ -91,7 +91,8 @@ def expand_lines(lines: list[str]) -> list[str]:
 
 
 def _is_blob(line: str) -> bool:
-    return line.startswith(('{"sha256": ', '{"type":"blob",'))
+    # a report's own blob lines (sorted keys), or a mock journal's
+    return line.startswith(('{"sha256": ', BLOB_LINE_HEAD.decode()))
 
 
 def compact_journal_file(path: Path) -> tuple[int, int]:
