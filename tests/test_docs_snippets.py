@@ -97,10 +97,12 @@ def shell_commands(text: str) -> list[list[str]]:
 
 def _repository_path(word: str) -> Path | None:
     """The path a word names inside the repository, when it names one (``reports/…``,
-    ``./scripts/…``); ``.venv/`` is made by the set-up, not committed."""
+    ``./scripts/…``); ``.venv/`` is made by the set-up and ``runs/`` by runs (whichever ran
+    before: ``./scripts/probe`` makes ``runs/probe/``), neither is committed."""
     candidate = word.split("::", 1)[0].removeprefix("./")
     head = candidate.split("/", 1)[0]
-    if "/" not in candidate or "://" in word or head in ("", ".venv", "..") or "$" in word:
+    if "/" not in candidate or "://" in word or head in ("", ".venv", "runs", "..") \
+            or "$" in word:
         return None
     return ROOT / candidate if (ROOT / head).exists() else None
 
