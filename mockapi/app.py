@@ -79,6 +79,7 @@ from mockapi.records import (
     response_end_record,
     transport_outcome,
 )
+from mockapi.repeated_parts import RepeatedParts
 from mockapi.requests import MAX_BODY_BYTES, BadRequest, is_json, parse_body, read_body
 from mockapi.scenario import Scenario
 from mockapi.script import Decision, Script
@@ -122,6 +123,7 @@ class MockApp:
         self.connection_cap: ConnectionCap | None = None  # set by the server serving it
         self.run = journal.last_run + 1  # a restarted server starts a new run
         self.threads = Threads(scenario.thread_idle_seconds)
+        self.parts = RepeatedParts()  # system prompts and tool lists, parsed once
         self.started = time.monotonic()
         self.app = Guard(Starlette(routes=[
             Route("/v1/messages", self.messages, methods=["POST"]),
@@ -166,15 +168,17 @@ class MockApp:
         record = request_record(
             seq=seq, run=self.run, time=arrival,
             elapsed=round(time.monotonic() - self.started, 6),
-            method=request.method, path=request.url.path if path is None else path,
-            query=redact_query(request.url.query),
+            method=request.method, path=_url_path(request) if path is None else path,
+            # (Starlette's URL, built only where there is a query: it costs on every request)
+            query=redact_query(request.url.query) if request.scope.get("query_string") else "",
             headers=redact_headers(request.scope["headers"]),
             body_size=len(raw) if raw is not None else None,
             outcome=outcome, status=status, error=error, nearest=nearest, routing=routing,
             thread=thread)
         try:
             self.journal.append_request(record, reply=reply, body=raw,
-                                        body_is_json=body_is_json, parsed=sent)
+                                        body_is_json=body_is_json, parsed=sent,
+                                        known=self.parts.parts_of(sent) if sent else None)
         except JournalError as failure:
             if decision is not None:
                 self.script.undo(decision)
@@ -222,17 +226,19 @@ class MockApp:
         raw: bytes | None = None
         parsed_ok = False
         turn: PendingTurn | None = None
+        # routed by its exact path (no character of it escaped): the path as decoded
+        path: str = request.scope["path"]
         self.threads.sweep()  # expired threads go on every request, not when looked up
         try:
             raw = await read_body(request, self.max_body_bytes)
-            body = parse_body(raw, request.headers, request.url.path)
+            body = parse_body(raw, request.headers, path, self.parts)
             parsed_ok = True
-            if "thread" in body and request.url.path == "/v1/messages":
+            if "thread" in body and path == "/v1/messages":
                 # from here on the whole conversation: the journal keeps ``raw`` as sent
                 body, turn = self.threads.open(body, request.headers, seq, len(raw))
-            check(body, request.headers, request.url.path,
+            check(body, request.headers, path,
                   lenient=self.lenient or self.script.scenario.validation == "lenient")
-            facts = facts_from_body(request.url.path, body, request.headers)
+            facts = facts_from_body(path, body, request.headers)
         except BadRequest as bad:
             if turn is not None:
                 turn.drop()
@@ -264,7 +270,7 @@ class MockApp:
     async def _admit(self, request: Request, seq: int, run: int, arrival: float, raw: bytes,
                      body: dict[str, Any], facts: RequestFacts, request_id: str,
                      turn: PendingTurn | None) -> Response:
-        stream_slot = facts.stream and request.url.path == "/v1/messages"
+        stream_slot = facts.stream and request.scope["path"] == "/v1/messages"
         if stream_slot:
             if self.open_streams >= self.max_streams:
                 message = (f"loopprobe mock: {self.max_streams} streams are open, the most "
@@ -313,7 +319,7 @@ class MockApp:
             routing["builtin_reply"] = decision.builtin
         prepared = decision.prepared
         if prepared is None:
-            if request.url.path.endswith("/count_tokens"):
+            if request.scope["path"].endswith("/count_tokens"):
                 return self._count_tokens(request, seq, arrival, raw, routing, request_id,
                                           decision)
             message = decision.no_rule_message(seq)
@@ -442,3 +448,13 @@ class MockApp:
             raw = None
         self._record(request, seq, arrival, raw, is_json(raw), outcome, status)
         return seq
+
+
+_EXACT_ROUTES = frozenset(("/v1/messages", "/v1/messages/count_tokens"))
+
+
+def _url_path(request: Request) -> str:
+    """The path as ``request.url`` shows it; for the Messages routes (matched exactly, nothing
+    in them escaped) the scope's, without building the URL (it costs on every request)."""
+    path: str = request.scope["path"]
+    return path if path in _EXACT_ROUTES else request.url.path

@@ -46,7 +46,14 @@ from urllib.parse import unquote_plus
 
 import orjson
 
-from mockapi.journal_blobs import BlobError, BlobSplitter, blob_line, parse_blob_line
+from mockapi.journal_blobs import (
+    BlobError,
+    BlobSplitter,
+    EncodedPart,
+    PartPath,
+    blob_line,
+    parse_blob_line,
+)
 from mockapi.journal_read import (
     JournalContents,
     TornLine,
@@ -221,18 +228,20 @@ class Journal:
 
     def append_request(self, record: Mapping[str, Any], *, reply: bytes | None,
                        body: bytes | None, body_is_json: bool,
-                       parsed: dict[str, Any] | None = None) -> None:
+                       parsed: dict[str, Any] | None = None,
+                       known: Mapping[PartPath, EncodedPart] | None = None) -> None:
         """Write a request record with its scripted reply and its body as one whole line,
         after the blobs of the body's large parts this journal does not hold yet.
 
         ``parsed``: the body as parsed from ``body`` (parsed again if not given); a body
-        that is not a JSON object, or nests too deep, is written whole as before."""
+        that is not a JSON object, or nests too deep, is written whole as before;
+        ``known``: parts of ``parsed`` already encoded (``mockapi.repeated_parts``)."""
         split = None
         if body and body_is_json and len(body) >= self._blobs.threshold \
                 and fits_in_a_record(body):
             if parsed is None:
                 parsed = _object_or_none(body)
-            split = self._blobs.split(parsed) if parsed is not None else None
+            split = self._blobs.split(parsed, known) if parsed is not None else None
         if split is None or not split.refs:  # the body as it came
             self._write(_line(record, spliced_fields(reply, body, body_is_json)))
             return

@@ -14,7 +14,9 @@ as the blob line writes it. A reader puts each blob's value back in its place, s
 consumer sees the body it saw before (``resolve_body``); a reference is followed only where
 ``body_refs`` says, so a string of that shape that a client sent stays a string.
 
-What is large: the value of ``system``, of ``tools`` (the whole list: within a run it is
+What is large: each block of a ``system`` list (a loop's first block can change on every
+request, as Claude Code's billing header does, while the long blocks after it stay the
+same) or a ``system`` string, the value of ``tools`` (the whole list: within a run it is
 the same list, one reference a request; per tool it would be one each), and each content
 block (or string ``content``) of a message, when its encoding is ``BLOB_THRESHOLD`` bytes
 or more. Smaller values cost more as references than they save.
@@ -44,7 +46,8 @@ from typing import Any
 import orjson
 
 __all__ = ["BLOB_LINE_HEAD", "BLOB_THRESHOLD", "REF_PREFIX", "BlobError", "BlobSplitter",
-           "SplitBody", "blob_line", "blob_value_text", "parse_blob_line", "resolve_body"]
+           "EncodedPart", "PartPath", "SplitBody", "blob_line", "blob_value_text",
+           "parse_blob_line", "resolve_body"]
 
 BLOB_THRESHOLD = 1024  # bytes of a value's encoding from which it becomes a blob
 REF_PREFIX = "sha256:"
@@ -56,6 +59,7 @@ _HEX = re.compile(r"[0-9a-f]{64}")
 BLOB_LINE_HEAD = b'{"type":"blob","sha256":"'
 
 _Path = list[str | int]
+PartPath = tuple[str | int, ...]  # a place in a body, as a key of parts already encoded
 
 
 class BlobError(ValueError):
@@ -96,6 +100,16 @@ def parse_blob_line(line: bytes) -> tuple[str, bytes]:
     return record["sha256"], value
 
 
+@dataclass(eq=False)  # compared by identity: values are large
+class EncodedPart:
+    """A large value with its encoding (as a blob line writes it) and, once hashed, its
+    SHA-256; the value is never changed (``mockapi.repeated_parts`` shares it)."""
+
+    value: Any
+    encoded: bytes
+    digest: str | None = None
+
+
 @dataclass
 class SplitBody:
     """A body's journal fields: the skeleton, where its references are, the new blobs."""
@@ -121,19 +135,29 @@ class BlobSplitter:
         # unchanged (message blocks move from place to place: the bounded cache finds them)
         self._last: dict[str | int, tuple[bytes, str]] = {}
 
-    def split(self, body: dict[str, Any]) -> SplitBody:
+    def split(self, body: dict[str, Any],
+              known: Mapping[PartPath, EncodedPart] | None = None) -> SplitBody:
+        """``body``'s skeleton, references and new blobs; ``known``: parts of it already
+        encoded (``mockapi.repeated_parts``), by path, used as they are."""
         skeleton: Any = None
         refs: list[_Path] = []
         blobs: dict[str, bytes] = {}
-        for path, encoded in self._large_parts(body):
-            place = path[0] if len(path) == 1 else None  # system, tools: one each
-            last = self._last.get(place) if place is not None else None
-            if last is not None and last[0] == encoded:  # as on the previous request: no hash
-                digest = last[1]
+        if not known or self.encode is not orjson.dumps:  # encoded as orjson writes them
+            known = {}
+        for path, encoded, part in self._large_parts(body, known):
+            if part is not None and part.digest is not None:
+                digest = part.digest
             else:
-                digest = self._digest(encoded)
-                if place is not None:
-                    self._last[place] = (encoded, digest)
+                place = path[0] if len(path) == 1 else None  # tools, a whole system: one each
+                last = self._last.get(place) if place is not None else None
+                if last is not None and last[0] == encoded:  # as on the previous request
+                    digest = last[1]
+                else:
+                    digest = self._digest(encoded)
+                    if place is not None:
+                        self._last[place] = (encoded, digest)
+                if part is not None:
+                    part.digest = digest
             if digest not in self.written:
                 blobs[digest] = encoded
             if skeleton is None:
@@ -144,17 +168,36 @@ class BlobSplitter:
             return SplitBody(self.encode(body))
         return SplitBody(self.encode(skeleton), refs, blobs)
 
-    def _large_parts(self, body: Mapping[str, Any]) -> Iterator[tuple[_Path, bytes]]:
-        """Each large part of ``body`` (``system``, ``tools``, a message's content or one of
-        its blocks), by path, encoded; in the body's order."""
+    def _large_parts(self, body: Mapping[str, Any],
+                     known: Mapping[PartPath, EncodedPart]
+                     ) -> Iterator[tuple[_Path, bytes, EncodedPart | None]]:
+        """Each large part of ``body`` (``tools``, ``system`` or each of its blocks, a
+        message's content or one of its blocks), by path, encoded, with its ``known`` part;
+        in the body's order."""
         encode, threshold = self.encode, self.threshold
         for key, value in body.items():
-            if key in ("system", "tools"):
+            if key == "system" and isinstance(value, list):
+                # block by block: a loop's first block can change on every request (Claude
+                # Code's billing header) while the long ones after it stay the same
+                for j, block in enumerate(value):
+                    part = known.get(("system", j))
+                    if part is not None and part.value is block:
+                        yield ["system", j], part.encoded, part
+                    elif isinstance(block, dict | list) or (
+                            isinstance(block, str) and len(block) * 6 + 2 >= threshold):
+                        encoded = encode(block)
+                        if len(encoded) >= threshold:
+                            yield ["system", j], encoded, None
+            elif key in ("system", "tools"):
+                part = known.get((key,))
+                if part is not None and part.value is value:
+                    yield [key], part.encoded, part
+                    continue
                 if isinstance(value, str) and len(value) * 6 + 2 < threshold:
                     continue  # at most 6 bytes a character (\u0001): too short to be large
                 encoded = encode(value)
                 if len(encoded) >= threshold:
-                    yield [key], encoded
+                    yield [key], encoded, None
             elif key == "messages" and isinstance(value, list):
                 for i, message in enumerate(value):
                     content = message.get("content") if isinstance(message, dict) else None
@@ -162,13 +205,13 @@ class BlobSplitter:
                         if len(content) * 6 + 2 >= threshold:
                             encoded = encode(content)
                             if len(encoded) >= threshold:
-                                yield ["messages", i, "content"], encoded
+                                yield ["messages", i, "content"], encoded, None
                     elif isinstance(content, list) and len(encode(content)) >= threshold:
                         # (a content list under the threshold has no large block: one call)
                         for j, block in enumerate(content):
                             encoded = encode(block)
                             if len(encoded) >= threshold:
-                                yield ["messages", i, "content", j], encoded
+                                yield ["messages", i, "content", j], encoded, None
 
     def _digest(self, encoded: bytes) -> str:
         # found by length and CRC-32 (a fifth of SHA-256's cost; values that differ by a

@@ -13,6 +13,7 @@ import orjson
 from starlette.requests import Request
 
 from mockapi.records import OUTCOME_INVALID_REQUEST, OUTCOME_TOO_LARGE, Outcome
+from mockapi.repeated_parts import RepeatedParts
 
 __all__ = ["MAX_BODY_BYTES", "REQUIRED_FIELDS", "BadRequest", "is_json", "parse_body",
            "read_body"]
@@ -65,8 +66,10 @@ def is_json(raw: bytes | None) -> bool:
     return True
 
 
-def parse_body(raw: bytes, headers: Mapping[str, str], path: str) -> dict[str, Any]:
-    """The body of a request to ``path`` (a key of REQUIRED_FIELDS), checked as the API does."""
+def parse_body(raw: bytes, headers: Mapping[str, str], path: str,
+               parts: RepeatedParts | None = None) -> dict[str, Any]:
+    """The body of a request to ``path`` (a key of REQUIRED_FIELDS), checked as the API does;
+    ``parts``: the large parts of recent bodies, reused where this one repeats them."""
     if "x-api-key" not in headers and "authorization" not in headers:
         raise BadRequest(401, "authentication_error", "x-api-key header is required",
                          OUTCOME_INVALID_REQUEST)
@@ -74,7 +77,7 @@ def parse_body(raw: bytes, headers: Mapping[str, str], path: str) -> dict[str, A
         raise BadRequest(400, "invalid_request_error", "anthropic-version: header is required",
                          OUTCOME_INVALID_REQUEST)
     try:
-        body = orjson.loads(raw)
+        body = orjson.loads(raw) if parts is None else parts.loads(raw)
     except orjson.JSONDecodeError as error:
         raise BadRequest(400, "invalid_request_error",
                          f"The request body is not valid JSON: {error}",

@@ -168,7 +168,7 @@ def test_the_hash_of_a_value_seen_before_is_reused() -> None:
     splitter = BlobSplitter()
     first = splitter.split(body(0))
     second = splitter.split(body(0))
-    assert first.refs == second.refs == [["system"], ["tools"]]
+    assert first.refs == second.refs == [["system", 0], ["tools"]]  # a system list: block by block
     assert first.blobs and set(second.blobs) == set(first.blobs)  # not yet marked written
     splitter.written.update(first.blobs)
     assert splitter.split(body(0)).blobs == {}
