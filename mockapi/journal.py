@@ -33,6 +33,7 @@ is ``mockapi.journal_read``'s (``read_journal``, ``JournalContents`` and
 from __future__ import annotations
 
 import fcntl
+import mmap
 import os
 import sys
 import threading
@@ -47,6 +48,7 @@ from urllib.parse import unquote_plus
 import orjson
 
 from mockapi.journal_blobs import (
+    BLOB_LINE_HEAD,
     BlobError,
     BlobSplitter,
     EncodedPart,
@@ -71,6 +73,9 @@ REDACTED = "[redacted]"
 SECRET_HEADERS = frozenset({"x-api-key", "authorization", "proxy-authorization", "cookie",
                             "x-loopprobe-admin-token"})
 _MAX_PENDING_LINES = 10_000  # response_end lines kept while the journal cannot be written
+# blobs whose place in the file is remembered (oldest forgotten first: a blob forgotten is
+# written again when next referenced, and found by a scan of the file when read)
+_BLOB_INDEX = 50_000
 # query parameters whose value is a credential: these names, and any name ending in one of
 # the suffixes (after lower-casing and reading "-" as "_": X-Api-Key is x_api_key)
 _SECRET_QUERY_NAMES = frozenset({"key", "apikey", "token", "secret", "password", "passwd",
@@ -150,7 +155,8 @@ class Journal:
         self._seq = self.last_run = 0
         self._size = 0
         self._blobs = BlobSplitter()
-        self._blob_spans: dict[str, tuple[int, int]] = {}  # digest -> (offset, size) of value
+        # digest -> (offset, size) of its value, oldest first; bounded by _BLOB_INDEX
+        self._blob_spans: dict[str, tuple[int, int]] = {}
         unreadable = self._index_existing()
         self._lock = threading.Lock()
         self._pending: list[bytes] = []
@@ -253,15 +259,37 @@ class Journal:
         self._blobs.written.add(digest)
         # the value ends the line, before its closing brace and newline
         self._blob_spans[digest] = (offset + len(line.rstrip(b"\n")) - 1 - size, size)
+        if len(self._blob_spans) > _BLOB_INDEX:  # memory bounded whatever the run's length
+            forgotten = next(iter(self._blob_spans))
+            del self._blob_spans[forgotten]
+            self._blobs.written.discard(forgotten)
 
     def blob(self, digest: str) -> bytes | None:
         """The value of a blob this journal holds, as written; None if it holds none."""
         span = self._blob_spans.get(digest)
         if span is None:
-            return None
+            return self._find_blob(digest)  # forgotten by the index, or never written
         with self.path.open("rb") as handle:
             handle.seek(span[0])
             return handle.read(span[1])
+
+    def _find_blob(self, digest: str) -> bytes | None:
+        """A blob's value found by reading the file (mapped, not loaded), its hash checked."""
+        head = BLOB_LINE_HEAD + digest.encode() + b'"'
+        with self.path.open("rb") as handle:
+            if os.fstat(handle.fileno()).st_size == 0:
+                return None
+            with mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as data:
+                at = data.find(head)
+                while at >= 0:
+                    if at == 0 or data[at - 1] == 0x0A:  # where a line starts
+                        end = data.find(b"\n", at)
+                        try:
+                            return parse_blob_line(data[at:end if end >= 0 else len(data)])[1]
+                        except BlobError:
+                            pass  # altered: another copy may be whole
+                    at = data.find(head, at + 1)
+        return None
 
     def append_or_keep(self, record: Mapping[str, Any]) -> bool:
         """Append ``record``, or keep it to be written first once the journal is writable

@@ -107,6 +107,33 @@ def test_reading_after_a_seq_resolves_blobs_written_before_it(tmp_path: Path) ->
     journal.close()
 
 
+def test_the_blob_index_is_bounded_and_a_forgotten_blob_is_still_read(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Memory does not grow with the run: past the index's bound the oldest blobs are
+    forgotten, written again when referenced again, and found in the file when read."""
+    monkeypatch.setattr("mockapi.journal._BLOB_INDEX", 3)
+    journal = Journal(tmp_path / "j.jsonl")
+    sent = [write(journal, seq, body(0, extra={"n": seq, "text": f"{seq} " * 600}))
+            for seq in range(1, 3)]
+    # every request brings a new large block: the first ones fall out of the index
+    sent += [write(journal, seq, {**body(0), "messages": [
+        {"role": "user", "content": f"block {seq} " + "b" * 2000}]}) for seq in range(3, 9)]
+    assert len(journal._blob_spans) <= 3 and len(journal._blobs.written) <= 3
+    sent.append(write(journal, 9, body(0)))  # the system prompt again, its blob forgotten
+    scans = []
+    find_blob = journal._find_blob
+    monkeypatch.setattr(journal, "_find_blob", lambda digest: scans.append(digest) or
+                        find_blob(digest))
+    for after in range(len(sent)):
+        assert [r["body"] for r in journal.read_after(after).requests()] == \
+            [orjson.loads(raw) for raw in sent[after:]]
+    assert scans, "some window referenced a blob the index had forgotten"
+    journal.close()
+    contents = read_journal(tmp_path / "j.jsonl")
+    assert contents.torn == []
+    assert [r["body"] for r in contents.requests()] == [orjson.loads(raw) for raw in sent]
+
+
 def test_a_reopened_journal_writes_no_blob_twice(tmp_path: Path) -> None:
     path = tmp_path / "j.jsonl"
     journal = Journal(path)
