@@ -172,8 +172,8 @@ class RepeatedParts:
                 if part is None:
                     if not _may_be_large(block):
                         continue
-                    encoded = orjson.dumps(block)
-                    if len(encoded) < _LARGE or encoded[:_ANCHOR] not in raw:
+                    encoded = _encoded(block)
+                    if encoded is None or len(encoded) < _LARGE or encoded[:_ANCHOR] not in raw:
                         continue  # small, or not written as orjson writes it
                     part = parts[("system", j)] = EncodedPart(block, encoded)
                 blocks.append(part)
@@ -183,8 +183,8 @@ class RepeatedParts:
             if (place,) in parts or not isinstance(value, str | list | dict) or (
                     place == "system" and isinstance(value, list)):
                 continue
-            encoded = orjson.dumps(value)
-            if len(encoded) < _LARGE or not any(
+            encoded = _encoded(value)
+            if encoded is None or len(encoded) < _LARGE or not any(
                     raw.startswith(encoded, at) for at in self._after_key(raw, place)):
                 continue  # small, or not written as orjson writes it
             known = self.whole[place]
@@ -194,6 +194,15 @@ class RepeatedParts:
             known.insert(0, part := EncodedPart(value, encoded))
             del known[_KEPT:]
             parts[(place,)] = part
+
+
+def _encoded(value: Any) -> bytes | None:
+    """``value`` as orjson writes it; None for one it will not write (nested deeper than
+    orjson writes: such a body is journaled whole, ``mockapi.records.fits_in_a_record``)."""
+    try:
+        return orjson.dumps(value)
+    except orjson.JSONEncodeError:
+        return None
 
 
 def _may_be_large(block: Any) -> bool:

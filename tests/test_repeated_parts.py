@@ -113,6 +113,9 @@ def test_the_changing_first_block_does_not_stop_reuse():
     lambda raw: b"[" + raw + b"]",
     lambda raw: raw.replace(b'"system":[', b'"system":[1,', 1),
     lambda raw: raw.replace(b'"system":[', b'"system":{"a":[', 1).replace(b',"tools"', b'},"tools"', 1),
+    # nested deeper than orjson writes (it reads 1024 levels, writes 254)
+    lambda raw: raw.replace(b'"tools":', b'"tools":' + b"[" * 300 + b"]" * 300 + b',"x":', 1),
+    lambda raw: raw.replace(b'"system":[', b'"system":[' + b"[" * 300 + b"]" * 300 + b",", 1),
     # a string that looks like a sentinel (the client cannot know the real one)
     lambda raw: raw.replace(b'"system":[', b'"system":["' + b"0" * 36 + b'",', 1),
 ])
