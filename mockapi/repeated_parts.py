@@ -206,7 +206,18 @@ def _encoded(value: Any) -> bytes | None:
 
 
 def _may_be_large(block: Any) -> bool:
-    return isinstance(block, dict | list) or (isinstance(block, str) and len(block) * 6 + 2 >= _LARGE)
+    """Whether ``block``'s encoding could reach ``_LARGE`` bytes (an upper bound, without
+    encoding it: a flat object of short strings, such as a billing header block, cannot)."""
+    if isinstance(block, str):
+        return len(block) * 6 + 2 >= _LARGE
+    if isinstance(block, dict):
+        bound = 2
+        for key, value in block.items():
+            if not isinstance(key, str) or not isinstance(value, str):
+                return True
+            bound += (len(key) + len(value)) * 6 + 6  # quotes, colon, comma
+        return bound >= _LARGE
+    return isinstance(block, list)
 
 
 def _put_back(body: dict[str, Any], tokens: dict[str, tuple[str, EncodedPart]]
