@@ -10,8 +10,11 @@ from probes.clients.base import Client, ClientBinary, ClientKey
 from probes.clients.claude_code import ClaudeCode
 from probes.clients.npm import InstallError, cache_root
 from probes.clients.plugins import PLUGINS_ENV, load_plugins
+from probes.clients.pydantic_ai import PydanticAi
 from probes.clients.specs import expected_version
 from probes.clients.tool_runner import AnthropicToolRunner
+from probes.clients.ts_tool_runner import TsToolRunner
+from probes.clients.vercel_ai import VercelAi
 
 __all__ = [
     "CLIENT_KINDS",
@@ -34,6 +37,9 @@ CLIENT_KINDS: dict[str, Callable[[], Client]] = {
     "claude-code": ClaudeCode,
     "claude-agent-sdk": ClaudeAgentSdk,
     "anthropic-tool-runner": AnthropicToolRunner,
+    "anthropic-ts-tool-runner": TsToolRunner,
+    "vercel-ai": VercelAi,
+    "pydantic-ai": PydanticAi,
 }
 DEFAULT_KIND = "claude-code"
 SPEC_FORM = "KIND@VERSION"
