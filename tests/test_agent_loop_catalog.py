@@ -57,7 +57,7 @@ def test_every_claim_cites_its_source_and_has_a_counterfactual_and_a_plant() -> 
     assert set(claims) == set(CLAIMS)
     assert {c for p in PROBES for cf in p.counterfactuals for c in cf.claims} == set(CLAIMS)
     assert {claim for _, claim in PLANTED.values()} == set(CLAIMS)
-    assert set(PLANTED) == set(PLANTS)
+    assert set(PLANTED) == set(PLANTS) - {"crash-at-start"}
     for claim in claims.values():
         assert claim.source.kind == "project" and claim.source.where, claim.id
         cited = claim.source.cite()
@@ -98,3 +98,10 @@ def test_a_counterfactual_contradicts_its_claims_on_the_conforming_loop(
     entry = counterfactual_entry(probe, counterfactual, outcome)
     assert entry["harness_failures"] == []
     assert entry["able_to_fail"], entry["claims"]
+
+
+def test_a_loop_that_never_starts_decides_nothing(tmp_path: Path) -> None:
+    outcome = _run(BY_NAME["loop.pause-turn"], tmp_path, "crash-at-start")
+    assert set(_verdicts(outcome).values()) == {"error"}
+    started = next(c for c in outcome.checks if c.id.endswith("harness.loop-started"))
+    assert "planted crash" in str(started.observed)

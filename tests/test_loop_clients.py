@@ -15,17 +15,21 @@ import pytest
 
 from probes.catalog import REPORTS as CLAUDE_CODE_REPORTS
 from probes.catalog.agent_loop import PROBES, REPORTS
-from probes.cli import catalog_for
+from probes.cli import catalog_for, run_suite
 from probes.clients.base import ClientBinary, RunContext
 from probes.clients.loop_driver import LOOP_CATALOG, DriverLoop, loop_spec
 from probes.clients.npm import InstallError
-from probes.clients.pydantic_ai import PydanticAi
+from probes.clients.pydantic_agent import PydanticAi
 from probes.clients.registry import client_for
 from probes.clients.specs import expected_version
 from probes.clients.ts_tool_runner import TsToolRunner
 from probes.clients.vercel_ai import VercelAi
 from probes.core.invocation import Invocation
+from probes.core.probe import Counterfactual, Probe
+from probes.report.counterfactuals import counterfactual_entry
+from probes.run.runner import run_probe
 from probes.sandbox.folders import Sandbox
+from tests.conftest import missing_install
 
 KINDS: dict[str, type[DriverLoop]] = {"anthropic-ts-tool-runner": TsToolRunner,
                                       "vercel-ai": VercelAi, "pydantic-ai": PydanticAi}
@@ -82,3 +86,48 @@ def test_the_driver_gets_the_spec_and_an_allow_listed_environment(tmp_path: Path
     assert command.env["NODE_PATH"] == str(tmp_path / "node_modules")
     assert "PATH" in command.env and "HOME" in command.env
     assert command.cwd == box.workspace
+
+
+# ---- the real clients (sdk tier: installed by ./scripts/test) ---------------------------------
+
+NEWEST = {"anthropic-ts-tool-runner": "1.17.0", "vercel-ai": "7.0.185", "pydantic-ai": "2.78.0"}
+ROOT = Path(__file__).resolve().parent.parent
+COMMITTED = ROOT / "reports" / "conformance"
+
+
+def _installed(kind: str, version: str) -> ClientBinary:
+    for binary in KINDS[kind]().installed():
+        if binary.version == version:
+            return binary
+    missing_install(f"{kind}@{version}", f"loopprobe clients install {kind}@{version}")
+    raise AssertionError("unreachable")
+
+
+def _claims(folder: Path) -> dict[str, str]:
+    report = json.loads((folder / "agent-loop-conformance.json").read_text())
+    return {c["id"]: c["status"] for c in report["claims"]}
+
+
+@pytest.mark.sdk
+@pytest.mark.parametrize("kind", sorted(NEWEST))
+def test_the_committed_verdicts_are_what_a_run_gives(kind: str, tmp_path: Path) -> None:
+    version = NEWEST[kind]
+    _installed(kind, version)
+    run_suite(f"{kind}@{version}", tmp_path / "out", catalog=REPORTS, jobs=2)
+    assert _claims(tmp_path / "out") == _claims(COMMITTED / f"{kind}-{version}"), \
+        f"regenerate: loopprobe conformance --out reports --clients {kind}@{version}, then " \
+        "loopprobe conformance --out reports --skip-run"
+
+
+CASES = [pytest.param(p, cf, id=f"{p.name}:{cf.name}") for p in PROBES
+         for cf in p.counterfactuals]
+
+
+@pytest.mark.sdk
+@pytest.mark.parametrize(("probe", "counterfactual"), CASES)
+def test_each_counterfactual_makes_its_claims_fail_on_a_real_loop(
+        probe: Probe, counterfactual: Counterfactual, tmp_path: Path) -> None:
+    binary = _installed("anthropic-ts-tool-runner", NEWEST["anthropic-ts-tool-runner"])
+    outcome = run_probe(counterfactual.probe(probe), TsToolRunner(), binary, tmp_path)
+    entry = counterfactual_entry(probe, counterfactual, outcome)
+    assert entry["harness_failures"] == [] and entry["able_to_fail"], entry["claims"]

@@ -133,14 +133,39 @@ def _blocks(message: dict[str, Any]) -> list[dict[str, Any]]:
     return [b for b in content or [] if isinstance(b, dict)]
 
 
-def _continues_thread(record: Any) -> str | None:
-    """The reply a request continues as a message thread, if it does: the API then holds the
-    thread's earlier turns (thinking blocks and a paused turn among them) and the request
-    sends only what is new (Messages API docs, “Message threads”)."""
+def _continues_thread(record: Any, previous: Any) -> str | None:
+    """The reply a request continues as a message thread, when it continues the reply to
+    ``previous`` (the request before it): the API then holds that reply whole (its thinking
+    blocks, a paused turn) and the request sends only what is new (Messages API docs,
+    “Message threads”). The first reply of a probe is ``msg_loopprobe_000001``."""
     thread = ((record or {}).get("body") or {}).get("thread") or {}
-    if isinstance(thread, dict) and thread.get("type") == "continue":
-        return str(thread.get("previous_message_id"))
+    wanted = f"msg_loopprobe_{int((previous or {}).get('seq') or 0):06d}"
+    if isinstance(thread, dict) and thread.get("type") == "continue" \
+            and thread.get("previous_message_id") == wanted:
+        return wanted
     return None
+
+
+def _scripted(record: Any) -> dict[str, Any]:
+    """The reply the mock was scripted to give a request (the journal keeps it)."""
+    reply = (record or {}).get("reply")
+    return reply if isinstance(reply, dict) else {}
+
+
+def _started(ev: Evidence, c: Checks) -> None:
+    """The harness's own check: the loop sent its first request. A run that never did (the
+    driver could not import the client, or the client could not build its first request
+    with its dependencies of today) shows nothing about any claim: its verdicts are harness
+    errors, never contradictions."""
+    run = ev.run(RUN)
+    result = (run.result if run else None) or {}
+    sent = len(_requests(ev))
+    c.that("harness.loop-started", None, "the loop sent its first request", passed=sent > 0,
+           expected="at least one request",
+           observed=f"{sent} requests" if sent else "no request; " + (
+               f"the driver said: {str(result.get('result'))[:300]}" if result else
+               f"stderr ends: {run.stderr[-300:] if run else ''}"),
+           evidence=f"run {RUN}: the journal and the driver's output")
 
 
 def _ended(c: Checks, claim: str, ev: Evidence, final_text: str) -> None:
@@ -154,6 +179,7 @@ def _requests(ev: Evidence) -> list[Any]:
 # ---- parallel calls: pairing, one message ---------------------------------------------------
 
 def check_parallel(ev: Evidence, c: Checks) -> None:
+    _started(ev, c)
     second = ev.request(RUN, 1, kind=None)
     results = _results(second)
     where = f"run {RUN}: the second request's last message"
@@ -214,6 +240,7 @@ FAIL_ID = "toolu_lp_fail"
 
 
 def check_error(ev: Evidence, c: Checks) -> None:
+    _started(ev, c)
     second = ev.request(RUN, 1, kind=None)
     found = [r for r in _results(second) if r.get("tool_use_id") == FAIL_ID]
     result = found[0] if found else {}
@@ -257,6 +284,7 @@ LIMIT = 3
 
 
 def check_steps(ev: Evidence, c: Checks) -> None:
+    _started(ev, c)
     c.equal("requests", STEP_LIMIT, f"with a step limit of {LIMIT} the loop asks for {LIMIT} "
             "replies, although each asks for another tool call", expected=LIMIT,
             observed=len(_requests(ev)), evidence=f"run {RUN}: the journal")
@@ -292,6 +320,7 @@ RETRY_AFTER_S = 2
 
 
 def check_retry(ev: Evidence, c: Checks) -> None:
+    _started(ev, c)
     requests = _requests(ev)
     c.equal("statuses", RETRY, "the request after the tool call is answered 529, sent again "
             "and answered", expected=[200, 529, 200],
@@ -349,6 +378,7 @@ WHOLE_JSON = ('{"id": "msg_lp_cut", "type": "message", "role": "assistant", '
 
 
 def check_cut(ev: Evidence, c: Checks) -> None:
+    _started(ev, c)
     first = ev.request(RUN, 0, kind=None)
     c.reach("cut-sent", CUT, "the first reply was cut before its end (streamed: no "
             "message_stop; JSON: the body stops mid-way)",
@@ -408,6 +438,7 @@ THOUGHT, SIGNATURE, THINK_ID = "LP_THOUGHT", "LP_SIGNATURE_1", "toolu_lp_think"
 
 
 def check_thinking(ev: Evidence, c: Checks) -> None:
+    _started(ev, c)
     first = ev.request(RUN, 0, kind=None)
     c.reach("thinking.answered", THINKING, "the first request, with thinking on, was answered "
             "with the scripted thinking block and tool call",
@@ -422,7 +453,11 @@ def check_thinking(ev: Evidence, c: Checks) -> None:
     thinking = [{"thinking": b.get("thinking"), "signature": b.get("signature")}
                 for b in blocks if b.get("type") == "thinking"]
     expected = [{"thinking": THOUGHT, "signature": SIGNATURE}]
-    held = _continues_thread(second)
+    # a thread holds the first reply whole: it holds the thinking block if that reply had it
+    had = [{"thinking": b.get("thinking"), "signature": b.get("signature")}
+           for b in _scripted(first).get("content") or [] if isinstance(b, dict)
+           and "thinking" in b]
+    held = _continues_thread(second, first) if had == expected else None
     where = f"run {RUN}: the second request's assistant message"
     c.that("thinking.sent", THINKING, "the assistant turn sent back holds the thinking block "
            "unmodified, with its signature (or the request continues the message thread that "
@@ -472,10 +507,13 @@ PAUSED = "LP_PAUSED_PART"
 
 
 def check_pause(ev: Evidence, c: Checks) -> None:
+    _started(ev, c)
     requests = _requests(ev)
     second = requests[1] if len(requests) > 1 else None
     last = _last_message(second)
-    held = _continues_thread(second)
+    # a thread holds the first reply whole: it holds the paused turn if that reply paused
+    paused = _scripted(requests[0]).get("stop_reason") == "pause_turn" if requests else False
+    held = _continues_thread(second, requests[0]) if paused else None
     observed = {"role": last.get("role"), "text": "".join(
         str(b.get("text", "")) for b in _blocks(last))}
     expected = {"role": "assistant", "text": PAUSED}

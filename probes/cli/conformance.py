@@ -36,15 +36,16 @@ from probes.gate.conformance import (
 )
 from probes.report.format import ReportError
 
-__all__ = ["DEFAULT_CLIENTS", "add_conformance", "add_explain", "cmd_conformance",
+__all__ = ["BASELINE_FILE", "DEFAULT_CLIENTS", "add_conformance", "add_explain", "cmd_conformance",
            "cmd_explain"]
 
+BASELINE_FILE = "conformance-baseline.yaml"  # read from OUT when --baseline is not given
 # the clients and versions the committed table holds: the oldest and newest of each kind
 # that can run the generic catalog (each kind's own versions, see docs/conformance.md)
 DEFAULT_CLIENTS = ("anthropic-tool-runner@2.0.0", "anthropic-tool-runner@2.16.0",
                    "anthropic-ts-tool-runner@1.0.0", "anthropic-ts-tool-runner@1.17.0",
                    "vercel-ai@5.0.277", "vercel-ai@7.0.185",
-                   "pydantic-ai@1.0.0", "pydantic-ai@2.78.0")
+                   "pydantic-ai@2.68.0", "pydantic-ai@2.78.0")
 
 
 def _keys(given: str | None) -> list[ClientKey]:
@@ -64,9 +65,10 @@ def cmd_conformance(args: argparse.Namespace) -> int:
     check_out(out)
     keys = _keys(args.clients)
     baseline = None
-    if args.baseline:
+    given = Path(args.baseline) if args.baseline else out / BASELINE_FILE
+    if args.baseline or given.is_file():
         try:
-            baseline = load_baseline(Path(args.baseline))
+            baseline = load_baseline(given)
         except BaselineError as error:
             raise HarnessInputError(f"--baseline {error}") from None
     folders = [out / CONFORMANCE_SUBDIR / report_folder(key) for key in keys]
@@ -111,7 +113,8 @@ def add_conformance(commands: Any) -> None:
     parser.add_argument("--clients", help="comma-separated KIND@VERSION (default: "
                         + ", ".join(DEFAULT_CLIENTS) + "). " + CLIENT_HELP)
     parser.add_argument("--baseline", metavar="YAML", help="the known failures per client "
-                        "kind (loopprobe: baseline/1; case: the kind, expectation: the claim)")
+                        "kind (loopprobe: baseline/1; case: the kind, expectation: the claim); "
+                        f"default: OUT/{BASELINE_FILE} if there is one")
     parser.add_argument("--skip-run", action="store_true", help="tabulate the report folders "
                         "already in OUT/conformance, run nothing")
     parser.add_argument("-j", "--jobs", type=int, help=JOBS_HELP)

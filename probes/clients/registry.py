@@ -10,7 +10,7 @@ from probes.clients.base import Client, ClientBinary, ClientKey
 from probes.clients.claude_code import ClaudeCode
 from probes.clients.npm import InstallError, cache_root
 from probes.clients.plugins import PLUGINS_ENV, load_plugins
-from probes.clients.pydantic_ai import PydanticAi
+from probes.clients.pydantic_agent import PydanticAi
 from probes.clients.specs import expected_version
 from probes.clients.tool_runner import AnthropicToolRunner
 from probes.clients.ts_tool_runner import TsToolRunner

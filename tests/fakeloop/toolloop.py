@@ -32,6 +32,7 @@ PLANTS = {
     "truncate-silently": "a stream without message_stop is taken as the whole reply",
     "drop-thinking": "thinking blocks are left out of the assistant turn sent back",
     "pause-ends": "stop_reason pause_turn ends the loop",
+    "crash-at-start": "the loop dies before its first request (a driver that cannot start)",
 }
 TOOLS = [
     {"name": "add", "description": "Add two integers.",
@@ -180,6 +181,8 @@ def run(spec: dict[str, Any]) -> int:
     unknown = plant - set(PLANTS)
     if unknown:
         raise SystemExit(f"toolloop: unknown plants {sorted(unknown)}; known: {sorted(PLANTS)}")
+    if "crash-at-start" in plant:
+        raise SystemExit("toolloop: planted crash before the first request")
     limit = None if "no-step-limit" in plant else spec.get("max_iterations")
     messages: list[dict[str, Any]] = [{"role": "user", "content": spec["prompt"]}]
     turns, reply = 0, None

@@ -8,6 +8,7 @@ SHA-256) is the agent's loop, ``pydantic_ai/_agent_graph.py``. A run is
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -17,12 +18,14 @@ from probes.clients.npm import InstallError, cache_root
 from probes.clients.pypi import install_venv, newest, published_versions, venv_binary
 from probes.clients.specs import LATEST, check_version, install_folder
 
-__all__ = ["DRIVER", "ENTRY", "EXTRA", "PACKAGE", "PydanticAi"]
+__all__ = ["DRIVER", "ENTRY", "EXTRA", "IMPORTS", "PACKAGE", "PydanticAi"]
 
 PACKAGE = "pydantic-ai-slim"
 EXTRA = "anthropic"
 ENTRY = "pydantic_ai/_agent_graph.py"
 DRIVER = Path(__file__).with_name("pydantic_ai_driver.py")
+IMPORTS = ("import pydantic_ai.models.anthropic, pydantic_ai.providers.anthropic, "
+           "pydantic_ai.usage")
 
 
 class PydanticAi(DriverLoop):
@@ -58,6 +61,13 @@ class PydanticAi(DriverLoop):
             found = sorted(venv.glob(f"lib/python*/site-packages/{ENTRY}"))
             if not found:
                 raise InstallError(f"{PACKAGE}=={version} has no agent graph ({ENTRY})")
+            # what the driver imports must import: a version whose dependencies resolved to
+            # releases it cannot use is refused here, never run
+            done = subprocess.run([str(venv / "bin" / "python"), "-c", IMPORTS],
+                                  capture_output=True, text=True, timeout=120)
+            if done.returncode != 0:
+                raise InstallError(f"{PACKAGE}=={version} installed but does not import: "
+                                   f"{(done.stderr.strip().splitlines() or ['?'])[-1]}")
             return found[0], {}
 
         directory = install_venv(self.cache, f"{PACKAGE}[{EXTRA}]", version, agent_graph)
