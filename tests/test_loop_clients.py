@@ -1,4 +1,5 @@
-"""The agent-loop client kinds: the TypeScript tool runner, the Vercel AI SDK, pydantic-ai.
+"""The agent-loop client kinds: the TypeScript tool runner, the Vercel AI SDK, pydantic-ai,
+LangGraph.
 
 Fast: each kind is registered, runs the generic agent-loop catalog by default, can run all of
 it and none of Claude Code's probes, and turns an invocation into its driver's command. sdk
@@ -17,6 +18,7 @@ from probes.catalog import REPORTS as CLAUDE_CODE_REPORTS
 from probes.catalog.agent_loop import PROBES, REPORTS
 from probes.cli import catalog_for, run_suite
 from probes.clients.base import ClientBinary, RunContext
+from probes.clients.langgraph_agent import LangGraph
 from probes.clients.loop_driver import LOOP_CATALOG, DriverLoop, loop_spec
 from probes.clients.npm import InstallError
 from probes.clients.pydantic_agent import PydanticAi
@@ -32,7 +34,8 @@ from probes.sandbox.folders import Sandbox
 from tests.conftest import missing_install
 
 KINDS: dict[str, type[DriverLoop]] = {"anthropic-ts-tool-runner": TsToolRunner,
-                                      "vercel-ai": VercelAi, "pydantic-ai": PydanticAi}
+                                      "vercel-ai": VercelAi, "pydantic-ai": PydanticAi,
+                                      "langgraph": LangGraph}
 
 
 def _binary(kind: str, root: Path) -> ClientBinary:
@@ -90,7 +93,8 @@ def test_the_driver_gets_the_spec_and_an_allow_listed_environment(tmp_path: Path
 
 # ---- the real clients (sdk tier: installed by ./scripts/test) ---------------------------------
 
-NEWEST = {"anthropic-ts-tool-runner": "1.17.0", "vercel-ai": "7.0.185", "pydantic-ai": "2.78.0"}
+NEWEST = {"anthropic-ts-tool-runner": "1.17.0", "vercel-ai": "7.0.185", "pydantic-ai": "2.78.0",
+          "langgraph": "1.2.24"}
 ROOT = Path(__file__).resolve().parent.parent
 COMMITTED = ROOT / "reports" / "conformance"
 

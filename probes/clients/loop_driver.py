@@ -1,7 +1,8 @@
 """What the agent-loop client kinds share: a driver gives the loop three tools and prints events.
 
-A loop kind (the TypeScript SDK's tool runner, the Vercel AI SDK, pydantic-ai) is installed at
-an exact version from its registry into its own cache folder, and run as ``LAUNCHER DRIVER
+A loop kind (the TypeScript SDK's tool runner, the Vercel AI SDK, pydantic-ai, LangGraph) is
+installed at an exact version from its registry into its own cache folder, and run as
+``LAUNCHER DRIVER
 SPEC_JSON`` inside the probe's sandbox with an allow-listed environment. The driver (one per
 kind, beside its module) gives the loop the tools ``add``, ``fail`` (always raises) and
 ``read_file``, runs the invocation's prompt with its step limit, retries and options, and

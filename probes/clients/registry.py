@@ -8,6 +8,7 @@ from collections.abc import Callable, Mapping
 from probes.clients.agent_sdk import ClaudeAgentSdk
 from probes.clients.base import Client, ClientBinary, ClientKey
 from probes.clients.claude_code import ClaudeCode
+from probes.clients.langgraph_agent import LangGraph
 from probes.clients.npm import InstallError, cache_root
 from probes.clients.plugins import PLUGINS_ENV, load_plugins
 from probes.clients.pydantic_agent import PydanticAi
@@ -40,6 +41,7 @@ CLIENT_KINDS: dict[str, Callable[[], Client]] = {
     "anthropic-ts-tool-runner": TsToolRunner,
     "vercel-ai": VercelAi,
     "pydantic-ai": PydanticAi,
+    "langgraph": LangGraph,
 }
 DEFAULT_KIND = "claude-code"
 SPEC_FORM = "KIND@VERSION"
