@@ -45,7 +45,7 @@ BASELINE_FILE = "conformance-baseline.yaml"  # read from OUT when --baseline is 
 DEFAULT_CLIENTS = ("anthropic-tool-runner@2.0.0", "anthropic-tool-runner@2.16.0",
                    "anthropic-ts-tool-runner@1.0.0", "anthropic-ts-tool-runner@1.17.0",
                    "vercel-ai@5.0.277", "vercel-ai@7.0.185",
-                   "pydantic-ai@2.68.0", "pydantic-ai@2.78.0")
+                   "pydantic-ai@2.68.0", "pydantic-ai@2.78.0", "langgraph@1.2.24")
 
 
 def _keys(given: str | None) -> list[ClientKey]:

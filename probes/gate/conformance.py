@@ -190,8 +190,9 @@ def render_conformance(table: ConformanceFile) -> str:
     if table["unused_baseline"]:
         lines += ["", "Baseline entries no client judged here: " + "; ".join(
             f"{e['case']} {e['expectation']} ({e['versions']})" for e in table["unused_baseline"])]
-    against = [(c, claim) for c in clients for claim, cell in c["cells"].items()
-               if cell["status"] in AGAINST]
+    # in the claims' order: the file's cells are keyed, and written with sorted keys
+    against = [(c, claim["id"]) for c in clients for claim in table["claims"]
+               if claim["id"] in c["cells"] and c["cells"][claim["id"]]["status"] in AGAINST]
     if against:
         lines += ["", "## Bug reports", "",
                   "Each contradicted cell as a self-contained report for the client's tracker:", ""]
