@@ -109,12 +109,14 @@ COMMANDS: dict[str, list[str]] = {
     "matrix-bisects": ["matrix", "--clients", CLIENT, "--out", "{out}", "--skip-run",
                        "--bisects", "{folder}"],
     "merge": ["merge", "{root}", "--out", "{out}/merged"],
+    "explain": ["explain", "tool-runner.tool-result-pairing", "--client", CLIENT, "--folder",
+                "{folder}"],
 }
 # where each command may write (relative to the case's folder names); nothing else may change
 WRITES = {"guide": "{folder}", "matrix-skip-run": "{root}"}
 
 EVERY_FOLDER_READER = list(COMMANDS)
-JOURNAL_READERS = ["validate", "render", "guide", "merge"]  # the others never open a journal
+JOURNAL_READERS = ["validate", "render", "guide", "merge", "explain"]  # the others never open a journal
 # (attack, the file it makes hostile, the commands that read that file)
 CASES: dict[str, tuple[Callable[[Path, Path], None], str, list[str]]] = {
     "deep-nesting": (_deep, f"{REPORT}.json", EVERY_FOLDER_READER),
@@ -207,6 +209,9 @@ def test_the_walk_covers_every_command_that_reads_files() -> None:
         # reads a case file and a baseline (YAML, tested in test_cases.py) and the folders
         # it writes this run
         "check",
+        # reads the report folders under OUT/conformance with load_folder, the readers
+        # `matrix --skip-run` and `explain` are walked through here
+        "conformance",
     }
     parser = build_parser()
     commands = next(a for a in parser._actions if a.dest == "command").choices  # type: ignore[union-attr]

@@ -16,7 +16,17 @@ import os
 import sys
 
 from probes import __version__
-from probes.cli import cases, clients, compare, matrix, mock, run, sessions, versions
+from probes.cli import (
+    cases,
+    clients,
+    compare,
+    conformance,
+    matrix,
+    mock,
+    run,
+    sessions,
+    versions,
+)
 from probes.cli.catalogs import catalog_for, load_catalog
 from probes.cli.common import (
     EXIT_CODES,
@@ -57,7 +67,8 @@ __all__ = [
 
 # the order --help lists them in: what a newcomer runs first, then comparing, then the rest
 _COMMANDS = (run.add_run, cases.add_check, mock.add_serve, clients.add_clients, matrix.add_matrix,
-             matrix.add_merge, compare.add_diff, compare.add_mechanisms, versions.add_versions,
+             matrix.add_merge, conformance.add_conformance, conformance.add_explain,
+             compare.add_diff, compare.add_mechanisms, versions.add_versions,
              versions.add_bisect, sessions.add_sessions, run.add_probes, compare.add_validate,
              compare.add_schemas, mock.add_record, compare.add_render, compare.add_guide)
 

@@ -44,7 +44,9 @@ CAPABILITY_FLAGS: dict[str, tuple[str, ...]] = {
 }
 # capabilities of other client kinds that the CLI has no counterpart for
 NOT_CLAUDE_CODE = {"tool_runner": "Claude Code is not the SDK's tool runner",
-                   "threads": "Claude Code does not send message threads"}
+                   "threads": "Claude Code does not send message threads",
+                   "loop_tools": "Claude Code offers its own tools, not the loop driver's "
+                                 "add, fail and read_file"}
 
 
 def run_outside_a_sandbox(argv: list[str]) -> subprocess.CompletedProcess[str]:

@@ -74,8 +74,10 @@ def venv_binary(kind: str, package: str, directory: Path, driver: Path) -> Clien
                         manifest["sha256"])
 
 
-def install_venv(cache: Path, package: str, version: str, entry: EntryFinder) -> Path:
-    """Install ``package==version`` into ``cache/version`` (staged, then moved into place)."""
+def install_venv(cache: Path, package: str, version: str, entry: EntryFinder,
+                 companions: tuple[str, ...] = ()) -> Path:
+    """Install ``package==version`` into ``cache/version`` (staged, then moved into place),
+    with ``companions`` (requirement specs installed beside it, e.g. a model provider)."""
     if (expected := expected_version("pypi", version, exact=True)) is not None:
         raise InstallError(f"{package}=={version}: expected {expected}, found {version!r}")
     directory = install_folder(cache, version)
@@ -86,7 +88,7 @@ def install_venv(cache: Path, package: str, version: str, entry: EntryFinder) ->
                        capture_output=True, timeout=300)
         done = subprocess.run(
             [str(staging / "venv" / "bin" / "python"), "-m", "pip", "install", "--quiet",
-             "--disable-pip-version-check", f"{package}=={version}"],
+             "--disable-pip-version-check", f"{package}=={version}", *companions],
             capture_output=True, text=True, timeout=PIP_TIMEOUT)
         if done.returncode != 0:
             lines = [ln for ln in done.stderr.splitlines() if "WARNING" not in ln]

@@ -8,10 +8,14 @@ from collections.abc import Callable, Mapping
 from probes.clients.agent_sdk import ClaudeAgentSdk
 from probes.clients.base import Client, ClientBinary, ClientKey
 from probes.clients.claude_code import ClaudeCode
+from probes.clients.langgraph_agent import LangGraph
 from probes.clients.npm import InstallError, cache_root
 from probes.clients.plugins import PLUGINS_ENV, load_plugins
+from probes.clients.pydantic_agent import PydanticAi
 from probes.clients.specs import expected_version
 from probes.clients.tool_runner import AnthropicToolRunner
+from probes.clients.ts_tool_runner import TsToolRunner
+from probes.clients.vercel_ai import VercelAi
 
 __all__ = [
     "CLIENT_KINDS",
@@ -34,6 +38,10 @@ CLIENT_KINDS: dict[str, Callable[[], Client]] = {
     "claude-code": ClaudeCode,
     "claude-agent-sdk": ClaudeAgentSdk,
     "anthropic-tool-runner": AnthropicToolRunner,
+    "anthropic-ts-tool-runner": TsToolRunner,
+    "vercel-ai": VercelAi,
+    "pydantic-ai": PydanticAi,
+    "langgraph": LangGraph,
 }
 DEFAULT_KIND = "claude-code"
 SPEC_FORM = "KIND@VERSION"

@@ -39,7 +39,7 @@ CATALOG = "probes.catalog.tool_runner"
 DRIVER = Path(__file__).with_name("tool_runner_driver.py")
 SYSTEM = "You are a calculator agent. Use the tools you are given."
 # what the runner does, and the capabilities of Claude Code it has no counterpart for
-SUPPORTED = frozenset({"run", "max_turns", "tool_runner"})
+SUPPORTED = frozenset({"run", "max_turns", "tool_runner", "loop_tools"})
 WHY_NOT = {"tools": "the runner offers the driver's own tools (add, fail, read_file), not "
                     "Claude Code's", "resume": "a tool runner keeps no sessions",
            "fork": "a tool runner keeps no sessions", "hooks": "a tool runner has no hooks",

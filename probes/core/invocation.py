@@ -29,6 +29,8 @@ CAPABILITIES: Mapping[str, str] = {
     "max_budget_usd": "stops when a spending budget is exhausted",
     "tool_runner": "is the Anthropic SDK's tool runner, with the driver's tools (add, fail, "
                    "read_file)",
+    "loop_tools": "runs its agent loop with the driver's tools (add, fail, read_file) and "
+                  "prints the driver's events (the generic agent-loop catalog)",
     "threads": "continues a conversation as a message thread",
     "streamed_input": "reads user messages and control requests (interrupt, set_model, ...) "
                       "on stdin while a turn runs, and asks the caller for permissions",

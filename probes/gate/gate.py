@@ -34,7 +34,7 @@ from probes.report.schemas import CheckFile
 
 __all__ = ["CHECK_FILE", "CHECK_SCHEMA_VERSION", "EXIT_FAILED", "EXIT_NOTHING_JUDGED", "EXIT_PASSED",
            "OUTCOMES", "GateResult", "GateRow", "Outcome", "RunNote", "UnreadableFolder", "judge",
-           "order_by_version", "write_check"]
+           "order_by_version", "outcome_of", "write_check"]
 
 CHECK_FILE = "check.json"
 CHECK_SCHEMA_VERSION = 1
@@ -189,6 +189,11 @@ def order_by_version(versions: Sequence[str]) -> list[str]:
         return sorted(dict.fromkeys(versions), key=Version)
     except InvalidVersion:
         return list(dict.fromkeys(versions))
+
+
+def outcome_of(verdict_now: str, listed: bool) -> Outcome:
+    """A verdict's outcome at the gate, listed in the baseline or not (the table above)."""
+    return _outcome(verdict_now, listed)
 
 
 def _outcome(verdict_now: str, listed: bool) -> Outcome:

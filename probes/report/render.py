@@ -42,12 +42,14 @@ from probes.report.probe_view import (
     timing_of,
 )
 
-__all__ = ["FOLDER_PAGE", "MATRIX_FILE", "MATRIX_PAGE", "TEXT_LIMIT", "diff_page_path",
-           "render_diff", "render_folder", "render_matrix_page", "write_page"]
+__all__ = ["CONFORMANCE_PAGE", "FOLDER_PAGE", "MATRIX_FILE", "MATRIX_PAGE", "TEXT_LIMIT",
+           "diff_page_path", "render_conformance_page", "render_diff", "render_folder",
+           "render_matrix_page", "write_page"]
 
 FOLDER_PAGE = "evidence.html"
 MATRIX_FILE = "matrix.json"
 MATRIX_PAGE = "matrix.html"
+CONFORMANCE_PAGE = "conformance.html"
 
 
 def _environment() -> Environment:
@@ -115,6 +117,17 @@ def render_matrix_page(path: Path) -> str:
     matrix = _load_matrix(path)
     return _page("matrix.html", matrix=matrix, versions=[v["client"] for v in matrix["versions"]],
                  source=path.name)
+
+
+# ---- the conformance table -------------------------------------------------------------------
+
+def render_conformance_page(path: Path) -> str:
+    """The claims × clients table of a ``conformance.json``, with scores, tiers and the gate."""
+    table = load_json_file(path, "conformance", (1,))
+    if table.get("kind") != "conformance" or "clients" not in table:
+        raise ReportError(f"{path}: not a loopprobe conformance table (expected kind "
+                          "'conformance')")
+    return _page("conformance.html", table=table, source=path.name)
 
 
 # ---- a diff ----------------------------------------------------------------------------------

@@ -37,12 +37,46 @@ from probes.core.safe_read import (
 from probes.report.format import FingerprintFile, Report
 from probes.report.normalise import JOURNAL_VOLATILE, REPORT_JOURNAL_OMITTED
 
-__all__ = ["DESCRIPTIONS", "DIALECT", "KINDS", "REPORT_JOURNAL_VOLATILE", "SCHEMA_DIR",
-           "BisectFile", "CheckFile", "CheckNote", "CheckRow", "CheckUnreadable", "CheckVersion",
-           "CounterfactualCheck", "CounterfactualClaim", "CounterfactualEntry",
-           "CounterfactualsFile", "JournalLine", "MatrixCell", "MatrixClaim", "MatrixFile",
-           "MatrixVersion", "Problem", "SessionCheck", "SessionPair", "SessionSide", "SessionsFile",
-           "TimingFile", "kind_of", "schema", "validate_path", "write_schemas"]
+__all__ = [
+    "DESCRIPTIONS",
+    "DIALECT",
+    "KINDS",
+    "REPORT_JOURNAL_VOLATILE",
+    "SCHEMA_DIR",
+    "BisectFile",
+    "CheckFile",
+    "CheckNote",
+    "CheckRow",
+    "CheckUnreadable",
+    "CheckVersion",
+    "ConformanceCell",
+    "ConformanceClaim",
+    "ConformanceClient",
+    "ConformanceDelta",
+    "ConformanceFile",
+    "ConformanceGateRow",
+    "ConformanceKind",
+    "ConformanceVerdict",
+    "CounterfactualCheck",
+    "CounterfactualClaim",
+    "CounterfactualEntry",
+    "CounterfactualsFile",
+    "JournalLine",
+    "MatrixCell",
+    "MatrixClaim",
+    "MatrixFile",
+    "MatrixVersion",
+    "Problem",
+    "SessionCheck",
+    "SessionPair",
+    "SessionSide",
+    "SessionsFile",
+    "TimingFile",
+    "kind_of",
+    "schema",
+    "validate_path",
+    "write_schemas",
+]
 
 SCHEMA_DIR = Path(__file__).with_name("json_schemas")
 DIALECT = "https://json-schema.org/draft/2020-12/schema"
@@ -225,6 +259,75 @@ class CheckNote(TypedDict):
     detail: str
 
 
+ConformanceVerdict = Literal["confirmed", "contradicted", "differs_from_baseline", "absent", "not_reached",
+                  "not_observable", "not_applicable", "error"]
+
+
+class ConformanceClaim(TypedDict):
+    id: str
+    statement: str
+    citation: str  # where the expectation comes from (the Messages API docs page, a quote)
+
+
+class ConformanceCell(TypedDict):
+    status: ConformanceVerdict
+    reason: str
+    probe: str
+    check: str | None  # the first failing check, when one failed
+
+
+class ConformanceClient(TypedDict):
+    label: str  # kind@version
+    kind: str
+    version: str
+    dir: str  # its folder under conformance/
+    binary_sha256: str
+    entry: str  # the file the SHA-256 is of
+    applicable: int  # claims scored: not not_applicable, not a harness error
+    confirmed: int
+    score: float | None  # confirmed / applicable; None when nothing is applicable
+    tier: Literal["tier 1", "tier 2"] | None  # 100 %; >= 80 %
+    cells: dict[str, ConformanceCell]  # claim id -> its verdict on this client
+
+
+class ConformanceDelta(TypedDict):
+    claim: str
+    oldest: str | None
+    newest: str | None
+    change: str  # probes.core.verdicts.CHANGES
+
+
+class ConformanceKind(TypedDict):
+    kind: str
+    oldest: str
+    newest: str
+    versions: list[str]  # oldest first
+    deltas: list[ConformanceDelta]  # claims whose verdict differs between oldest and newest
+
+
+class ConformanceGateRow(TypedDict):
+    client: str
+    claim: str
+    outcome: Literal["failed", "expected_failure", "stale", "harness_problem", "skipped"]
+    verdict: ConformanceVerdict
+    baseline_reason: str | None
+
+
+class ConformanceFile(TypedDict):
+    """The agent-loop conformance table (probes.gate.conformance)."""
+
+    schema_version: int
+    kind: Literal["conformance"]
+    report: str  # the report each client folder holds
+    claims: list[ConformanceClaim]
+    clients: list[ConformanceClient]  # by kind, oldest version first
+    kinds: list[ConformanceKind]
+    baseline: str | None  # the baseline file given
+    gate: list[ConformanceGateRow]  # every cell that did not pass plainly
+    unused_baseline: list[dict[str, Any]]  # entries that listed no cell judged
+    exit_code: int  # 0 passed, 1 an unlisted failure or a stale entry, 2 nothing judged
+
+
 JournalLine = Annotated[RequestRecord | ResponseEndRecord | JournalNote | BlobRecord,
                         Field(discriminator="type")]
 
@@ -232,6 +335,7 @@ KINDS: dict[str, Any] = {
     "report": Report, "fingerprint": FingerprintFile, "matrix": MatrixFile,
     "timing": TimingFile, "sessions": SessionsFile, "bisect": BisectFile,
     "counterfactuals": CounterfactualsFile, "check": CheckFile,
+    "conformance": ConformanceFile,
     "journal-line": JournalLine, "report-journal-line": JournalLine, "scenario": Scenario,
     "cases": CaseFile,
 }
@@ -246,6 +350,8 @@ DESCRIPTIONS = {
     "bisect": "a bisect result (bisect-<claim>.json)",
     "counterfactuals": "what each counterfactual did on a folder's binary (counterfactuals.json)",
     "check": "what loopprobe check's gate decided per version and expectation (check.json)",
+    "conformance": "the agent-loop conformance table: claims × client versions, scores, tiers, "
+                   "deltas and the baseline gate (conformance.json)",
     "journal-line": "one line of a mock's journal (JSONL, one record per line)",
     "report-journal-line": "one line of a report's journal (<report>.journal.jsonl): the "
                            "mock's record with its probe, timing fields \"$VOLATILE\"",
@@ -312,7 +418,7 @@ def kind_of(path: Path, data: Any) -> str | None:
         return "timing"
     if not isinstance(data, dict):
         return None
-    if data.get("kind") in ("fingerprint", "matrix", "counterfactuals", "check"):
+    if data.get("kind") in ("fingerprint", "matrix", "counterfactuals", "check", "conformance"):
         return str(data["kind"])
     if "report" in data and "claims" in data:
         return "report"
