@@ -189,9 +189,11 @@ def _gunzip(data: bytes, path: Path) -> bytes:
 
 
 def read_journal(path: Path, *, within: Path | None = None) -> bytes:
-    """A journal's bytes, plain (``.jsonl``) or gzipped (``.gz``), bounded both ways."""
+    """A journal's bytes, plain (``.jsonl``) or gzipped (``.gz``), bounded both ways; blob
+    lines moved to a shared store put back (``probes.core.blob_store``)."""
+    from probes.core.blob_store import restore_blobs  # it reads through this module
     data = read_bytes(path, limit=MAX_JOURNAL_BYTES, within=within)
-    return _gunzip(data, path) if path.name.endswith(".gz") else data
+    return restore_blobs(path, _gunzip(data, path) if path.name.endswith(".gz") else data)
 
 
 def read_yaml(path: Path, *, within: Path | None = None) -> Any:
