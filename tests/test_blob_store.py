@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from probes.core.blob_store import SIDECAR_SUFFIX, store_blobs
+from probes.core.blob_store import store_blobs
+from probes.core.safe_read import BLOB_SIDECAR_SUFFIX as SIDECAR_SUFFIX
 from probes.core.safe_read import ReadRefused, read_journal
 from probes.report.diff import diff_directories
 from probes.report.format import read_journal_lines

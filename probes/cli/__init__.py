@@ -3,8 +3,8 @@
 ``common`` (exit codes, the one-line input error, progress, output paths), ``catalogs``
 (``--catalog``, ``--report``, ``--probe``), ``suite`` (one suite run); then the commands:
 ``run`` (run, probes), ``matrix`` (matrix, merge), ``versions`` (versions, bisect),
-``sessions``, ``clients``, ``mock`` (serve, record), ``compare`` (diff, render, mechanisms,
-guide, validate, schemas).
+``almanac`` (build, merge, publish), ``sessions``, ``clients``, ``mock`` (serve, record),
+``compare`` (diff, render, mechanisms, guide, validate, schemas).
 
 May import: every package of ``probes`` (the top floor); nothing imports it.
 """
@@ -16,7 +16,7 @@ import os
 import sys
 
 from probes import __version__
-from probes.cli import cases, clients, compare, matrix, mock, run, sessions, versions
+from probes.cli import almanac, cases, clients, compare, matrix, mock, run, sessions, versions
 from probes.cli.catalogs import catalog_for, load_catalog
 from probes.cli.common import (
     EXIT_CODES,
@@ -58,8 +58,9 @@ __all__ = [
 # the order --help lists them in: what a newcomer runs first, then comparing, then the rest
 _COMMANDS = (run.add_run, cases.add_check, mock.add_serve, clients.add_clients, matrix.add_matrix,
              matrix.add_merge, compare.add_diff, compare.add_mechanisms, versions.add_versions,
-             versions.add_bisect, sessions.add_sessions, run.add_probes, compare.add_validate,
-             compare.add_schemas, mock.add_record, compare.add_render, compare.add_guide)
+             versions.add_bisect, almanac.add_almanac, sessions.add_sessions, run.add_probes,
+             compare.add_validate, compare.add_schemas, mock.add_record, compare.add_render,
+             compare.add_guide)
 
 
 # set, an unexpected exception escapes with its traceback instead of the one-line report

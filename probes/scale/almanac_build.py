@@ -63,7 +63,8 @@ def _reports(folder: Path) -> list[dict[str, Any]]:
 
 def cells_from_folder(folder: Path, claims_of: Mapping[str, Sequence[str]],
                       probes: Sequence[str]) -> dict[str, dict[str, Any]]:
-    """Per probe run into ``folder``: its claims' verdicts and its checks' statuses; a claim
+    """Per probe run into ``folder``: its claims' verdicts and, per claim, its checks'
+    statuses; a claim
     no report holds is ``error`` (the harness did not finish it)."""
     statuses: dict[str, str] = {}
     checks: dict[str, dict[str, str]] = {}
@@ -74,8 +75,8 @@ def cells_from_folder(folder: Path, claims_of: Mapping[str, Sequence[str]],
             if check.get("claim"):
                 checks.setdefault(check["claim"], {})[check["id"]] = str(check.get("status"))
     return {probe: {"claims": {c: statuses.get(c, "error") for c in claims_of[probe]},
-                    "checks": {k: v for c in claims_of[probe]
-                               for k, v in sorted(checks.get(c, {}).items())}}
+                    "checks": {c: dict(sorted(checks.get(c, {}).items()))
+                               for c in claims_of[probe]}}
             for probe in probes}
 
 
@@ -162,8 +163,7 @@ def build(state: AlmanacState, versions: Sequence[str], claims_of: Mapping[str, 
                 stats.batches += 1
                 stats.probe_runs += len(probes)
                 stats.versions.add(version)
-                where = str(folder.relative_to(state.folder)) if folder.is_relative_to(
-                    state.folder) else str(folder)
+                where = str(folder.relative_to(work))
                 common = {"version": version, "binary_sha256": binary, "folder": where}
                 if screen:
                     stats.screens += 1

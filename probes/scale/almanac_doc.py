@@ -1,0 +1,246 @@
+"""``almanac.json``: what a complete almanac build found, and its witnesses.
+
+``publish`` asks the search once over the build's range: while any run is still needed it
+refuses (``PublishError``), so a half-built almanac is never written. Otherwise it writes,
+per claim, the ranges of each verdict with the versions actually probed in them, every
+change point with both sides, the kind and name of the change and the checks that flipped,
+and per version its binary's SHA-256 and screen; the published 2.x versions outside the
+range are listed as not built. Evidence folders are copied only for the two sides of each
+change and the range's two ends (anchors), their journals' blobs moved into one store
+shared by all of them (``probes.core.blob_store``).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from probes import __version__
+from probes.core.blob_store import store_blobs
+from probes.core.files import write_json
+from probes.core.probe import ReportSpec
+from probes.core.verdicts import claim_change
+from probes.scale.almanac_search import grid_indices, search
+from probes.scale.almanac_state import AlmanacState
+from probes.scale.bisect import transition_kind
+
+__all__ = ["ALMANAC_FILE", "ALMANAC_SCHEMA_VERSION", "DEFAULT_GRID", "DEFAULT_SCREEN",
+           "GUARANTEE", "WITNESS_DIR", "PublishError", "almanac_text", "publish"]
+
+ALMANAC_FILE = "almanac.json"
+ALMANAC_SCHEMA_VERSION = 1
+WITNESS_DIR = "almanac"  # <out>/almanac/witnesses/<version>/<run>/, <out>/almanac/blobs/
+DEFAULT_GRID = 8
+DEFAULT_SCREEN = "tool-result-resume"
+GUARANTEE = ("Every change of a claim's verdict between two adjacent releases of the range is "
+             "located, unless the verdict it brings changes again fewer than `grid` releases "
+             "later and the screen fingerprint moves at neither change. Each located change "
+             "was run again on both sides in a fresh sandbox; one that did not reproduce is "
+             "flaky, with both outcomes, never a change.")
+
+
+class PublishError(ValueError):
+    """The state does not make a complete almanac (said in one line)."""
+
+
+def _areas(catalog: Sequence[ReportSpec]) -> dict[str, tuple[str, str]]:
+    """claim -> (report name, statement)."""
+    return {claim.id: (spec.name, claim.statement) for spec in catalog
+            for probe in spec.probes for claim in probe.claims}
+
+
+def _not_built(published: Sequence[str], covered: Sequence[str]) -> list[dict[str, Any]]:
+    """The runs of published 2.x versions outside ``covered``."""
+    inside = set(covered)
+    runs: list[dict[str, Any]] = []
+    previous_out = False
+    for version in published:
+        if not version.startswith("2."):
+            continue
+        if version in inside:
+            previous_out = False
+            continue
+        if previous_out:
+            runs[-1]["last"] = version
+            runs[-1]["count"] += 1
+        else:
+            runs.append({"first": version, "last": version, "count": 1})
+        previous_out = True
+    return runs
+
+
+def _flipped(state: AlmanacState, probe: str, claim: str, before: str,
+             after: str) -> list[dict[str, Any]]:
+    """The checks of ``claim`` whose status differs between the two sides."""
+    a = state.runs(before, probe)[0].get("checks", {}).get(claim, {})
+    b = state.runs(after, probe)[0].get("checks", {}).get(claim, {})
+    return [{"id": check, "before": a.get(check, "missing"), "after": b.get(check, "missing")}
+            for check in sorted(set(a) | set(b)) if a.get(check) != b.get(check)]
+
+
+def _copy_witness(state: AlmanacState, work: Path, out: Path, version: str,
+                  folders: set[str], say: Callable[[str], None]) -> str | None:
+    """Copy ``folders`` (the runs' report folders) of ``version`` to the witnesses; the
+    witness's path relative to ``out``, None when no folder is there to copy."""
+    target = out / WITNESS_DIR / "witnesses" / version
+    store = out / WITNESS_DIR / "blobs"
+    copied = False
+    for folder in sorted(folders):
+        source = work / folder  # the run's folder, relative to the build's --work
+        destination = target / Path(folder).name
+        if destination.is_dir():
+            copied = True  # published before: kept as it is
+            continue
+        if not source.is_dir():
+            say(f"almanac: the report folder {folder} of {version} is not in {work}: "
+                "its witness is missing")
+            continue
+        shutil.copytree(source, destination, ignore=shutil.ignore_patterns("*.html"))
+        for journal in sorted(destination.glob("*.journal.jsonl*")):
+            if not journal.name.endswith(".blobs"):
+                store_blobs(journal, store)
+        copied = True
+    return str(target.relative_to(out)) if copied else None
+
+
+def publish(state: AlmanacState, work: Path, out: Path, published: Sequence[str], until: str,
+            catalog: Sequence[ReportSpec], *, start: str | None = None,
+            say: Callable[[str], None] = lambda _: None) -> Path:
+    """Write ``<out>/almanac.json`` and the witnesses, or raise ``PublishError``."""
+    build = state.build()
+    if build is None:
+        raise PublishError(f"{state.folder}: no almanac build there")
+    since, grid = build["since"], int(build["grid"])
+    claims_of: Mapping[str, Sequence[str]] = build["claims"]
+    if since not in published or until not in published:
+        raise PublishError(f"{since}–{until}: not published versions")
+    versions = list(published[published.index(since):published.index(until) + 1])
+    if start:  # only the grid intervals from start on: the rest is not built
+        if start not in versions:
+            raise PublishError(f"--from {start}: not a version of {since}–{until}")
+        versions = versions[max(i for i in grid_indices(len(versions), grid)
+                                if i <= versions.index(start)):]
+    result = search(versions, claims_of, grid, state.cell, state.screen)
+    if not result.complete:
+        first = result.needs[0]
+        raise PublishError(f"{len(result.needs)} run(s) still needed over {since}–{until} "
+                           f"(first: {first.probe or 'the screen'} on {first.version}); "
+                           "run almanac build to go on")
+    areas = _areas(catalog)
+    claims = result.claims(claims_of)
+    witnesses: dict[str, set[str]] = {}
+    for claim in claims:
+        for change in claim["changes"]:
+            for side in ("before", "after"):
+                runs = state.runs(change[side], claim["probe"]) or \
+                    state.runs(change[side], claim["probe"], 2)
+                witnesses.setdefault(change[side], set()).update(
+                    str(r["folder"]) for r in runs[:1])
+    for anchor in (versions[0], versions[-1]):
+        witnesses.setdefault(anchor, set()).update(
+            str(r["folder"]) for probe in claims_of for r in state.runs(anchor, probe)[:1])
+    paths = {version: _copy_witness(state, work, out, version, folders, say)
+             for version, folders in sorted(witnesses.items())}
+    for claim in claims:
+        area, statement = areas.get(claim["id"], ("", ""))
+        claim["area"], claim["statement"] = area, statement
+        introduced = None
+        for change in claim["changes"]:
+            change["kind"] = transition_kind(change["from"], change["to"])
+            change["change"] = claim_change(change["from"], change["to"])
+            change["verified"] = change["located"]
+            change["flipped_checks"] = _flipped(state, claim["probe"], claim["id"],
+                                                change["before"], change["after"]) \
+                if change["located"] else []
+            change["witnesses"] = {"before": paths.get(change["before"]),
+                                   "after": paths.get(change["after"])}
+            if change["change"] == "introduced" and introduced is None:
+                introduced = change["after"]
+        claim["introduced"] = introduced
+    binaries = state.binaries()
+    probed = {v: sorted(p for p in claims_of if state.cell(v, p, 1)) for v in versions}
+    document: dict[str, Any] = {
+        "schema_version": ALMANAC_SCHEMA_VERSION, "kind": "almanac",
+        "generator": f"loopprobe {__version__}", "client": build["client"],
+        "method": {"grid": grid, "screen_probe": build["screen_probe"],
+                   "grid_versions": [versions[i] for i in result.grid],
+                   "guarantee": GUARANTEE},
+        "range": {"first": versions[0], "last": versions[-1], "count": len(versions)},
+        "not_built": _not_built(published, versions),
+        "versions": [{"version": v, "binary_sha256": binaries.get(v, ""),
+                      "screen": state.screen(v) or "", "probes_run": len(probed[v]),
+                      "witness": paths.get(v)} for v in versions],
+        "claims": claims,
+        "cost": _cost(state.folder),
+    }
+    path = out / ALMANAC_FILE
+    write_json(path, document)
+    _write_text(out, document)
+    return path
+
+
+def _cost(folder: Path) -> dict[str, Any]:
+    total: dict[str, Any] = {"builds": 0, "suite_runs": 0, "probe_runs": 0, "screens": 0,
+                             "installs": 0, "wall_s": 0.0}
+    path = folder / "costs.jsonl"
+    for line in path.read_text().splitlines() if path.is_file() else []:
+        try:
+            entry = json.loads(line)
+        except ValueError:
+            continue
+        total["builds"] += 1
+        for key in ("suite_runs", "probe_runs", "screens", "installs"):
+            total[key] += int(entry.get(key, 0))
+        total["wall_s"] = round(total["wall_s"] + float(entry.get("wall_s", 0)), 1)
+    return total
+
+
+_MARK_START, _MARK_END = "<!-- almanac: start -->", "<!-- almanac: end -->"
+
+
+def almanac_text(document: Mapping[str, Any]) -> str:
+    """The compact text form: per claim its ranges, each change and where it is located."""
+    first, last = document["range"]["first"], document["range"]["last"]
+    out = [_MARK_START, "## Almanac: every release of a range", "",
+           f"{document['client']} {first}–{last} ({document['range']['count']} published "
+           f"versions; grid {document['method']['grid']}, screen "
+           f"`{document['method']['screen_probe']}`; `almanac.json`, `loopprobe render "
+           "reports/almanac.json`). Ranges hold a verdict on every version in them, probed "
+           "on the versions counted; → marks a change located to adjacent releases and "
+           "re-verified.", ""]
+    not_built = sum(r["count"] for r in document["not_built"])
+    if not_built:
+        out += [f"Not built yet: {not_built} published 2.x versions ("
+                + ", ".join(f"{r['first']}–{r['last']}" if r["first"] != r["last"]
+                            else r["first"] for r in document["not_built"]) + ").", ""]
+    for claim in document["claims"]:
+        parts = []
+        for segment in claim["segments"]:
+            span = segment["first"] if segment["first"] == segment["last"] else \
+                f"{segment['first']}–{segment['last']}"
+            verdict = segment["verdict"]
+            if "outcomes" in segment:
+                verdict += f" ({' / '.join(segment['outcomes'])})"
+            parts.append(f"{span} {verdict} [{len(segment['probed'])} probed]")
+        changes = [f"{c['kind'] or 'change'}: {c['change']} in **{c['after']}**"
+                   + ("" if c["located"] else f" (somewhere in {c['before']}–{c['after']})")
+                   for c in claim["changes"]]
+        out.append(f"- `{claim['id']}`: " + " · ".join(parts)
+                   + (f" — {'; '.join(changes)}" if changes else ""))
+    return "\n".join([*out, _MARK_END]) + "\n"
+
+
+def _write_text(out: Path, document: Mapping[str, Any]) -> None:
+    """Put the text form in ``<out>/MATRIX.md`` between its marks (replacing an earlier one)."""
+    path = out / "MATRIX.md"
+    text = path.read_text() if path.is_file() else ""
+    block = almanac_text(document)
+    if _MARK_START in text and _MARK_END in text:
+        head, rest = text.split(_MARK_START, 1)
+        text = head + block + rest.split(_MARK_END, 1)[1].lstrip("\n")
+    else:
+        text = text.rstrip("\n") + ("\n\n" if text else "") + block
+    path.write_text(text)
