@@ -1,7 +1,7 @@
 """An almanac build's state on disk: every run it finished, one JSON line each.
 
 ``<state>/build.json`` holds what the build is (client, grid, screen probe, the claims of each
-probe); ``<state>/cells/<version>.jsonl`` one line per run finished on that version: a screen
+probe); ``<state>/cells/<version>.runs.jsonl`` one line per run finished on that version: a screen
 (``{"screen": digest}``) or a probe's verdicts (``{"probe", "attempt", "claims", "checks"}``),
 with the binary's SHA-256 and the report folder it came from. A line is appended in one
 write and synced when its run is over, so an interrupted build (even ``kill -9``) loses at
@@ -22,9 +22,10 @@ from typing import Any
 from probes.core.files import write_json
 from probes.core.safe_read import read_bytes, read_json
 
-__all__ = ["BUILD_FILE", "AlmanacState", "StateError", "merge_states"]
+__all__ = ["BUILD_FILE", "RUNS_SUFFIX", "AlmanacState", "StateError", "merge_states"]
 
 BUILD_FILE = "build.json"
+RUNS_SUFFIX = ".runs.jsonl"  # validated as almanac-run lines (probes.report.schemas)
 _CELLS = "cells"
 
 
@@ -84,7 +85,7 @@ class AlmanacState:
         line = json.dumps(dict(record), sort_keys=True, ensure_ascii=False)
         if not self._take(line):
             return
-        path = self.folder / _CELLS / f"{record['version']}.jsonl"
+        path = self.folder / _CELLS / f"{record['version']}{RUNS_SUFFIX}"
         path.parent.mkdir(parents=True, exist_ok=True)
         descriptor = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         try:
