@@ -201,7 +201,7 @@ def _locked(path: str | None) -> Iterator[None]:
 
 
 def _record_cost(state_dir: Path, entry: dict[str, Any]) -> None:
-    with (state_dir / "costs.jsonl").open("a") as handle:
+    with (state_dir / "costs.ndjson").open("a") as handle:
         handle.write(json.dumps(entry, sort_keys=True) + "\n")
 
 
@@ -244,9 +244,9 @@ def cmd_almanac_merge(args: argparse.Namespace) -> int:
     except StateError as error:
         raise HarnessInputError(str(error)) from None
     for source in sources:
-        costs = source / "costs.jsonl"
+        costs = source / "costs.ndjson"
         if costs.is_file():
-            with (out / "costs.jsonl").open("a") as handle:
+            with (out / "costs.ndjson").open("a") as handle:
                 handle.write(costs.read_text())
     say(f"almanac: merged {len(sources)} state(s) into {out}: {len(merged.screens)} "
         f"screen(s), {sum(len(r) for r in merged.cells.values())} probe run(s)")

@@ -185,7 +185,7 @@ def publish(state: AlmanacState, work: Path, out: Path, published: Sequence[str]
 def _cost(folder: Path) -> dict[str, Any]:
     total: dict[str, Any] = {"builds": 0, "suite_runs": 0, "probe_runs": 0, "screens": 0,
                              "installs": 0, "wall_s": 0.0}
-    path = folder / "costs.jsonl"
+    path = folder / "costs.ndjson"
     for line in path.read_text().splitlines() if path.is_file() else []:
         try:
             entry = json.loads(line)
