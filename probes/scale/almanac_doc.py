@@ -81,14 +81,29 @@ def _flipped(state: AlmanacState, probe: str, claim: str, before: str,
             for check in sorted(set(a) | set(b)) if a.get(check) != b.get(check)]
 
 
-def _copy_witness(state: AlmanacState, work: Path, out: Path, version: str,
-                  folders: set[str], say: Callable[[str], None]) -> str | None:
-    """Copy ``folders`` (the runs' report folders) of ``version`` to the witnesses; the
-    witness's path relative to ``out``, None when no folder is there to copy."""
+def _reports_of(folder: Path, probes: set[str] | None) -> set[str]:
+    """The names of the reports in ``folder`` holding one of ``probes`` (None: every one)."""
+    names = set()
+    for path in folder.glob("*.json"):
+        try:
+            data = json.loads(path.read_text())
+        except ValueError:
+            continue
+        if isinstance(data, dict) and "report" in data and "claims" in data and (
+                probes is None or any(p.get("name") in probes for p in data.get("probes", []))):
+            names.add(str(data["report"]))
+    return names
+
+
+def _copy_witness(work: Path, out: Path, version: str, folders: Mapping[str, set[str] | None],
+                  say: Callable[[str], None]) -> str | None:
+    """Copy the reports of ``folders`` (a run's folder -> the probes to keep the reports of;
+    None: all) to the witnesses; the witness's path relative to ``out``, None when no folder
+    is there to copy."""
     target = out / WITNESS_DIR / "witnesses" / version
     store = out / WITNESS_DIR / "blobs"
     copied = False
-    for folder in sorted(folders):
+    for folder, probes in sorted(folders.items()):
         source = work / folder  # the run's folder, relative to the build's --work
         destination = target / Path(folder).name
         if destination.is_dir():
@@ -98,10 +113,14 @@ def _copy_witness(state: AlmanacState, work: Path, out: Path, version: str,
             say(f"almanac: the report folder {folder} of {version} is not in {work}: "
                 "its witness is missing")
             continue
-        shutil.copytree(source, destination, ignore=shutil.ignore_patterns("*.html"))
+        reports = _reports_of(source, probes)
+        destination.mkdir(parents=True)
+        for path in sorted(source.iterdir()):
+            whole = probes is None and path.is_file() and not path.name.endswith(".html")
+            if whole or path.name.split(".")[0] in reports:
+                shutil.copy2(path, destination / path.name)
         for journal in sorted(destination.glob("*.journal.jsonl*")):
-            if not journal.name.endswith(".blobs"):
-                store_blobs(journal, store)
+            store_blobs(journal, store)
         copied = True
     return str(target.relative_to(out)) if copied else None
 
@@ -131,18 +150,22 @@ def publish(state: AlmanacState, work: Path, out: Path, published: Sequence[str]
                            "run almanac build to go on")
     areas = _areas(catalog)
     claims = result.claims(claims_of)
-    witnesses: dict[str, set[str]] = {}
+    # version -> run folder -> the probes whose reports are kept (None: the whole folder)
+    witnesses: dict[str, dict[str, set[str] | None]] = {}
+    for anchor in (versions[0], versions[-1]):
+        for probe in claims_of:
+            for run in state.runs(anchor, probe)[:1]:
+                witnesses.setdefault(anchor, {})[str(run["folder"])] = None
     for claim in claims:
         for change in claim["changes"]:
             for side in ("before", "after"):
                 runs = state.runs(change[side], claim["probe"]) or \
                     state.runs(change[side], claim["probe"], 2)
-                witnesses.setdefault(change[side], set()).update(
-                    str(r["folder"]) for r in runs[:1])
-    for anchor in (versions[0], versions[-1]):
-        witnesses.setdefault(anchor, set()).update(
-            str(r["folder"]) for probe in claims_of for r in state.runs(anchor, probe)[:1])
-    paths = {version: _copy_witness(state, work, out, version, folders, say)
+                for run in runs[:1]:
+                    kept = witnesses.setdefault(change[side], {})
+                    if kept.get(str(run["folder"]), set()) is not None:
+                        kept.setdefault(str(run["folder"]), set()).add(claim["probe"])  # type: ignore[union-attr]
+    paths = {version: _copy_witness(work, out, version, folders, say)
              for version, folders in sorted(witnesses.items())}
     for claim in claims:
         area, statement = areas.get(claim["id"], ("", ""))
