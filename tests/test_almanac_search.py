@@ -249,3 +249,12 @@ def test_build_counts_its_runs(tmp_path: Path) -> None:
     assert stats.screens == len(VERSIONS)
     assert stats.batches == len(VERSIONS)  # grid versions' probes run with their screen
     assert stats.probe_runs == len(VERSIONS) + len(grid) * (len(CLAIMS) - 1)
+
+
+def test_a_probe_whose_claims_changed_is_run_again(tmp_path: Path) -> None:
+    state, result = _run(tmp_path, Truth(_verdict_changes({})))
+    assert result.complete
+    changed = {**CLAIMS, "p-a": ["claim.a", "claim.a2"]}
+    again = search(VERSIONS, changed, 8, state.cell, state.screen)
+    assert {n.probe for n in again.needs} == {"p-a"}
+    assert len(again.needs) == len(grid_indices(len(VERSIONS), 8))

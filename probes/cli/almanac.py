@@ -70,11 +70,11 @@ def _range(client: Any, since: str | None, until: str | None) -> list[str]:
     return published[low:high + 1]
 
 
-def _identity(client: str, since: str, grid: int, screen: str,
-              catalog: tuple[ReportSpec, ...]) -> dict[str, Any]:
-    """What a build is: its state may be resumed, merged and extended only as the same."""
-    return {"client": client, "since": since, "grid": grid, "screen_probe": screen,
-            "claims": claims_of(catalog)}
+def _identity(client: str, since: str, grid: int, screen: str) -> dict[str, Any]:
+    """What a build is: its state may be resumed, merged and extended only as the same. The
+    catalog is not part of it: a run counts only for a probe making the same claims
+    (``probes.scale.almanac_search``), so a new probe is built on, a changed one rebuilt."""
+    return {"client": client, "since": since, "grid": grid, "screen_probe": screen}
 
 
 def cmd_almanac_build(args: argparse.Namespace) -> int:
@@ -98,7 +98,7 @@ def cmd_almanac_build(args: argparse.Namespace) -> int:
     versions = _range(client, args.since, args.until)
     state = AlmanacState(state_dir)
     try:
-        state.start(_identity(client.name, versions[0], args.grid, args.screen_probe, catalog))
+        state.start(_identity(client.name, versions[0], args.grid, args.screen_probe))
     except StateError as error:
         raise HarnessInputError(str(error)) from None
     searched = _from(versions, args.grid, args.start)

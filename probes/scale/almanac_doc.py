@@ -133,7 +133,9 @@ def publish(state: AlmanacState, work: Path, out: Path, published: Sequence[str]
     if build is None:
         raise PublishError(f"{state.folder}: no almanac build there")
     since, grid = build["since"], int(build["grid"])
-    claims_of: Mapping[str, Sequence[str]] = build["claims"]
+    claims_of: Mapping[str, Sequence[str]] = {probe.name: [c.id for c in probe.claims]
+                                              for spec in catalog for probe in spec.probes} \
+        or build.get("claims") or {}
     if since not in published or until not in published:
         raise PublishError(f"{since}–{until}: not published versions")
     versions = list(published[published.index(since):published.index(until) + 1])

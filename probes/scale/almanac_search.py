@@ -112,6 +112,14 @@ def _single(runs: Sequence[Outcome] | None) -> tuple[Outcome | None, bool]:
     return first, any(dict(r) != first for r in runs[1:])
 
 
+def _runs(cell: CellLookup, version: str, probe: str, attempt: int,
+          claims: Sequence[str]) -> list[Outcome] | None:
+    """The runs of a cell that count: those of the probe as it is now (the same claims), so a
+    probe whose claims changed is run again and a new probe is built on."""
+    found = [r for r in cell(version, probe, attempt) or () if set(r) == set(claims)]
+    return found or None
+
+
 def _has_error(outcome: Outcome) -> bool:
     return not outcome or any(status == _ERROR for status in outcome.values())
 
@@ -136,15 +144,15 @@ def search(versions: Sequence[str], claims_of: Mapping[str, Sequence[str]], grid
         if a is not None and b is not None and (a != b or SCREEN_ERROR in (a, b)):
             points.update((index - 1, index))
     states: dict[str, ProbeState] = {}
-    for probe in claims_of:
+    for probe, claims in claims_of.items():
         state = states[probe] = ProbeState()
         for index, version in enumerate(versions):
-            first, split = _single(cell(version, probe, 1))
+            first, split = _single(_runs(cell, version, probe, 1, claims))
             if first is None:
                 if index in points:
                     needs.append(Need(version, probe))
                 continue
-            again, split_again = _single(cell(version, probe, 2))
+            again, split_again = _single(_runs(cell, version, probe, 2, claims))
             if split or split_again or (again is not None and dict(again) != first):
                 state.flaky[index] = [first, *([again] if again is not None else [])]
             elif _has_error(first):
@@ -153,7 +161,8 @@ def search(versions: Sequence[str], claims_of: Mapping[str, Sequence[str]], grid
                 state.probed[index] = first
                 if again is not None:
                     state.verified.add(index)
-        needs += _next_runs(versions, probe, state, cell)
+        tried = {i for i, v in enumerate(versions) if _runs(cell, v, probe, 1, claims)}
+        needs += _next_runs(versions, probe, state, tried)
     return SearchResult(versions, sorted(set(needs), key=_order(versions)), states, screens,
                         sorted(points))
 
@@ -164,13 +173,13 @@ def _order(versions: Sequence[str]) -> Callable[[Need], tuple[int, int, str]]:
 
 
 def _next_runs(versions: Sequence[str], probe: str, state: ProbeState,
-               cell: CellLookup) -> list[Need]:
+               tried: set[int]) -> list[Need]:
     needs: list[Need] = []
     known = sorted(state.probed)
     for low, high in pairwise(known):
         if dict(state.probed[low]) == dict(state.probed[high]):
             continue
-        untried = [i for i in range(low + 1, high) if cell(versions[i], probe, 1) is None]
+        untried = [i for i in range(low + 1, high) if i not in tried]
         if untried:
             middle = (low + high) // 2
             pick = min(untried, key=lambda i: (abs(i - middle), i))

@@ -56,7 +56,7 @@ class AlmanacState:
         if found is None:
             write_json(self.folder / BUILD_FILE, dict(build))
             return
-        differs = sorted(k for k in set(found) | set(build) if found.get(k) != build.get(k))
+        differs = sorted(k for k in build if found.get(k) != build.get(k))
         if differs:
             raise StateError(f"{self.folder}: a build with other {', '.join(differs)} "
                              f"(found {', '.join(f'{k}={found.get(k)!r}' for k in differs)}"
