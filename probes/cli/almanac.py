@@ -299,7 +299,7 @@ def add_almanac(commands: Any) -> None:
     built.add_argument("--out", default="reports",
                        help="where almanac.json and the witnesses go (default: %(default)s)")
     built.add_argument("--no-publish", action="store_true", help="do not publish when complete")
-    built.add_argument("--lock", metavar="FILE", help="hold an exclusive lock on FILE during "
+    built.add_argument("--lock", metavar="LOCKFILE", help="hold an exclusive lock on LOCKFILE during "
                        "each suite run (a machine shared with other client runs)")
     built.add_argument("--no-sandbox", action="store_true", help=NO_SANDBOX_HELP)
     built.add_argument("-j", "--jobs", type=int, help=JOBS_HELP)
