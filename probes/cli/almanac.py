@@ -121,7 +121,7 @@ def cmd_almanac_build(args: argparse.Namespace) -> int:
 
     def run_batch(version: str, probes: list[str], folder: Path) -> str:
         before = {b.version for b in client.installed()}
-        with _locked(args.lock):
+        with _locked(args.lock, stats):
             code = run_suite((client, version), folder, catalog=catalog, probe=probes,
                              no_sandbox=args.no_sandbox, jobs=min(count, len(probes)),
                              compress_journals=True)
@@ -186,14 +186,16 @@ def _from(versions: list[str], grid: int, start: str | None) -> list[str]:
 
 
 @contextmanager
-def _locked(path: str | None) -> Iterator[None]:
+def _locked(path: str | None, stats: BuildStats) -> Iterator[None]:
     """Hold an exclusive lock on ``path`` (shared with other users of the machine's cores)
-    for one suite run, so a build of hours never holds it for long."""
+    for one suite run, so a build of hours never holds it for long; the wait is counted."""
     if not path:
         yield
         return
     with open(path, "a") as handle:
+        began = time.monotonic()
         fcntl.flock(handle, fcntl.LOCK_EX)
+        stats.waited += time.monotonic() - began
         try:
             yield
         finally:

@@ -296,12 +296,12 @@ class AlmanacMethod(TypedDict):
 
 
 class AlmanacCost(TypedDict):
-    builds: int
+    builds: int  # builds that ended (a killed one's runs count, its installs do not)
     suite_runs: int
     probe_runs: int
     screens: int
     installs: int
-    wall_s: float
+    wall_s: float  # seconds of the suite runs that recorded it, without lock waits
 
 
 class AlmanacFile(TypedDict):
@@ -330,6 +330,8 @@ class AlmanacRun(TypedDict):
     attempt: NotRequired[int]
     claims: NotRequired[dict[str, _VERDICT]]
     checks: NotRequired[dict[str, dict[str, str]]]
+    batch_s: NotRequired[float]  # the suite run it came from: seconds (no lock wait), probes
+    batch_probes: NotRequired[int]
 
 
 JournalLine = Annotated[RequestRecord | ResponseEndRecord | JournalNote | BlobRecord,

@@ -42,11 +42,12 @@ class BuildStats:
     screens: int = 0
     versions: set[str] = field(default_factory=set)
     seconds: float = 0.0
+    waited: float = 0.0  # seconds a RunBatch spent waiting for a shared lock (it adds them)
 
     def to_json(self) -> dict[str, Any]:
         return {"suite_runs": self.batches, "probe_runs": self.probe_runs,
                 "screens": self.screens, "versions_run": len(self.versions),
-                "wall_s": round(self.seconds, 1)}
+                "wall_s": round(self.seconds, 1), "lock_wait_s": round(self.waited, 1)}
 
 
 def _reports(folder: Path) -> list[dict[str, Any]]:
@@ -159,12 +160,16 @@ def build(state: AlmanacState, versions: Sequence[str], claims_of: Mapping[str, 
                 folder = _folder(work, version, attempt)
                 say(f"almanac: {version} attempt {attempt}: "
                     f"{'screen + ' if screen else ''}{len(probes)} probe(s)")
+                began, waited = time.monotonic(), stats.waited
                 binary = run_batch(version, probes, folder)
+                # how long the runs took, without waiting for the machine
+                took = round(time.monotonic() - began - (stats.waited - waited), 1)
                 stats.batches += 1
                 stats.probe_runs += len(probes)
                 stats.versions.add(version)
                 where = str(folder.relative_to(work))
-                common = {"version": version, "binary_sha256": binary, "folder": where}
+                common = {"version": version, "binary_sha256": binary, "folder": where,
+                          "batch_s": took, "batch_probes": len(probes)}
                 if screen:
                     stats.screens += 1
                     state.add({**common, "screen": screen_digest(folder, screen_probe)})

@@ -199,7 +199,7 @@ def publish(state: AlmanacState, work: Path, out: Path, published: Sequence[str]
                       "screen": state.screen(v) or "", "probes_run": len(probed[v]),
                       "witness": paths.get(v)} for v in versions],
         "claims": claims,
-        "cost": _cost(state.folder),
+        "cost": _cost(state),
     }
     path = out / ALMANAC_FILE
     write_json(path, document)
@@ -207,19 +207,26 @@ def publish(state: AlmanacState, work: Path, out: Path, published: Sequence[str]
     return path
 
 
-def _cost(folder: Path) -> dict[str, Any]:
-    total: dict[str, Any] = {"builds": 0, "suite_runs": 0, "probe_runs": 0, "screens": 0,
-                             "installs": 0, "wall_s": 0.0}
-    path = folder / "costs.ndjson"
+def _cost(state: AlmanacState) -> dict[str, Any]:
+    """What the builds cost, from the runs themselves (so a build killed mid-way counts):
+    suite runs (distinct report folders), probe runs, screens and their seconds; installs
+    and builds from each build's ``costs.ndjson`` line (written when a build ends)."""
+    records = [*state.screens.values(), *(r for rs in state.cells.values() for r in rs)]
+    batches: dict[str, float] = {}
+    for record in records:
+        batches[str(record.get("folder"))] = float(record.get("batch_s", 0.0))
+    total: dict[str, Any] = {
+        "builds": 0, "suite_runs": len(batches), "screens": len(state.screens),
+        "probe_runs": sum(len(runs) for runs in state.cells.values()), "installs": 0,
+        "wall_s": round(sum(batches.values()), 1)}
+    path = state.folder / "costs.ndjson"
     for line in path.read_text().splitlines() if path.is_file() else []:
         try:
             entry = json.loads(line)
         except ValueError:
             continue
         total["builds"] += 1
-        for key in ("suite_runs", "probe_runs", "screens", "installs"):
-            total[key] += int(entry.get(key, 0))
-        total["wall_s"] = round(total["wall_s"] + float(entry.get("wall_s", 0)), 1)
+        total["installs"] += int(entry.get("installs", 0))
     return total
 
 
