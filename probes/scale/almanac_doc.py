@@ -20,15 +20,17 @@ from typing import Any
 
 from probes import __version__
 from probes.core.blob_store import store_blobs
-from probes.core.files import write_json
+from probes.core.files import write_json, write_text
 from probes.core.probe import ReportSpec
+from probes.core.safe_read import read_json
 from probes.core.verdicts import claim_change
 from probes.scale.almanac_search import grid_indices, search
 from probes.scale.almanac_state import AlmanacState
 from probes.scale.bisect import transition_kind
 
 __all__ = ["ALMANAC_FILE", "ALMANAC_SCHEMA_VERSION", "DEFAULT_GRID", "DEFAULT_SCREEN",
-           "GUARANTEE", "WITNESS_DIR", "PublishError", "almanac_text", "publish"]
+           "GUARANTEE", "WITNESS_DIR", "PublishError", "almanac_text", "load_almanac", "publish",
+           "with_almanac_text"]
 
 ALMANAC_FILE = "almanac.json"
 ALMANAC_SCHEMA_VERSION = 1
@@ -265,14 +267,26 @@ def almanac_text(document: Mapping[str, Any]) -> str:
     return "\n".join([*out, _MARK_END]) + "\n"
 
 
-def _write_text(out: Path, document: Mapping[str, Any]) -> None:
-    """Put the text form in ``<out>/MATRIX.md`` between its marks (replacing an earlier one)."""
-    path = out / "MATRIX.md"
-    text = path.read_text() if path.is_file() else ""
+def with_almanac_text(text: str, document: Mapping[str, Any]) -> str:
+    """``text`` (a MATRIX.md) with the almanac's text form in place of an earlier one, or
+    after it: ``loopprobe matrix`` and ``almanac publish`` write the same file."""
     block = almanac_text(document)
     if _MARK_START in text and _MARK_END in text:
         head, rest = text.split(_MARK_START, 1)
-        text = head + block + rest.split(_MARK_END, 1)[1].lstrip("\n")
-    else:
-        text = text.rstrip("\n") + ("\n\n" if text else "") + block
-    path.write_text(text)
+        return head + block + rest.split(_MARK_END, 1)[1].lstrip("\n")
+    return text.rstrip("\n") + ("\n\n" if text else "") + block
+
+
+def load_almanac(folder: Path) -> dict[str, Any] | None:
+    """The ``almanac.json`` of a folder, if it holds one."""
+    path = folder / ALMANAC_FILE
+    if not path.is_file():
+        return None
+    found = read_json(path, within=folder)
+    return found if isinstance(found, dict) and found.get("kind") == "almanac" else None
+
+
+def _write_text(out: Path, document: Mapping[str, Any]) -> None:
+    """Put the text form in ``<out>/MATRIX.md`` (replacing an earlier one)."""
+    path = out / "MATRIX.md"
+    write_text(path, with_almanac_text(path.read_text() if path.is_file() else "", document))
