@@ -6,8 +6,10 @@ per claim, the ranges of each verdict with the versions actually probed in them,
 change point with both sides, the kind and name of the change and the checks that flipped,
 and per version its binary's SHA-256 and screen; the published 2.x versions outside the
 range are listed as not built. Evidence folders are copied only for the two sides of each
-change and the range's two ends (anchors), their journals' blobs moved into one store
-shared by all of them (``probes.core.blob_store``).
+change (the reports holding the changed probe) and, whole, for anchors: every
+``ANCHOR_EVERY``-th release from the range's first (a grid version; the first covered when
+none is); their journals' blobs moved into one store shared by all of them
+(``probes.core.blob_store``).
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from probes.scale.almanac_search import grid_indices, search
 from probes.scale.almanac_state import AlmanacState
 from probes.scale.bisect import transition_kind
 
-__all__ = ["ALMANAC_FILE", "ALMANAC_SCHEMA_VERSION", "DEFAULT_GRID", "DEFAULT_SCREEN",
+__all__ = ["ALMANAC_FILE", "ALMANAC_SCHEMA_VERSION", "ANCHOR_EVERY", "DEFAULT_GRID", "DEFAULT_SCREEN",
            "GUARANTEE", "WITNESS_DIR", "PublishError", "almanac_text", "load_almanac", "publish",
            "with_almanac_text"]
 
@@ -37,6 +39,7 @@ ALMANAC_SCHEMA_VERSION = 1
 WITNESS_DIR = "almanac"  # <out>/almanac/witnesses/<version>/<run>/, <out>/almanac/blobs/
 DEFAULT_GRID = 8
 DEFAULT_SCREEN = "tool-result-resume"
+ANCHOR_EVERY = 64  # a whole evidence folder every 64th release of the range, from its first
 GUARANTEE = ("Every change of a claim's verdict between two adjacent releases of the range is "
              "located, unless the verdict it brings changes again fewer than `grid` releases "
              "later and the screen fingerprint moves at neither change. Each located change "
@@ -141,6 +144,9 @@ def publish(state: AlmanacState, work: Path, out: Path, published: Sequence[str]
     if since not in published or until not in published:
         raise PublishError(f"{since}–{until}: not published versions")
     versions = list(published[published.index(since):published.index(until) + 1])
+    # anchors: whole evidence folders every ANCHOR_EVERY releases from the first, fixed as the
+    # range grows (a new newest release is no anchor: an unchanged release adds no folder)
+    anchors = [v for i, v in enumerate(versions) if i % ANCHOR_EVERY == 0]
     if start:  # only the grid intervals from start on: the rest is not built
         if start not in versions:
             raise PublishError(f"--from {start}: not a version of {since}–{until}")
@@ -156,7 +162,7 @@ def publish(state: AlmanacState, work: Path, out: Path, published: Sequence[str]
     claims = result.claims(claims_of)
     # version -> run folder -> the probes whose reports are kept (None: the whole folder)
     witnesses: dict[str, dict[str, set[str] | None]] = {}
-    for anchor in (versions[0], versions[-1]):
+    for anchor in [v for v in anchors if v in versions] or versions[:1]:
         for probe in claims_of:
             for run in state.runs(anchor, probe)[:1]:
                 witnesses.setdefault(anchor, {})[str(run["folder"])] = None
