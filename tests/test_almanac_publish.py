@@ -4,10 +4,12 @@ schema, each change with both sides, its flipped checks and its witnesses; the t
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
 
+from probes.core.safe_read import ReadRefused
 from probes.report.schemas import validate_path
 from probes.scale.almanac_doc import PublishError, almanac_text, publish
 from probes.scale.almanac_state import AlmanacState
@@ -74,3 +76,21 @@ def test_the_state_lines_are_schema_checked(tmp_path: Path) -> None:
     state = _state(tmp_path)
     checked, problems = validate_path(state.folder / "cells")
     assert checked == len(VERSIONS) and not problems, problems[:3]
+
+
+def test_a_symlink_in_a_run_folder_is_never_copied_into_a_witness(tmp_path: Path) -> None:
+    state = _state(tmp_path)
+    work = tmp_path / "state" / "w"
+    for folder in (work / "2.1.113").iterdir():  # every run folder of a change side
+        (folder / "secret.json").symlink_to("/etc/passwd")
+    with pytest.raises(PublishError, match=r"secret\.json not a regular file"):
+        publish(state, work, tmp_path / "out", PUBLISHED, VERSIONS[-1], ())
+    assert not list((tmp_path / "out").rglob("secret.json"))
+
+
+def test_a_state_file_that_is_a_fifo_is_refused(tmp_path: Path) -> None:
+    cells = tmp_path / "s" / "cells"
+    cells.mkdir(parents=True)
+    os.mkfifo(cells / "2.1.100.runs.jsonl")
+    with pytest.raises(ReadRefused):
+        AlmanacState(tmp_path / "s")

@@ -34,7 +34,7 @@ from probes.clients import InstallError
 from probes.clients.registry import CLIENT_KINDS, client_for, remove_install
 from probes.clients.specs import check_version
 from probes.core.probe import ReportSpec
-from probes.core.safe_read import read_json
+from probes.core.safe_read import read_bytes, read_json
 from probes.scale.almanac_build import BuildStats, build
 from probes.scale.almanac_doc import DEFAULT_GRID, DEFAULT_SCREEN, PublishError, publish
 from probes.scale.almanac_search import grid_indices, shard_range
@@ -249,7 +249,7 @@ def cmd_almanac_merge(args: argparse.Namespace) -> int:
         costs = source / "costs.ndjson"
         if costs.is_file():
             with (out / "costs.ndjson").open("a") as handle:
-                handle.write(costs.read_text())
+                handle.write(read_bytes(costs, within=source).decode())
     say(f"almanac: merged {len(sources)} state(s) into {out}: {len(merged.screens)} "
         f"screen(s), {sum(len(r) for r in merged.cells.values())} probe run(s)")
     return EXIT_PASSED

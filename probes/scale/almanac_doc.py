@@ -24,7 +24,7 @@ from probes import __version__
 from probes.core.blob_store import store_blobs
 from probes.core.files import write_json, write_text
 from probes.core.probe import ReportSpec
-from probes.core.safe_read import read_json
+from probes.core.safe_read import read_bytes, read_json
 from probes.core.verdicts import claim_change
 from probes.scale.almanac_search import grid_indices, search
 from probes.scale.almanac_state import AlmanacState
@@ -89,9 +89,9 @@ def _flipped(state: AlmanacState, probe: str, claim: str, before: str,
 def _reports_of(folder: Path, probes: set[str] | None) -> set[str]:
     """The names of the reports in ``folder`` holding one of ``probes`` (None: every one)."""
     names = set()
-    for path in folder.glob("*.json"):
+    for path in sorted(folder.glob("*.json")):
         try:
-            data = json.loads(path.read_text())
+            data = read_json(path, within=folder)  # bounded, regular, inside: or refused
         except ValueError:
             continue
         if isinstance(data, dict) and "report" in data and "claims" in data and (
@@ -118,6 +118,10 @@ def _copy_witness(work: Path, out: Path, version: str, folders: Mapping[str, set
             say(f"almanac: the report folder {folder} of {version} is not in {work}: "
                 "its witness is missing")
             continue
+        strays = [p.name for p in source.iterdir() if p.is_symlink() or not p.is_file()]
+        if strays:  # a run writes regular files only: anything else was put there
+            raise PublishError(f"{source}: {', '.join(sorted(strays))} not a regular file: "
+                               "refused as a witness")
         reports = _reports_of(source, probes)
         destination.mkdir(parents=True)
         for path in sorted(source.iterdir()):
@@ -228,7 +232,8 @@ def _cost(state: AlmanacState) -> dict[str, Any]:
         "probe_runs": sum(len(runs) for runs in state.cells.values()), "installs": 0,
         "wall_s": round(sum(batches.values()), 1)}
     path = state.folder / "costs.ndjson"
-    for line in path.read_text().splitlines() if path.is_file() else []:
+    text = read_bytes(path, within=state.folder).decode() if path.is_file() else ""
+    for line in text.splitlines():
         try:
             entry = json.loads(line)
         except ValueError:
