@@ -15,6 +15,7 @@ from probes.report.diff import diff_directories, render_markdown
 from probes.report.format import ReportError
 from probes.report.matrix import build_matrix, render_matrix
 from probes.scale.almanac import load_bisects, render_timeline
+from probes.scale.almanac_doc import load_almanac, with_almanac_text
 
 ROOT = Path(__file__).resolve().parent.parent
 REPORTS = ROOT / "reports"
@@ -106,7 +107,10 @@ def test_matrix_tabulates_every_claim_per_version() -> None:
             assert cell["reason"]
     assert matrix == committed
     timeline = render_timeline(matrix, load_bisects(REPORTS / "bisect"), REPORTS)
-    assert render_matrix(matrix) + "\n" + timeline == (REPORTS / "MATRIX.md").read_text()
+    text = render_matrix(matrix) + "\n" + timeline
+    almanac = load_almanac(REPORTS)  # and the almanac's text form, when one is committed
+    assert (with_almanac_text(text, almanac) if almanac else text) == \
+        (REPORTS / "MATRIX.md").read_text()
 
 
 def test_a_reordering_alone_is_named_as_such(tmp_path: Path) -> None:

@@ -126,3 +126,50 @@ def test_every_job_installs_loopprobe_from_its_own_checkout_not_the_callers() ->
         for step in job["steps"]:
             if "run" in step and "_setup.sh" in step["run"]:
                 assert 'source "${LOOPPROBE_DIR:-.}/scripts/_setup.sh"' in step["run"], name
+
+
+NIGHTLY = ROOT / ".github" / "workflows" / "loopprobe-nightly.yml"
+
+
+def test_the_nightly_almanac_steps_extend_the_almanac_only_when_every_shard_succeeded(
+        tmp_path: Path) -> None:
+    """The nightly's almanac jobs run locally on the fake loop (published versions 1..9):
+    the plan, two shards as separate processes, and the publish job's merge."""
+    workflow = yaml.safe_load(NIGHTLY.read_text())
+    assert workflow["jobs"]["almanac-publish"]["needs"] == ["almanac-plan", "almanac-build"]
+    assert "if" not in workflow["jobs"]["almanac-publish"]  # skipped when a shard failed
+    outputs = tmp_path / "github-output"
+    reports = tmp_path / "reports"
+    reports.mkdir()
+    env = {**FAKE, "ALMANAC": str(reports / "almanac.json"),
+           "ALMANAC_STATE": str(reports / "almanac" / "state"),
+           "ALMANAC_SHARDS": str(tmp_path / "shards"), "ALMANAC_MERGED": str(tmp_path / "merged"),
+           "ALMANAC_OUT": str(tmp_path / "published"), "GITHUB_OUTPUT": str(outputs),
+           "SHARDS": "2", "GRID": "4", "SCREEN_PROBE": "read-file", "LOOPPROBE_LOCK": ""}
+    setup = "source() { :; }\n"  # the venv is this one: scripts/_setup.sh is not needed here
+    done = _bash(setup + _step(workflow, "almanac-plan", "plan"), env)
+    assert done.returncode == 0, done.stderr
+    plan = dict(line.split("=", 1) for line in outputs.read_text().splitlines())
+    assert plan == {"until": "9", "from": "", "covered_from": "", "shards": "[1, 2]"}
+    shards = [subprocess.Popen(["bash", "-e", "-c", setup + _step(
+        workflow, "almanac-build", "build one shard")], cwd=ROOT, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(ROOT), **env,
+                                                "PATH": _venv_path(), "SHARD": str(shard),
+                                                "UNTIL": "9", "FROM": ""})
+              for shard in (1, 2)]
+    for process in shards:
+        out, err = process.communicate(timeout=600)
+        assert process.returncode == 0, out[-2000:] + err[-2000:]
+    done = _bash(setup + _step(workflow, "almanac-publish", "merge the shards and publish"),
+                 {**env, "PATH": _venv_path(), "UNTIL": "9", "FROM": ""})
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    document = json.loads((tmp_path / "published" / "almanac.json").read_text())
+    assert document["range"] == {"first": "1", "last": "9", "count": 9}
+    assert all(v["binary_sha256"] for v in document["versions"])
+    assert (tmp_path / "published" / "almanac.html").is_file()
+    assert "<!-- almanac: start -->" in (tmp_path / "published" / "MATRIX.md").read_text()
+
+
+def _venv_path() -> str:
+    import sys
+    return f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}"

@@ -3,8 +3,8 @@
 ``common`` (exit codes, the one-line input error, progress, output paths), ``catalogs``
 (``--catalog``, ``--report``, ``--probe``), ``suite`` (one suite run); then the commands:
 ``run`` (run, probes), ``matrix`` (matrix, merge), ``versions`` (versions, bisect),
-``sessions``, ``clients``, ``mock`` (serve, record), ``compare`` (diff, render, mechanisms,
-guide, validate, schemas).
+``almanac`` (build, merge, publish), ``sessions``, ``clients``, ``mock`` (serve, record),
+``compare`` (diff, render, mechanisms, guide, validate, schemas).
 
 May import: every package of ``probes`` (the top floor); nothing imports it.
 """
@@ -17,6 +17,7 @@ import sys
 
 from probes import __version__
 from probes.cli import (
+    almanac,
     cases,
     clients,
     compare,
@@ -69,8 +70,9 @@ __all__ = [
 _COMMANDS = (run.add_run, cases.add_check, mock.add_serve, clients.add_clients, matrix.add_matrix,
              matrix.add_merge, conformance.add_conformance, conformance.add_explain,
              compare.add_diff, compare.add_mechanisms, versions.add_versions,
-             versions.add_bisect, sessions.add_sessions, run.add_probes, compare.add_validate,
-             compare.add_schemas, mock.add_record, compare.add_render, compare.add_guide)
+             versions.add_bisect, almanac.add_almanac, sessions.add_sessions, run.add_probes,
+             compare.add_validate, compare.add_schemas, mock.add_record, compare.add_render,
+             compare.add_guide)
 
 
 # set, an unexpected exception escapes with its traceback instead of the one-line report

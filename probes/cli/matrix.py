@@ -41,6 +41,7 @@ from probes.report.guide import write_guide
 from probes.report.junit import write_junit
 from probes.report.matrix import build_matrix, render_matrix
 from probes.scale.almanac import load_bisects, render_timeline
+from probes.scale.almanac_doc import load_almanac, with_almanac_text
 from probes.scale.bisect import BisectError, order_versions
 from probes.scale.shard import ShardError, check_slices, merge_folders, parse_shard
 
@@ -172,7 +173,9 @@ def _tabulate(out: Path, folders: list[str], baseline: str | None,
     matrix = build_matrix(matrix_folders)
     write_json(out / "matrix.json", matrix)
     timeline = render_timeline(matrix, bisects or [], out)
-    write_text(out / "MATRIX.md", render_matrix(matrix) + "\n" + timeline)
+    text = render_matrix(matrix) + "\n" + timeline
+    almanac = load_almanac(out)  # its text form stays in MATRIX.md
+    write_text(out / "MATRIX.md", with_almanac_text(text, almanac) if almanac else text)
     say(f"wrote {out / 'MATRIX.md'}")
     regressed = False
     if baseline:

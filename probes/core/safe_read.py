@@ -20,10 +20,11 @@ from typing import Any
 
 from mockapi.scenario import MAX_SCENARIO_BYTES, ScenarioRefused, decode_scenario_text
 
-__all__ = ["GZIP_RATIO_FLOOR", "MAX_DEPTH", "MAX_GZIP_RATIO", "MAX_JOURNAL_BYTES",
+__all__ = ["BLOB_SIDECAR_SUFFIX", "BLOB_STORE_NAME", "GZIP_RATIO_FLOOR", "MAX_DEPTH",
+           "MAX_GZIP_RATIO", "MAX_JOURNAL_BYTES",
            "MAX_JSON_BYTES", "MAX_SCENARIO_BYTES", "ReadRefused", "check_file", "confined",
            "json_lines", "loads", "nested_deeper_than", "read_bytes", "read_journal", "read_json",
-           "read_text", "read_yaml"]
+           "read_text", "read_yaml", "restore_blobs"]
 
 # the largest committed report is ~0.6 MB and a matrix of every version ~0.2 MB: 50 times that
 MAX_JSON_BYTES = 32 * 1024 * 1024
@@ -189,9 +190,10 @@ def _gunzip(data: bytes, path: Path) -> bytes:
 
 
 def read_journal(path: Path, *, within: Path | None = None) -> bytes:
-    """A journal's bytes, plain (``.jsonl``) or gzipped (``.gz``), bounded both ways."""
+    """A journal's bytes, plain (``.jsonl``) or gzipped (``.gz``), bounded both ways; blob
+    lines moved to a shared store put back (``probes.core.blob_store``)."""
     data = read_bytes(path, limit=MAX_JOURNAL_BYTES, within=within)
-    return _gunzip(data, path) if path.name.endswith(".gz") else data
+    return restore_blobs(path, _gunzip(data, path) if path.name.endswith(".gz") else data)
 
 
 def read_yaml(path: Path, *, within: Path | None = None) -> Any:
@@ -206,3 +208,50 @@ def read_yaml(path: Path, *, within: Path | None = None) -> Any:
     if isinstance(value, dict | list) and nested_deeper_than(value, MAX_DEPTH):
         raise _too_deep(str(path))
     return value
+
+
+# the shared blob store (probes.core.blob_store writes it; every journal read puts it back)
+BLOB_SIDECAR_SUFFIX = ".blobs"  # not .json: readers take every *.json of a folder for a report
+BLOB_STORE_NAME = "blobs"
+_STORED_BLOB_HEAD = b'{"sha256": "'  # a report journal's blob line (sorted keys)
+
+
+def restore_blobs(journal: Path, data: bytes) -> bytes:
+    """``data`` (the journal's plain bytes) with the blob lines its sidecar names put back;
+    ``data`` unchanged when it has none."""
+    sidecar = journal.with_name(journal.name + BLOB_SIDECAR_SUFFIX)
+    if not sidecar.is_file():
+        return data
+    try:
+        index = json.loads(read_bytes(sidecar, limit=1 << 22))
+        store_text, digests = index["store"], index["blobs"]
+    except (ValueError, KeyError, TypeError):
+        raise ReadRefused(f"{sidecar}: expected {{store, blobs}}: refused") from None
+    parts = Path(str(store_text)).parts
+    if not parts or parts[-1] != BLOB_STORE_NAME or any(p != ".." for p in parts[:-1]):
+        raise ReadRefused(f"{sidecar}: store {store_text!r}: expected ../…/{BLOB_STORE_NAME}: "
+                          "refused")
+    store = journal.parent
+    for part in parts:
+        store = store / part
+        if store.is_symlink():
+            raise ReadRefused(f"{sidecar}: {store} is a symlink: refused")
+    restored = [data if not data or data.endswith(b"\n") else data + b"\n"]
+    total = len(data)
+    for digest in digests:
+        if not isinstance(digest, str) or len(digest) != 64 or \
+                any(c not in "0123456789abcdef" for c in digest):
+            raise ReadRefused(f"{sidecar}: {digest!r}: expected a SHA-256: refused")
+        path = store / digest[:2] / f"{digest}.json"
+        if not path.is_file() or path.is_symlink():
+            raise ReadRefused(f"{journal}: blob {digest[:12]}… is not in the store {store}: "
+                              "refused")
+        line = read_bytes(path, limit=MAX_JOURNAL_BYTES).rstrip(b"\n")
+        total += len(line) + 1
+        if total > MAX_JOURNAL_BYTES:
+            raise ReadRefused(f"{journal}: more than {MAX_JOURNAL_BYTES} bytes restored: "
+                              "refused")
+        if not line.startswith(_STORED_BLOB_HEAD + digest.encode()):
+            raise ReadRefused(f"{path}: not the blob line of {digest[:12]}…: refused")
+        restored.append(line + b"\n")
+    return b"".join(restored)

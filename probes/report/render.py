@@ -1,4 +1,5 @@
-"""The evidence as one self-contained HTML page: a version folder, a matrix, or a diff.
+"""The evidence as one self-contained HTML page: a version folder, a matrix, an almanac, or a
+diff.
 
 The page needs nothing but itself (CSS and a little JS inline, no network, no fonts), is
 the same bytes for the same input (no rendering time in it), and escapes everything it
@@ -42,14 +43,17 @@ from probes.report.probe_view import (
     timing_of,
 )
 
-__all__ = ["CONFORMANCE_PAGE", "FOLDER_PAGE", "MATRIX_FILE", "MATRIX_PAGE", "TEXT_LIMIT",
-           "diff_page_path", "render_conformance_page", "render_diff", "render_folder",
-           "render_matrix_page", "write_page"]
+__all__ = ["ALMANAC_FILE", "ALMANAC_LEGEND", "ALMANAC_PAGE", "CONFORMANCE_PAGE", "FOLDER_PAGE",
+           "MATRIX_FILE", "MATRIX_PAGE", "TEXT_LIMIT", "diff_page_path", "render_almanac_page",
+           "render_conformance_page", "render_diff", "render_folder", "render_matrix_page",
+           "write_page"]
 
 FOLDER_PAGE = "evidence.html"
 MATRIX_FILE = "matrix.json"
 MATRIX_PAGE = "matrix.html"
 CONFORMANCE_PAGE = "conformance.html"
+ALMANAC_FILE = "almanac.json"
+ALMANAC_PAGE = "almanac.html"
 
 
 def _environment() -> Environment:
@@ -128,6 +132,25 @@ def render_conformance_page(path: Path) -> str:
         raise ReportError(f"{path}: not a loopprobe conformance table (expected kind "
                           "'conformance')")
     return _page("conformance.html", table=table, source=path.name)
+# ---- an almanac ------------------------------------------------------------------------------
+
+ALMANAC_LEGEND = ("confirmed", "not_observable", "contradicted", "differs_from_baseline",
+                  "absent", "not_reached", "not_applicable", "error", "flaky", "unresolved")
+
+
+def render_almanac_page(path: Path) -> str:
+    """Every version of a range per claim (``almanac.json``): a bar per claim coloured by
+    verdict, each change marked and linked to both witnesses."""
+    doc = load_json_file(path, "almanac", (1,))
+    if doc.get("kind") != "almanac" or "claims" not in doc:
+        raise ReportError(f"{path}: not a loopprobe almanac (expected kind 'almanac')")
+    index = {v["version"]: i for i, v in enumerate(doc["versions"])}
+    return _page("almanac.html", doc=doc, index=index, legend=ALMANAC_LEGEND,
+                 areas=sorted({c["area"] for c in doc["claims"] if c["area"]}),
+                 changes=sum(1 for c in doc["claims"] for ch in c["changes"] if ch["located"]),
+                 flaky=sum(1 for c in doc["claims"] for s in c["segments"]
+                           if s["verdict"] == "flaky"),
+                 not_built=sum(r["count"] for r in doc["not_built"]))
 
 
 # ---- a diff ----------------------------------------------------------------------------------
@@ -163,7 +186,9 @@ def _has_reports(directory: Path) -> bool:
 def write_page(target: Path, out: Path | None = None) -> Path:
     """Render ``target``: a version folder (to ``evidence.html`` in it), or a ``matrix.json``
     or a folder holding one (to ``matrix.html`` beside it). ``ReportError`` when it is none."""
-    if target.is_file():
+    if target.is_file() and target.name == ALMANAC_FILE:
+        html, default = render_almanac_page(target), target.parent / ALMANAC_PAGE
+    elif target.is_file():
         html, default = render_matrix_page(target), target.parent / MATRIX_PAGE
     elif not target.is_dir():
         raise ReportError(f"{target}: no such folder or matrix.json")

@@ -43,6 +43,16 @@ __all__ = [
     "KINDS",
     "REPORT_JOURNAL_VOLATILE",
     "SCHEMA_DIR",
+    "AlmanacChange",
+    "AlmanacClaim",
+    "AlmanacCost",
+    "AlmanacFile",
+    "AlmanacFlip",
+    "AlmanacMethod",
+    "AlmanacRange",
+    "AlmanacRun",
+    "AlmanacSegment",
+    "AlmanacVersion",
     "BisectFile",
     "CheckFile",
     "CheckNote",
@@ -326,6 +336,111 @@ class ConformanceFile(TypedDict):
     gate: list[ConformanceGateRow]  # every cell that did not pass plainly
     unused_baseline: list[dict[str, Any]]  # entries that listed no cell judged
     exit_code: int  # 0 passed, 1 an unlisted failure or a stale entry, 2 nothing judged
+_VERDICT = Literal["confirmed", "contradicted", "differs_from_baseline", "absent", "not_reached",
+                  "not_observable", "not_applicable", "error"]
+# a version's verdict in an almanac: a claim verdict, or what the search could say of it
+_ALMANAC_VERDICT = Literal["confirmed", "contradicted", "differs_from_baseline", "absent",
+                           "not_reached", "not_observable", "not_applicable", "error",
+                           "flaky", "unresolved", "missing"]
+
+
+class AlmanacSegment(TypedDict):
+    first: str
+    last: str
+    verdict: _ALMANAC_VERDICT  # held on every version first..last
+    probed: list[str]  # the versions of the range where it was run
+    outcomes: NotRequired[list[str]]  # flaky: what each attempt gave
+
+
+class AlmanacFlip(TypedDict):
+    id: str
+    before: str
+    after: str
+
+
+AlmanacChange = TypedDict("AlmanacChange", {
+    "before": str,  # the last version of the old verdict
+    "after": str,  # the first of the new one (adjacent releases when located)
+    "from": str,
+    "to": str,
+    "located": bool,
+    "candidates": NotRequired[list[str]],  # not located: the versions that may hold it
+    "kind": Literal["behaviour", "presence", "reach", "reporting", "source"] | None,
+    "change": str | None,  # its name in probes.core.verdicts.CHANGES
+    "verified": bool,  # both sides run again in a fresh sandbox, the same
+    "flipped_checks": list[AlmanacFlip],
+    "witnesses": dict[str, str | None],  # before/after -> evidence folder, relative
+})
+
+
+class AlmanacClaim(TypedDict):
+    id: str
+    probe: str
+    area: str  # the report it is in
+    statement: str
+    introduced: str | None  # the first version of a presence: introduced change
+    segments: list[AlmanacSegment]
+    changes: list[AlmanacChange]
+
+
+class AlmanacVersion(TypedDict):
+    version: str
+    binary_sha256: str
+    screen: str  # the screen's digest (error: its run failed)
+    probes_run: int  # probes with a verdict of their own on it
+    witness: str | None  # its evidence folder, relative to almanac.json
+
+
+class AlmanacRange(TypedDict):
+    first: str
+    last: str
+    count: int
+
+
+class AlmanacMethod(TypedDict):
+    grid: int
+    screen_probe: str
+    grid_versions: list[str]
+    guarantee: str
+
+
+class AlmanacCost(TypedDict):
+    builds: int  # builds that ended (a killed one's runs count, its installs do not)
+    suite_runs: int
+    probe_runs: int
+    screens: int
+    installs: int
+    wall_s: float  # seconds of the suite runs that recorded it, without lock waits
+
+
+class AlmanacFile(TypedDict):
+    """Every version of a range, per claim (``loopprobe almanac``)."""
+
+    schema_version: int
+    kind: Literal["almanac"]
+    generator: str
+    client: str
+    method: AlmanacMethod
+    range: AlmanacRange
+    not_built: list[AlmanacRange]  # published 2.x versions the almanac does not cover yet
+    versions: list[AlmanacVersion]
+    claims: list[AlmanacClaim]
+    cost: AlmanacCost
+
+
+class AlmanacRun(TypedDict):
+    """One finished run of an almanac build's state (``cells/<version>.runs.jsonl``)."""
+
+    version: str
+    binary_sha256: str
+    folder: str
+    screen: NotRequired[str]
+    probe: NotRequired[str]
+    attempt: NotRequired[int]
+    claims: NotRequired[dict[str, _VERDICT]]
+    checks: NotRequired[dict[str, dict[str, str]]]
+    batch_s: NotRequired[float]  # the suite run it came from: seconds (no lock wait), probes
+    batch_probes: NotRequired[int]
 
 
 JournalLine = Annotated[RequestRecord | ResponseEndRecord | JournalNote | BlobRecord,
@@ -335,7 +450,7 @@ KINDS: dict[str, Any] = {
     "report": Report, "fingerprint": FingerprintFile, "matrix": MatrixFile,
     "timing": TimingFile, "sessions": SessionsFile, "bisect": BisectFile,
     "counterfactuals": CounterfactualsFile, "check": CheckFile,
-    "conformance": ConformanceFile,
+    "conformance": ConformanceFile, "almanac": AlmanacFile, "almanac-run": AlmanacRun,
     "journal-line": JournalLine, "report-journal-line": JournalLine, "scenario": Scenario,
     "cases": CaseFile,
 }
@@ -352,6 +467,9 @@ DESCRIPTIONS = {
     "check": "what loopprobe check's gate decided per version and expectation (check.json)",
     "conformance": "the agent-loop conformance table: claims × client versions, scores, tiers, "
                    "deltas and the baseline gate (conformance.json)",
+    "almanac": "every version of a range per claim: ranges, change points, witnesses "
+               "(almanac.json)",
+    "almanac-run": "one finished run of an almanac build (cells/<version>.runs.jsonl)",
     "journal-line": "one line of a mock's journal (JSONL, one record per line)",
     "report-journal-line": "one line of a report's journal (<report>.journal.jsonl): the "
                            "mock's record with its probe, timing fields \"$VOLATILE\"",
@@ -410,6 +528,8 @@ class Problem:
 def kind_of(path: Path, data: Any) -> str | None:
     """What a decoded file is, from its name and its fields; None if not a loopprobe file."""
     name = path.name.removesuffix(".gz")
+    if name.endswith(".runs.jsonl"):
+        return "almanac-run"
     if name.endswith(".journal.jsonl"):
         return "report-journal-line"
     if name.endswith(".jsonl"):
@@ -418,7 +538,8 @@ def kind_of(path: Path, data: Any) -> str | None:
         return "timing"
     if not isinstance(data, dict):
         return None
-    if data.get("kind") in ("fingerprint", "matrix", "counterfactuals", "check", "conformance"):
+    if data.get("kind") in ("fingerprint", "matrix", "counterfactuals", "check", "conformance",
+                            "almanac"):
         return str(data["kind"])
     if "report" in data and "claims" in data:
         return "report"
@@ -494,7 +615,7 @@ def _validate_file(path: Path, *, explicit: bool, within: Path | None) -> Iterat
                 continue
             yield from _check(path, kind, record, f"line {number} ")
         # every blob hashes to its name and every reference finds its blob
-        for torn in parse_journal(data, str(path)).torn:
+        for torn in parse_journal(data, str(path)).torn if kind != "almanac-run" else ():
             if torn.why:
                 yield Problem(path, f"line {torn.line}", torn.why)
         return

@@ -79,5 +79,28 @@
     line.setAttribute("data-axis", "built");
   });
 
+  // the almanac: filter the claims by area and by change; #area=NAME preselects an area
+  var almanac = doc.getElementById("almanac");
+  if (almanac) {
+    var area = doc.getElementById("area-filter");
+    var changed = doc.getElementById("changed-only");
+    var shown = doc.getElementById("shown-count");
+    var wanted = /^#area=(.*)$/.exec(doc.location.hash);
+    if (wanted) { area.value = decodeURIComponent(wanted[1]); }
+    var apply = function () {
+      var count = 0;
+      all("section.almanac-claim").forEach(function (section) {
+        var hide = (area.value && section.getAttribute("data-area") !== area.value) ||
+          (changed.checked && section.getAttribute("data-changes") === "0");
+        if (hide) { section.setAttribute("hidden", ""); } else { section.removeAttribute("hidden"); count += 1; }
+      });
+      shown.textContent = count + " claim(s) shown";
+      shown.setAttribute("data-shown", String(count));
+    };
+    area.addEventListener("change", apply);
+    changed.addEventListener("change", apply);
+    apply();
+  }
+
   doc.body.setAttribute("data-js", "ready");
 }());

@@ -1,0 +1,303 @@
+"""``almanac.json``: what a complete almanac build found, and its witnesses.
+
+``publish`` asks the search once over the build's range: while any run is still needed it
+refuses (``PublishError``), so a half-built almanac is never written. Otherwise it writes,
+per claim, the ranges of each verdict with the versions actually probed in them, every
+change point with both sides, the kind and name of the change and the checks that flipped,
+and per version its binary's SHA-256 and screen; the published 2.x versions outside the
+range are listed as not built. Evidence folders are copied only for the two sides of each
+change (the reports holding the changed probe) and, whole, for anchors: every
+``ANCHOR_EVERY``-th release from the range's first (a grid version; the first covered when
+none is); their journals' blobs moved into one store shared by all of them
+(``probes.core.blob_store``).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from probes import __version__
+from probes.core.blob_store import store_blobs
+from probes.core.files import write_json, write_text
+from probes.core.probe import ReportSpec
+from probes.core.safe_read import read_bytes, read_json
+from probes.core.verdicts import claim_change
+from probes.scale.almanac_search import grid_indices, search
+from probes.scale.almanac_state import AlmanacState
+from probes.scale.bisect import transition_kind
+
+__all__ = ["ALMANAC_FILE", "ALMANAC_SCHEMA_VERSION", "ANCHOR_EVERY", "DEFAULT_GRID", "DEFAULT_SCREEN",
+           "GUARANTEE", "WITNESS_DIR", "PublishError", "almanac_text", "load_almanac", "publish",
+           "with_almanac_text"]
+
+ALMANAC_FILE = "almanac.json"
+ALMANAC_SCHEMA_VERSION = 1
+WITNESS_DIR = "almanac"  # <out>/almanac/witnesses/<version>/<run>/, <out>/almanac/blobs/
+DEFAULT_GRID = 8
+DEFAULT_SCREEN = "tool-result-resume"
+ANCHOR_EVERY = 64  # a whole evidence folder every 64th release of the range, from its first
+GUARANTEE = ("Every change of a claim's verdict between two adjacent releases of the range is "
+             "located, unless the verdict it brings changes again fewer than `grid` releases "
+             "later and the screen fingerprint moves at neither change. Each located change "
+             "was run again on both sides in a fresh sandbox; one that did not reproduce is "
+             "flaky, with both outcomes, never a change.")
+
+
+class PublishError(ValueError):
+    """The state does not make a complete almanac (said in one line)."""
+
+
+def _areas(catalog: Sequence[ReportSpec]) -> dict[str, tuple[str, str]]:
+    """claim -> (report name, statement)."""
+    return {claim.id: (spec.name, claim.statement) for spec in catalog
+            for probe in spec.probes for claim in probe.claims}
+
+
+def _not_built(published: Sequence[str], covered: Sequence[str]) -> list[dict[str, Any]]:
+    """The runs of published 2.x versions outside ``covered``."""
+    inside = set(covered)
+    runs: list[dict[str, Any]] = []
+    previous_out = False
+    for version in published:
+        if not version.startswith("2."):
+            continue
+        if version in inside:
+            previous_out = False
+            continue
+        if previous_out:
+            runs[-1]["last"] = version
+            runs[-1]["count"] += 1
+        else:
+            runs.append({"first": version, "last": version, "count": 1})
+        previous_out = True
+    return runs
+
+
+def _flipped(state: AlmanacState, probe: str, claim: str, before: str,
+             after: str) -> list[dict[str, Any]]:
+    """The checks of ``claim`` whose status differs between the two sides."""
+    a = state.runs(before, probe)[0].get("checks", {}).get(claim, {})
+    b = state.runs(after, probe)[0].get("checks", {}).get(claim, {})
+    return [{"id": check, "before": a.get(check, "missing"), "after": b.get(check, "missing")}
+            for check in sorted(set(a) | set(b)) if a.get(check) != b.get(check)]
+
+
+def _reports_of(folder: Path, probes: set[str] | None) -> set[str]:
+    """The names of the reports in ``folder`` holding one of ``probes`` (None: every one)."""
+    names = set()
+    for path in sorted(folder.glob("*.json")):
+        try:
+            data = read_json(path, within=folder)  # bounded, regular, inside: or refused
+        except ValueError:
+            continue
+        if isinstance(data, dict) and "report" in data and "claims" in data and (
+                probes is None or any(p.get("name") in probes for p in data.get("probes", []))):
+            names.add(str(data["report"]))
+    return names
+
+
+def _copy_witness(work: Path, out: Path, version: str, folders: Mapping[str, set[str] | None],
+                  say: Callable[[str], None]) -> str | None:
+    """Copy the reports of ``folders`` (a run's folder -> the probes to keep the reports of;
+    None: all) to the witnesses; the witness's path relative to ``out``, None when no folder
+    is there to copy."""
+    target = out / WITNESS_DIR / "witnesses" / version
+    store = out / WITNESS_DIR / "blobs"
+    copied = False
+    for folder, probes in sorted(folders.items()):
+        source = work / folder  # the run's folder, relative to the build's --work
+        destination = target / Path(folder).name
+        if destination.is_dir():
+            copied = True  # published before: kept as it is
+            continue
+        if not source.is_dir():
+            say(f"almanac: the report folder {folder} of {version} is not in {work}: "
+                "its witness is missing")
+            continue
+        strays = [p.name for p in source.iterdir() if p.is_symlink() or not p.is_file()]
+        if strays:  # a run writes regular files only: anything else was put there
+            raise PublishError(f"{source}: {', '.join(sorted(strays))} not a regular file: "
+                               "refused as a witness")
+        reports = _reports_of(source, probes)
+        destination.mkdir(parents=True)
+        for path in sorted(source.iterdir()):
+            whole = probes is None and path.is_file() and not path.name.endswith(".html")
+            if whole or path.name.split(".")[0] in reports:
+                shutil.copy2(path, destination / path.name)
+        for journal in sorted(destination.glob("*.journal.jsonl*")):
+            store_blobs(journal, store)
+        copied = True
+    return str(target.relative_to(out)) if copied else None
+
+
+def publish(state: AlmanacState, work: Path, out: Path, published: Sequence[str], until: str,
+            catalog: Sequence[ReportSpec], *, start: str | None = None,
+            say: Callable[[str], None] = lambda _: None) -> Path:
+    """Write ``<out>/almanac.json`` and the witnesses, or raise ``PublishError``."""
+    build = state.build()
+    if build is None:
+        raise PublishError(f"{state.folder}: no almanac build there")
+    since, grid = build["since"], int(build["grid"])
+    claims_of: Mapping[str, Sequence[str]] = {probe.name: [c.id for c in probe.claims]
+                                              for spec in catalog for probe in spec.probes} \
+        or build.get("claims") or {}
+    if since not in published or until not in published:
+        raise PublishError(f"{since}–{until}: not published versions")
+    versions = list(published[published.index(since):published.index(until) + 1])
+    # anchors: whole evidence folders every ANCHOR_EVERY releases from the first, fixed as the
+    # range grows (a new newest release is no anchor: an unchanged release adds no folder)
+    anchors = [v for i, v in enumerate(versions) if i % ANCHOR_EVERY == 0]
+    if start:  # only the grid intervals from start on: the rest is not built
+        if start not in versions:
+            raise PublishError(f"--from {start}: not a version of {since}–{until}")
+        versions = versions[max(i for i in grid_indices(len(versions), grid)
+                                if i <= versions.index(start)):]
+    result = search(versions, claims_of, grid, state.cell, state.screen)
+    if not result.complete:
+        first = result.needs[0]
+        raise PublishError(f"{len(result.needs)} run(s) still needed over {since}–{until} "
+                           f"(first: {first.probe or 'the screen'} on {first.version}); "
+                           "run almanac build to go on")
+    areas = _areas(catalog)
+    claims = result.claims(claims_of)
+    # version -> run folder -> the probes whose reports are kept (None: the whole folder)
+    witnesses: dict[str, dict[str, set[str] | None]] = {}
+    for anchor in [v for v in anchors if v in versions] or versions[:1]:
+        for probe in claims_of:
+            for run in state.runs(anchor, probe)[:1]:
+                witnesses.setdefault(anchor, {})[str(run["folder"])] = None
+    for claim in claims:
+        for change in claim["changes"]:
+            for side in ("before", "after"):
+                runs = state.runs(change[side], claim["probe"]) or \
+                    state.runs(change[side], claim["probe"], 2)
+                for run in runs[:1]:
+                    kept = witnesses.setdefault(change[side], {})
+                    if kept.get(str(run["folder"]), set()) is not None:
+                        kept.setdefault(str(run["folder"]), set()).add(claim["probe"])  # type: ignore[union-attr]
+    paths = {version: _copy_witness(work, out, version, folders, say)
+             for version, folders in sorted(witnesses.items())}
+    for claim in claims:
+        area, statement = areas.get(claim["id"], ("", ""))
+        claim["area"], claim["statement"] = area, statement
+        introduced = None
+        for change in claim["changes"]:
+            change["kind"] = transition_kind(change["from"], change["to"])
+            change["change"] = claim_change(change["from"], change["to"])
+            change["verified"] = change["located"]
+            change["flipped_checks"] = _flipped(state, claim["probe"], claim["id"],
+                                                change["before"], change["after"]) \
+                if change["located"] else []
+            change["witnesses"] = {"before": paths.get(change["before"]),
+                                   "after": paths.get(change["after"])}
+            if change["change"] == "introduced" and introduced is None:
+                introduced = change["after"]
+        claim["introduced"] = introduced
+    binaries = state.binaries()
+    probed = {v: sorted(p for p in claims_of if state.cell(v, p, 1)) for v in versions}
+    document: dict[str, Any] = {
+        "schema_version": ALMANAC_SCHEMA_VERSION, "kind": "almanac",
+        "generator": f"loopprobe {__version__}", "client": build["client"],
+        "method": {"grid": grid, "screen_probe": build["screen_probe"],
+                   "grid_versions": [versions[i] for i in result.grid],
+                   "guarantee": GUARANTEE},
+        "range": {"first": versions[0], "last": versions[-1], "count": len(versions)},
+        "not_built": _not_built(published, versions),
+        "versions": [{"version": v, "binary_sha256": binaries.get(v, ""),
+                      "screen": state.screen(v) or "", "probes_run": len(probed[v]),
+                      "witness": paths.get(v)} for v in versions],
+        "claims": claims,
+        "cost": _cost(state),
+    }
+    path = out / ALMANAC_FILE
+    write_json(path, document)
+    _write_text(out, document)
+    return path
+
+
+def _cost(state: AlmanacState) -> dict[str, Any]:
+    """What the builds cost, from the runs themselves (so a build killed mid-way counts):
+    suite runs (distinct report folders), probe runs, screens and their seconds; installs
+    and builds from each build's ``costs.ndjson`` line (written when a build ends)."""
+    records = [*state.screens.values(), *(r for rs in state.cells.values() for r in rs)]
+    batches: dict[str, float] = {}
+    for record in records:
+        batches[str(record.get("folder"))] = float(record.get("batch_s", 0.0))
+    total: dict[str, Any] = {
+        "builds": 0, "suite_runs": len(batches), "screens": len(state.screens),
+        "probe_runs": sum(len(runs) for runs in state.cells.values()), "installs": 0,
+        "wall_s": round(sum(batches.values()), 1)}
+    path = state.folder / "costs.ndjson"
+    text = read_bytes(path, within=state.folder).decode() if path.is_file() else ""
+    for line in text.splitlines():
+        try:
+            entry = json.loads(line)
+        except ValueError:
+            continue
+        total["builds"] += 1
+        total["installs"] += int(entry.get("installs", 0))
+    return total
+
+
+_MARK_START, _MARK_END = "<!-- almanac: start -->", "<!-- almanac: end -->"
+
+
+def almanac_text(document: Mapping[str, Any]) -> str:
+    """The compact text form: per claim its ranges, each change and where it is located."""
+    first, last = document["range"]["first"], document["range"]["last"]
+    out = [_MARK_START, "## Almanac: every release of a range", "",
+           f"{document['client']} {first}–{last} ({document['range']['count']} published "
+           f"versions; grid {document['method']['grid']}, screen "
+           f"`{document['method']['screen_probe']}`; `almanac.json`, `loopprobe render "
+           "reports/almanac.json`). Ranges hold a verdict on every version in them, probed "
+           "on the versions counted; → marks a change located to adjacent releases and "
+           "re-verified.", ""]
+    not_built = sum(r["count"] for r in document["not_built"])
+    if not_built:
+        out += [f"Not built yet: {not_built} published 2.x versions ("
+                + ", ".join(f"{r['first']}–{r['last']}" if r["first"] != r["last"]
+                            else r["first"] for r in document["not_built"]) + ").", ""]
+    for claim in document["claims"]:
+        parts = []
+        for segment in claim["segments"]:
+            span = segment["first"] if segment["first"] == segment["last"] else \
+                f"{segment['first']}–{segment['last']}"
+            verdict = segment["verdict"]
+            if "outcomes" in segment:
+                verdict += f" ({' / '.join(segment['outcomes'])})"
+            parts.append(f"{span} {verdict} [{len(segment['probed'])} probed]")
+        changes = [f"{c['kind'] or 'change'}: {c['change']} in **{c['after']}**"
+                   + ("" if c["located"] else f" (somewhere in {c['before']}–{c['after']})")
+                   for c in claim["changes"]]
+        out.append(f"- `{claim['id']}`: " + " · ".join(parts)
+                   + (f" — {'; '.join(changes)}" if changes else ""))
+    return "\n".join([*out, _MARK_END]) + "\n"
+
+
+def with_almanac_text(text: str, document: Mapping[str, Any]) -> str:
+    """``text`` (a MATRIX.md) with the almanac's text form in place of an earlier one, or
+    after it: ``loopprobe matrix`` and ``almanac publish`` write the same file."""
+    block = almanac_text(document)
+    if _MARK_START in text and _MARK_END in text:
+        head, rest = text.split(_MARK_START, 1)
+        return head + block + rest.split(_MARK_END, 1)[1].lstrip("\n")
+    return text.rstrip("\n") + ("\n\n" if text else "") + block
+
+
+def load_almanac(folder: Path) -> dict[str, Any] | None:
+    """The ``almanac.json`` of a folder, if it holds one."""
+    path = folder / ALMANAC_FILE
+    if not path.is_file():
+        return None
+    found = read_json(path, within=folder)
+    return found if isinstance(found, dict) and found.get("kind") == "almanac" else None
+
+
+def _write_text(out: Path, document: Mapping[str, Any]) -> None:
+    """Put the text form in ``<out>/MATRIX.md`` (replacing an earlier one)."""
+    path = out / "MATRIX.md"
+    write_text(path, with_almanac_text(path.read_text() if path.is_file() else "", document))

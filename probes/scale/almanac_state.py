@@ -1,0 +1,145 @@
+"""An almanac build's state on disk: every run it finished, one JSON line each.
+
+``<state>/build.json`` holds what the build is (client, grid, screen probe, the claims of each
+probe); ``<state>/cells/<version>.runs.jsonl`` one line per run finished on that version: a screen
+(``{"screen": digest}``) or a probe's verdicts (``{"probe", "attempt", "claims", "checks"}``),
+with the binary's SHA-256 and the report folder it came from. A line is appended in one
+write and synced when its run is over, so an interrupted build (even ``kill -9``) loses at
+most the run in progress: a torn last line is ignored, and the next build runs it again.
+
+States of several shards merge by union (``merge_states``): the same run twice is kept once;
+two runs of one cell that disagree are both kept, and the search reads that cell as flaky.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from probes.core.files import write_json
+from probes.core.safe_read import read_bytes, read_json
+
+__all__ = ["BUILD_FILE", "RUNS_SUFFIX", "AlmanacState", "StateError", "merge_states"]
+
+BUILD_FILE = "build.json"
+RUNS_SUFFIX = ".runs.jsonl"  # validated as almanac-run lines (probes.report.schemas)
+_CELLS = "cells"
+
+
+class StateError(ValueError):
+    """A state that cannot be used for this build (said in one line)."""
+
+
+class AlmanacState:
+    """The runs of one build, read from and appended to ``folder``."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        self.cells: dict[tuple[str, str, int], list[dict[str, Any]]] = {}
+        self.screens: dict[str, dict[str, Any]] = {}
+        self.lines: set[str] = set()
+        cells = folder / _CELLS
+        for path in sorted(cells.glob("*.jsonl")) if cells.is_dir() else []:
+            for line in read_bytes(path, within=folder).decode().splitlines():
+                self._take(line)
+
+    def build(self) -> dict[str, Any] | None:
+        path = self.folder / BUILD_FILE
+        return read_json(path, within=self.folder) if path.is_file() else None
+
+    def start(self, build: Mapping[str, Any]) -> None:
+        """Record what the build is, or check it is the one already recorded."""
+        found = self.build()
+        if found is None:
+            write_json(self.folder / BUILD_FILE, dict(build))
+            return
+        differs = sorted(k for k in build if found.get(k) != build.get(k))
+        if differs:
+            raise StateError(f"{self.folder}: a build with other {', '.join(differs)} "
+                             f"(found {', '.join(f'{k}={found.get(k)!r}' for k in differs)}"
+                             "): expected the same build to resume; use another --state")
+
+    def _take(self, line: str) -> bool:
+        line = line.strip()
+        if not line or line in self.lines:
+            return False
+        try:
+            record = json.loads(line)
+        except ValueError:
+            return False  # a torn last line: that run is run again
+        if not isinstance(record, dict) or not isinstance(record.get("version"), str):
+            return False
+        self.lines.add(line)
+        if "screen" in record:
+            self.screens.setdefault(record["version"], record)
+        else:
+            key = (record["version"], str(record.get("probe")), int(record.get("attempt", 1)))
+            self.cells.setdefault(key, []).append(record)
+        return True
+
+    def add(self, record: Mapping[str, Any]) -> None:
+        """Append one finished run (one write, synced)."""
+        line = json.dumps(dict(record), sort_keys=True, ensure_ascii=False)
+        if not self._take(line):
+            return
+        path = self.folder / _CELLS / f"{record['version']}{RUNS_SUFFIX}"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        descriptor = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            prefix = b"" if _ends_whole(path) else b"\n"  # after a torn line: a line of its own
+            os.write(descriptor, prefix + line.encode() + b"\n")
+            os.fsync(descriptor)
+        finally:
+            os.close(descriptor)
+
+    # the search's two lookups (probes.scale.almanac_search)
+    def cell(self, version: str, probe: str, attempt: int) -> list[dict[str, str]] | None:
+        runs = self.cells.get((version, probe, attempt))
+        return [run["claims"] for run in runs] if runs else None
+
+    def screen(self, version: str) -> str | None:
+        found = self.screens.get(version)
+        return str(found["screen"]) if found else None
+
+    def runs(self, version: str, probe: str, attempt: int = 1) -> list[dict[str, Any]]:
+        return self.cells.get((version, probe, attempt), [])
+
+    def binaries(self) -> dict[str, str]:
+        """version -> the binary's SHA-256, from every run on it."""
+        found: dict[str, str] = {}
+        for record in [*self.screens.values(), *(r for rs in self.cells.values() for r in rs)]:
+            if record.get("binary_sha256"):
+                found.setdefault(record["version"], record["binary_sha256"])
+        return found
+
+
+def _ends_whole(path: Path) -> bool:
+    if not path.is_file() or path.stat().st_size == 0:
+        return True
+    with path.open("rb") as handle:
+        handle.seek(-1, os.SEEK_END)
+        return handle.read(1) == b"\n"
+
+
+def merge_states(sources: Sequence[Path], out: Path) -> AlmanacState:
+    """The union of the runs of ``sources`` (shards of one build) in ``out``."""
+    builds = [AlmanacState(source).build() for source in sources]
+    if any(build is None for build in builds):
+        missing = [str(s) for s, b in zip(sources, builds, strict=True) if b is None]
+        raise StateError(f"{', '.join(missing)}: no {BUILD_FILE}: expected an almanac state")
+    first = builds[0]
+    for source, build in zip(sources, builds, strict=True):
+        if build != first:
+            raise StateError(f"{source} is a state of another build than {sources[0]}: "
+                             "expected shards of one build")
+    merged = AlmanacState(out)
+    assert first is not None
+    merged.start(first)
+    for source in sources:
+        state = AlmanacState(source)
+        for record in [*state.screens.values(), *(r for rs in state.cells.values() for r in rs)]:
+            merged.add(record)
+    return merged

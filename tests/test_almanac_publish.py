@@ -1,0 +1,96 @@
+"""``almanac.json`` from a build's state: published only when complete, valid against its
+schema, each change with both sides, its flipped checks and its witnesses; the text form."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from probes.core.safe_read import ReadRefused
+from probes.report.schemas import validate_path
+from probes.scale.almanac_doc import PublishError, almanac_text, publish
+from probes.scale.almanac_state import AlmanacState
+from tests.test_almanac_search import CLAIMS, VERSIONS, Truth, _run, _verdict_changes
+
+PUBLISHED = ["1.0.0", *VERSIONS, "2.2.0"]  # one version before the range, one after
+
+
+def _state(tmp_path: Path, max_batches: int | None = None) -> AlmanacState:
+    truth = Truth(_verdict_changes({"claim.b2": [(13, "contradicted")],
+                                    "claim.a": [(0, "absent"), (30, "confirmed")]}))
+    state = AlmanacState(tmp_path / "state")
+    state.start({"client": "claude-code", "since": VERSIONS[0], "grid": 8,
+                 "screen_probe": "screen", "claims": CLAIMS})
+    _run(tmp_path, truth, state=state, max_batches=max_batches)
+    return state
+
+
+def test_an_incomplete_build_is_never_published(tmp_path: Path) -> None:
+    state = _state(tmp_path, max_batches=3)
+    with pytest.raises(PublishError, match="still needed"):
+        publish(state, tmp_path / "state" / "w", tmp_path / "out", PUBLISHED, VERSIONS[-1], ())
+    assert not (tmp_path / "out" / "almanac.json").exists()
+
+
+def test_a_complete_build_publishes_ranges_changes_and_witnesses(tmp_path: Path) -> None:
+    state = _state(tmp_path)
+    out = tmp_path / "out"
+    out.mkdir()
+    path = publish(state, tmp_path / "state" / "w", out, PUBLISHED, VERSIONS[-1], ())
+    document = json.loads(path.read_text())
+    checked, problems = validate_path(path)
+    assert checked == 1 and not problems, problems
+    assert document["range"] == {"first": VERSIONS[0], "last": VERSIONS[-1],
+                                 "count": len(VERSIONS)}
+    assert document["not_built"] == [{"first": "2.2.0", "last": "2.2.0", "count": 1}]
+    assert [v["binary_sha256"] for v in document["versions"]] == [f"sha-{v}" for v in VERSIONS]
+    claims = {c["id"]: c for c in document["claims"]}
+    [change] = claims["claim.b2"]["changes"]
+    assert (change["before"], change["after"], change["from"], change["to"]) == (
+        "2.1.112", "2.1.113", "confirmed", "contradicted")
+    assert change["verified"] and change["kind"] == "behaviour"
+    assert change["change"] == "regressed"
+    assert change["flipped_checks"] == [{"id": "claim.b2.check", "before": "passed",
+                                         "after": "failed"}]
+    for side in ("before", "after"):
+        witness = out / change["witnesses"][side]
+        assert any(witness.rglob("r.json"))
+    assert claims["claim.a"]["introduced"] == "2.1.130"
+    # witnesses only for change sides and an anchor (the first), not for every version
+    folders = {p.name for p in (out / "almanac" / "witnesses").iterdir()}
+    assert folders == {"2.1.100", "2.1.112", "2.1.113", "2.1.129", "2.1.130"}
+    # the text form in MATRIX.md, with ranges
+    text = (out / "MATRIX.md").read_text()
+    assert "`claim.b2`: 2.1.100–2.1.112 confirmed" in text
+    assert "regressed in **2.1.113**" in text
+    # published again: the block is replaced, not appended
+    publish(state, tmp_path / "state" / "w", out, PUBLISHED, VERSIONS[-1], ())
+    assert (out / "MATRIX.md").read_text() == text
+    assert almanac_text(document) in text
+
+
+def test_the_state_lines_are_schema_checked(tmp_path: Path) -> None:
+    state = _state(tmp_path)
+    checked, problems = validate_path(state.folder / "cells")
+    assert checked == len(VERSIONS) and not problems, problems[:3]
+
+
+def test_a_symlink_in_a_run_folder_is_never_copied_into_a_witness(tmp_path: Path) -> None:
+    state = _state(tmp_path)
+    work = tmp_path / "state" / "w"
+    for folder in (work / "2.1.113").iterdir():  # every run folder of a change side
+        (folder / "secret.json").symlink_to("/etc/passwd")
+    with pytest.raises(PublishError, match=r"secret\.json not a regular file"):
+        publish(state, work, tmp_path / "out", PUBLISHED, VERSIONS[-1], ())
+    assert not list((tmp_path / "out").rglob("secret.json"))
+
+
+def test_a_state_file_that_is_a_fifo_is_refused(tmp_path: Path) -> None:
+    cells = tmp_path / "s" / "cells"
+    cells.mkdir(parents=True)
+    os.mkfifo(cells / "2.1.100.runs.jsonl")
+    with pytest.raises(ReadRefused):
+        AlmanacState(tmp_path / "s")

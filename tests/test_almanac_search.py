@@ -1,0 +1,261 @@
+"""The almanac's search, build state, resume, shards and merge, on synthetic verdicts: a
+made-up truth per version stands in for the client, so every path runs in milliseconds."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+from collections.abc import Callable, Mapping
+from pathlib import Path
+
+import pytest
+
+from probes.scale.almanac_build import BuildStats, build
+from probes.scale.almanac_search import (
+    FLAKY,
+    UNRESOLVED,
+    SearchResult,
+    grid_indices,
+    search,
+    shard_range,
+)
+from probes.scale.almanac_state import AlmanacState, StateError, merge_states
+
+VERSIONS = [f"2.1.{n}" for n in range(100, 141)]  # 41 releases
+CLAIMS = {"p-a": ["claim.a"], "p-b": ["claim.b1", "claim.b2"], "screen": ["claim.s"]}
+
+
+class Truth:
+    """What each version would answer: claim -> verdict per version, a screen per version,
+    and versions whose second attempt answers otherwise (flaky)."""
+
+    def __init__(self, verdict: Callable[[str, int], str],
+                 screen: Callable[[int], str] = lambda i: "s0",
+                 flaky: Mapping[tuple[str, str], str] | None = None) -> None:
+        self.verdict, self.screen_of, self.flaky = verdict, screen, dict(flaky or {})
+        self.runs: list[tuple[str, tuple[str, ...], str]] = []
+
+    def run(self, version: str, probes: list[str], folder: Path) -> str:
+        index = VERSIONS.index(version)
+        folder.mkdir(parents=True)
+        attempt = folder.name.split("-")[0]
+        self.runs.append((version, tuple(probes), attempt))
+        claims = []
+        for probe in probes:
+            for claim in CLAIMS[probe]:
+                status = self.verdict(claim, index)
+                if attempt == "a2" and (version, claim) in self.flaky:
+                    status = self.flaky[(version, claim)]
+                claims.append({"id": claim, "status": status, "probe": probe})
+        checks = [{"id": f"{c['id']}.check", "claim": c["id"],
+                   "status": "passed" if c["status"] == "confirmed" else "failed"} for c in claims]
+        (folder / "r.json").write_text(json.dumps({
+            "report": "r", "claims": claims, "checks": checks, "journal": "r.journal.jsonl",
+            "probes": [{"name": p} for p in probes]}))
+        (folder / "r.journal.jsonl").write_text(json.dumps({
+            "type": "request", "probe": "screen", "method": "POST", "path": "/v1/messages",
+            "kind": "main", "headers": {}, "body": {"tools": [{"name": self.screen_of(index)}]}})
+            + "\n")
+        return f"sha-{version}"
+
+
+def _run(tmp: Path, truth: Truth, versions: list[str] = VERSIONS, grid: int = 8,
+         state: AlmanacState | None = None, **options: object) -> tuple[AlmanacState, SearchResult]:
+    state = state or AlmanacState(tmp / "state")
+    result = build(state, versions, CLAIMS, grid, "screen", truth.run, work=tmp / "state" / "w",
+                   **options)  # type: ignore[arg-type]
+    return state, result
+
+
+def _verdict_changes(changes: dict[str, list[tuple[int, str]]]) -> Callable[[str, int], str]:
+    """claim -> [(first index, verdict), ...]: the verdict from each index on."""
+    def verdict(claim: str, index: int) -> str:
+        found = "confirmed"
+        for start, status in changes.get(claim, []):
+            if index >= start:
+                found = status
+        return found
+    return verdict
+
+
+def _segments(result: SearchResult, claim: str) -> list[tuple[str, str, str]]:
+    found = next(c for c in result.claims(CLAIMS) if c["id"] == claim)
+    return [(s["first"], s["last"], s["verdict"]) for s in found["segments"]]
+
+
+def _changes(result: SearchResult, claim: str) -> list[tuple[str, str, bool]]:
+    found = next(c for c in result.claims(CLAIMS) if c["id"] == claim)
+    return [(c["before"], c["after"], c["located"]) for c in found["changes"]]
+
+
+def test_the_grid_holds_every_spacing_th_version_and_the_last() -> None:
+    assert grid_indices(10, 4) == [0, 4, 8, 9]
+    assert grid_indices(9, 4) == [0, 4, 8]
+    with pytest.raises(ValueError):
+        grid_indices(3, 0)
+
+
+def test_a_change_is_located_to_adjacent_releases_and_verified(tmp_path: Path) -> None:
+    truth = Truth(_verdict_changes({"claim.b2": [(13, "contradicted")]}))
+    _, result = _run(tmp_path, truth)
+    assert result.complete
+    assert _changes(result, "claim.b2") == [("2.1.112", "2.1.113", True)]
+    assert _segments(result, "claim.b2") == [("2.1.100", "2.1.112", "confirmed"),
+                                             ("2.1.113", "2.1.140", "contradicted")]
+    assert _changes(result, "claim.b1") == [] and _changes(result, "claim.a") == []
+    # both sides of the change were run twice (attempt 2: the re-verification)
+    assert {(v, a) for v, p, a in truth.runs if "p-b" in p and a == "a2"} == {
+        ("2.1.112", "a2"), ("2.1.113", "a2")}
+    # the probes other than the screen's ran on far fewer than every version
+    assert sum(len(set(p) - {"screen"}) for _, p, _ in truth.runs) < len(VERSIONS)
+
+
+def test_a_change_and_its_revert_between_two_grid_versions_are_caught_by_the_screen(
+        tmp_path: Path) -> None:
+    # claim.a is contradicted on 2.1.110-2.1.112 only: both grid versions (2.1.108, 2.1.116)
+    # agree; the screen moves where the client changed (at 110 and at 113)
+    verdict = _verdict_changes({"claim.a": [(10, "contradicted"), (13, "confirmed")]})
+    truth = Truth(verdict, screen=lambda i: "s1" if 10 <= i < 13 else "s0")
+    _, result = _run(tmp_path, truth)
+    assert _changes(result, "claim.a") == [("2.1.109", "2.1.110", True),
+                                           ("2.1.112", "2.1.113", True)]
+    assert ("2.1.110", "2.1.112", "contradicted") in _segments(result, "claim.a")
+
+
+def test_without_a_screen_move_a_short_excursion_is_the_stated_blind_spot(
+        tmp_path: Path) -> None:
+    verdict = _verdict_changes({"claim.a": [(10, "contradicted"), (13, "confirmed")]})
+    _, result = _run(tmp_path, Truth(verdict))
+    # the guarantee says so: shorter than the grid and the screen still -> not seen
+    assert _changes(result, "claim.a") == []
+
+
+def test_a_change_that_does_not_reproduce_is_flaky_never_a_change(tmp_path: Path) -> None:
+    # 2.1.120 answers contradicted once, confirmed on the re-run: no change is published
+    verdict = _verdict_changes({"claim.a": [(20, "contradicted"), (21, "confirmed")]})
+    truth = Truth(verdict, screen=lambda i: "s1" if i == 20 else "s0",
+                  flaky={("2.1.120", "claim.a"): "confirmed"})
+    _, result = _run(tmp_path, truth)
+    assert result.complete
+    assert _changes(result, "claim.a") == []
+    claim = next(c for c in result.claims(CLAIMS) if c["id"] == "claim.a")
+    flaky = [s for s in claim["segments"] if s["verdict"] == FLAKY]
+    assert flaky == [{"first": "2.1.120", "last": "2.1.120", "verdict": FLAKY,
+                      "probed": ["2.1.120"], "outcomes": ["contradicted", "confirmed"]}]
+
+
+def test_a_harness_error_decides_nothing(tmp_path: Path) -> None:
+    verdict = _verdict_changes({"claim.a": [(16, "error"), (17, "contradicted")]})
+    _, result = _run(tmp_path, Truth(verdict))
+    segments = _segments(result, "claim.a")
+    assert ("2.1.116", "2.1.116", "error") in segments
+    # the change is between 2.1.115 and 2.1.117 with only the error between: a range
+    assert _changes(result, "claim.a") == [("2.1.115", "2.1.117", False)]
+    assert not [s for s in segments if s[2] == UNRESOLVED]
+
+
+def test_an_interrupted_build_resumes_without_redoing_finished_runs(tmp_path: Path) -> None:
+    verdict = _verdict_changes({"claim.b1": [(5, "absent"), (30, "confirmed")]})
+    whole = Truth(verdict)
+    _, expected = _run(tmp_path / "whole", whole)
+    truth = Truth(verdict)
+    _, partial = _run(tmp_path, truth, max_batches=7)
+    assert not partial.complete
+    # a torn last line (a kill mid-write) is ignored, and that run made again
+    cells = sorted((tmp_path / "state" / "cells").glob("*.jsonl"))
+    with cells[-1].open("a") as handle:
+        handle.write('{"version": "2.1.1')
+    _, result = _run(tmp_path, truth, state=AlmanacState(tmp_path / "state"))
+    assert result.complete
+    assert result.claims(CLAIMS) == expected.claims(CLAIMS)
+    # no run was made twice beyond the one whose record was torn
+    assert len(truth.runs) <= len(whole.runs) + 1
+
+
+def test_a_build_killed_mid_run_resumes(tmp_path: Path) -> None:
+    """A real process killed with SIGKILL while a run is in progress."""
+    script = textwrap.dedent(f"""
+        import json, os, sys, time
+        from pathlib import Path
+        sys.path.insert(0, {str(Path(__file__).parent)!r})
+        from test_almanac_search import CLAIMS, VERSIONS, Truth, _verdict_changes
+        from probes.scale.almanac_build import build
+        from probes.scale.almanac_state import AlmanacState
+        truth = Truth(_verdict_changes({{"claim.a": [(9, "contradicted")]}}))
+        runs = 0
+        def run(version, probes, folder):
+            global runs
+            runs += 1
+            if runs == 6:
+                print("ready", flush=True)
+                time.sleep(60)
+            return truth.run(version, probes, folder)
+        state = AlmanacState(Path(sys.argv[1]))
+        build(state, VERSIONS, CLAIMS, 8, "screen", run, work=Path(sys.argv[1]) / "w")
+    """)
+    process = subprocess.Popen([sys.executable, "-c", script, str(tmp_path / "state")],
+                               stdout=subprocess.PIPE, text=True, cwd=Path(__file__).parent.parent)
+    assert process.stdout is not None
+    assert process.stdout.readline().strip() == "ready"
+    os.kill(process.pid, signal.SIGKILL)
+    process.wait()
+    state = AlmanacState(tmp_path / "state")
+    assert len(state.screens) == 5  # the five runs finished before the kill
+    truth = Truth(_verdict_changes({"claim.a": [(9, "contradicted")]}))
+    _, result = _run(tmp_path, truth, state=state)
+    assert result.complete
+    assert _changes(result, "claim.a") == [("2.1.108", "2.1.109", True)]
+    # the five runs finished before the kill are not made again
+    assert not [run for run in truth.runs if run[0] in VERSIONS[:5] and run[2] == "a1"]
+
+
+def test_shards_merge_into_the_unsharded_result(tmp_path: Path) -> None:
+    verdict = _verdict_changes({"claim.a": [(3, "contradicted")],
+                                "claim.b1": [(27, "not_reached")]})
+    _, whole = _run(tmp_path / "whole", Truth(verdict))
+    slices = []
+    for shard in (1, 2, 3):
+        chunk = shard_range(VERSIONS, 8, shard, 3)
+        assert chunk[0] in [VERSIONS[i] for i in grid_indices(len(VERSIONS), 8)]
+        state, result = _run(tmp_path / f"s{shard}", Truth(verdict), versions=chunk)
+        assert result.complete
+        state.start({"grid": 8})
+        slices.append(state.folder)
+    merged = merge_states(slices, tmp_path / "merged")
+    result = search(VERSIONS, CLAIMS, 8, merged.cell, merged.screen)
+    assert result.complete
+    assert result.claims(CLAIMS) == whole.claims(CLAIMS)
+    assert sorted(merged.binaries()) == VERSIONS
+
+
+def test_a_state_of_another_build_is_refused(tmp_path: Path) -> None:
+    state = AlmanacState(tmp_path / "s")
+    state.start({"grid": 8, "client": "claude-code"})
+    with pytest.raises(StateError, match="grid"):
+        AlmanacState(tmp_path / "s").start({"grid": 4, "client": "claude-code"})
+    other = AlmanacState(tmp_path / "t")
+    other.start({"grid": 4, "client": "claude-code"})
+    with pytest.raises(StateError, match="another build"):
+        merge_states([tmp_path / "s", tmp_path / "t"], tmp_path / "m")
+
+
+def test_build_counts_its_runs(tmp_path: Path) -> None:
+    stats = BuildStats()
+    _run(tmp_path, Truth(_verdict_changes({})), stats=stats)
+    grid = grid_indices(len(VERSIONS), 8)
+    assert stats.screens == len(VERSIONS)
+    assert stats.batches == len(VERSIONS)  # grid versions' probes run with their screen
+    assert stats.probe_runs == len(VERSIONS) + len(grid) * (len(CLAIMS) - 1)
+
+
+def test_a_probe_whose_claims_changed_is_run_again(tmp_path: Path) -> None:
+    state, result = _run(tmp_path, Truth(_verdict_changes({})))
+    assert result.complete
+    changed = {**CLAIMS, "p-a": ["claim.a", "claim.a2"]}
+    again = search(VERSIONS, changed, 8, state.cell, state.screen)
+    assert {n.probe for n in again.needs} == {"p-a"}
+    assert len(again.needs) == len(grid_indices(len(VERSIONS), 8))
