@@ -9,16 +9,9 @@ the agent with the driver's tools (``probes.clients.loop_driver``).
 
 from __future__ import annotations
 
-import json
-import subprocess
 from pathlib import Path
-from typing import Any
 
-from probes.clients.base import ClientBinary, scan_installs
-from probes.clients.loop_driver import DriverLoop
-from probes.clients.npm import InstallError, cache_root
-from probes.clients.pypi import install_venv, newest, published_versions, venv_binary
-from probes.clients.specs import LATEST, check_version, install_folder
+from probes.clients.loop_driver import PypiLoop
 
 __all__ = ["COMPANION", "DRIVER", "ENTRY", "PACKAGE", "LangGraph"]
 
@@ -33,48 +26,8 @@ _VERSIONS = ("import langgraph.prebuilt, langchain_anthropic, importlib.metadata
              "'langchain-anthropic', 'langchain-core', 'anthropic')}))")
 
 
-class LangGraph(DriverLoop):
+class LangGraph(PypiLoop):
     name = "langgraph"
     package = PACKAGE
-    registry = "pypi"  # the grammar of its versions (probes.clients.specs)
-
-    def __init__(self, cache: Path | None = None):
-        self.cache = (cache or cache_root()) / "clients" / self.name
-
-    def _binary(self, directory: Path) -> ClientBinary | None:
-        return venv_binary(self.name, PACKAGE, directory, DRIVER)
-
-    def installed(self) -> list[ClientBinary]:
-        return scan_installs(self.cache, self._binary)
-
-    def published(self) -> list[str]:
-        return published_versions(PACKAGE)
-
-    def resolve(self, version: str) -> str:
-        """``latest`` as the newest version published; any other version as it is."""
-        check_version(self, version)
-        return newest(self.published()) if version == LATEST else version
-
-    def install(self, version: str) -> ClientBinary:
-        version = self.resolve(version)
-        check_version(self, version, exact=True)  # the index's answer is input too
-        existing = self._binary(install_folder(self.cache, version))
-        if existing is not None:
-            return existing
-
-        def react_agent(venv: Path) -> tuple[Path, dict[str, Any]]:
-            found = sorted(venv.glob(f"lib/python*/site-packages/{ENTRY}"))
-            if not found:
-                raise InstallError(f"{PACKAGE}=={version} has no ReAct agent ({ENTRY})")
-            done = subprocess.run([str(venv / "bin" / "python"), "-c", _VERSIONS],
-                                  capture_output=True, text=True, timeout=120)
-            if done.returncode != 0:
-                raise InstallError(f"{PACKAGE}=={version} installed but does not import: "
-                                   f"{(done.stderr.strip().splitlines() or ['?'])[-1]}")
-            return found[0], {"companions": json.loads(done.stdout)}
-
-        directory = install_venv(self.cache, PACKAGE, version, react_agent, (COMPANION,))
-        binary = self._binary(directory)
-        if binary is None:
-            raise InstallError(f"{PACKAGE}=={version} installed into {directory} but is unusable")
-        return binary
+    entry, what, driver, imports = ENTRY, "ReAct agent", DRIVER, _VERSIONS
+    companions = (COMPANION,)

@@ -45,12 +45,14 @@ from probes.clients.npm import (
     resolve_version,
     sha256_file,
 )
-from probes.clients.specs import check_version, install_folder
+from probes.clients.pypi import install_venv, newest, venv_binary
+from probes.clients.pypi import published_versions as pypi_versions
+from probes.clients.specs import LATEST, check_version, install_folder
 from probes.core.evidence import Output
 from probes.core.invocation import CAPABILITIES, Invocation
 from probes.sandbox.folders import Sandbox, base_environment
 
-__all__ = ["LOOP_CATALOG", "LOOP_SUPPORTED", "LOOP_WHY_NOT", "SYSTEM", "DriverLoop", "NpmLoop",
+__all__ = ["LOOP_CATALOG", "LOOP_SUPPORTED", "LOOP_WHY_NOT", "SYSTEM", "DriverLoop", "NpmLoop", "PypiLoop",
            "loop_spec", "npm_install"]
 
 LOOP_CATALOG = "probes.catalog.agent_loop"
@@ -214,3 +216,63 @@ class NpmLoop(DriverLoop):
 
     def environment(self, binary: ClientBinary) -> dict[str, str]:
         return {"NODE_PATH": str(binary.root / "node_modules")}
+
+
+class PypiLoop(DriverLoop):
+    """A loop from PyPI: each version in a venv of its own in the cache, with ``companions``
+    (their newest of the day); the file the reports cite is ``entry`` in it. An install is
+    refused unless ``imports`` (Python, run in the venv) succeeds: a version whose
+    dependencies resolved to releases it cannot use never runs. What ``imports`` prints, if
+    anything, is JSON kept in the install's manifest as ``companions``."""
+
+    registry = "pypi"  # the grammar of its versions (probes.clients.specs)
+    requirement = ""  # what pip installs, e.g. "pydantic-ai-slim[anthropic]"
+    entry = ""  # the loop's module, relative to site-packages
+    what = ""  # what ``entry`` is, for the error naming it missing
+    driver: Path
+    imports = ""
+    companions: tuple[str, ...] = ()
+
+    def __init__(self, cache: Path | None = None):
+        self.cache = (cache or cache_root()) / "clients" / self.name
+
+    def _binary(self, directory: Path) -> ClientBinary | None:
+        return venv_binary(self.name, self.package, directory, self.driver)
+
+    def installed(self) -> list[ClientBinary]:
+        return scan_installs(self.cache, self._binary)
+
+    def published(self) -> list[str]:
+        return pypi_versions(self.package)
+
+    def resolve(self, version: str) -> str:
+        """``latest`` as the newest version published; any other version as it is."""
+        check_version(self, version)
+        return newest(self.published()) if version == LATEST else version
+
+    def install(self, version: str) -> ClientBinary:
+        version = self.resolve(version)
+        check_version(self, version, exact=True)  # the index's answer is input too
+        existing = self._binary(install_folder(self.cache, version))
+        if existing is not None:
+            return existing
+        package = self.package
+
+        def loop_module(venv: Path) -> tuple[Path, dict[str, Any]]:
+            found = sorted(venv.glob(f"lib/python*/site-packages/{self.entry}"))
+            if not found:
+                raise InstallError(f"{package}=={version} has no {self.what} ({self.entry})")
+            done = subprocess.run([str(venv / "bin" / "python"), "-c", self.imports],
+                                  capture_output=True, text=True, timeout=120)
+            if done.returncode != 0:
+                raise InstallError(f"{package}=={version} installed but does not import: "
+                                   f"{(done.stderr.strip().splitlines() or ['?'])[-1]}")
+            printed = done.stdout.strip()
+            return found[0], ({"companions": json.loads(printed)} if printed else {})
+
+        directory = install_venv(self.cache, self.requirement or package, version, loop_module,
+                                 self.companions)
+        binary = self._binary(directory)
+        if binary is None:
+            raise InstallError(f"{package}=={version} installed into {directory} but is unusable")
+        return binary
