@@ -21,7 +21,7 @@ from probes.clients.pypi import install_venv, newest, published_versions, venv_b
 from probes.clients.specs import LATEST, check_version, install_folder
 from probes.core.invocation import Invocation
 
-__all__ = ["DRIVER", "PACKAGE", "ClaudeAgentSdk"]
+__all__ = ["DRIVER", "PACKAGE", "ClaudeAgentSdk", "sdk_spec"]
 
 PACKAGE = "claude-agent-sdk"
 DRIVER = Path(__file__).with_name("agent_sdk_driver.py")
@@ -79,23 +79,30 @@ class ClaudeAgentSdk(ClaudeCliBase):
     def command(self, binary: ClientBinary, invocation: Invocation,
                 context: RunContext) -> Command:
         box = context.box
-        settings = self.settings(invocation, context.hooks)
-        spec = {
-            "prompt": invocation.prompt, "model": invocation.model,
-            "tools": list(invocation.tools) if invocation.tools is not None else None,
-            "max_turns": invocation.max_turns, "resume": context.resumed_session(invocation),
-            "fork": invocation.fork,
-            "session_id": context.session_ids.get(invocation.name)
-            if invocation.session == "new" else None,
-            "settings": str(self.settings_path(box)) if settings is not None else None,
-            "extra_args": list(invocation.extra_args),
-            # the harness writes the CLI's input protocol to the driver, which relays it
-            "mcp_config": str(self.mcp_config_path(box, invocation))
-            if invocation.mcp is not None else None,
-            "streamed": None if invocation.streamed is None else {
-                "permissions": None if invocation.streamed.permissions is None else True},
-        }
+        spec = sdk_spec(self, invocation, context)
         env = self.run_environment(box, context.base_url, invocation, dict(context.extra_env))
         return Command([*binary.launcher, json.dumps(spec)], env, box.workspace,
                        {**self.settings_files(box, invocation, context.hooks),
                         **self.mcp_files(invocation, context)})
+
+
+def sdk_spec(client: ClaudeCliBase, invocation: Invocation, context: RunContext) -> dict[str, Any]:
+    """What an Agent SDK driver reads (its argv[1], JSON): the run as the SDK's options, the
+    settings and MCP config files by their paths in the sandbox (``client`` writes them)."""
+    box = context.box
+    settings = client.settings(invocation, context.hooks)
+    return {
+        "prompt": invocation.prompt, "model": invocation.model,
+        "tools": list(invocation.tools) if invocation.tools is not None else None,
+        "max_turns": invocation.max_turns, "resume": context.resumed_session(invocation),
+        "fork": invocation.fork,
+        "session_id": context.session_ids.get(invocation.name)
+        if invocation.session == "new" else None,
+        "settings": str(client.settings_path(box)) if settings is not None else None,
+        "extra_args": list(invocation.extra_args),
+        "mcp_config": str(client.mcp_config_path(box, invocation))
+        if invocation.mcp is not None else None,
+        # the harness writes the CLI's input protocol to the driver, which relays it
+        "streamed": None if invocation.streamed is None else {
+            "permissions": None if invocation.streamed.permissions is None else True},
+    }

@@ -11,6 +11,7 @@ import shutil
 import subprocess
 import tempfile
 import time
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -84,13 +85,14 @@ def _npm_error(stderr: str) -> str:
     return "; ".join(dict.fromkeys(ln for ln in lines if ln))[:400]
 
 
-def install_package(package: str, version: str, target: Path,
-                    locate_entry: Any) -> dict[str, Any]:
+def install_package(package: str, version: str, target: Path, locate_entry: Any,
+                    describe: Callable[[Path], Mapping[str, Any]] | None = None) -> dict[str, Any]:
     """Install ``package@version`` into ``target`` atomically and describe what was installed.
 
-    ``locate_entry(prefix) -> (entry_path, launcher_argv)`` finds the executed file.
-    The install happens in a sibling temporary directory that is renamed into place,
-    so an interrupted install never looks installed.
+    ``locate_entry(prefix) -> (entry_path, launcher_argv)`` finds the executed file (raising
+    ``InstallError`` refuses the install); ``describe(prefix)``, if given, adds fields to the
+    manifest. The install happens in a sibling temporary directory that is renamed into
+    place, so an interrupted or refused install never looks installed.
     """
     target.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
@@ -117,6 +119,7 @@ def install_package(package: str, version: str, target: Path,
             "size": entry.stat().st_size,
             "installed_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
             "node": _node_version(),
+            **(describe(staging) if describe is not None else {}),
         }
         (staging / "install.json").write_text(json.dumps(manifest, indent=2, sort_keys=True))
         if target.exists():
