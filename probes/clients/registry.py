@@ -6,6 +6,7 @@ import shutil
 from collections.abc import Callable, Mapping
 
 from probes.clients.agent_sdk import ClaudeAgentSdk
+from probes.clients.agent_sdk_ts import ClaudeAgentSdkTs
 from probes.clients.base import Client, ClientBinary, ClientKey
 from probes.clients.claude_code import ClaudeCode
 from probes.clients.langgraph_agent import LangGraph
@@ -42,6 +43,7 @@ CLIENT_KINDS: dict[str, Callable[[], Client]] = {
     "vercel-ai": VercelAi,
     "pydantic-ai": PydanticAi,
     "langgraph": LangGraph,
+    "claude-agent-sdk-ts": ClaudeAgentSdkTs,
 }
 DEFAULT_KIND = "claude-code"
 SPEC_FORM = "KIND@VERSION"
