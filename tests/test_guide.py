@@ -8,12 +8,14 @@ import json
 import re
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from probes import cli
 from probes.report.format import load_folder, read_journal_lines
 from probes.report.guide import render_guide, write_guide
+from probes.report.guide_runs import Shared, common_spec, probe_section
 from tests.fakeloop import FakeLoopClient
 from tests.fakeloop.catalog import REPORTS
 
@@ -75,3 +77,29 @@ def test_the_committed_evidence_guide_fits_in_150_kb(version: str, tmp_path: Pat
     assert len(text.encode()) <= 150 * KB
     assert text.count("ANTHROPIC_BASE_URL=") == 1
     assert render_guide([]).startswith("# Evidence guide")
+
+
+
+def _runs(*specs: dict[str, object]) -> list[Any]:
+    return [{"report": "r", "probes": [{"name": "p", "runs": [
+        {"name": f"run{i}", "argv": ["node", "driver", json.dumps(spec)]}
+        for i, spec in enumerate(specs)]}]}]
+
+
+def test_the_keys_most_driver_specs_set_alike_are_written_once(tmp_path: Path) -> None:
+    reports = _runs({"prompt": "A", "model": "m", "tools": ["Read"], "fork": False},
+                    {"prompt": "B", "model": "m", "tools": ["Read"], "fork": True},
+                    {"prompt": "C", "model": "other", "tools": None, "fork": False})
+    spec = common_spec(reports)
+    assert spec == {"model": "m", "tools": ["Read"]}  # each set alike by 2 runs of 3
+    shown = "\n".join(probe_section(reports[0], reports[0]["probes"][0],
+                                    Shared({}, [], spec), {}))
+    # a run shows what it sets otherwise: a common key it lacks as null, never left unsaid
+    assert """'{"prompt": "A"}'""" in shown and """'{"prompt": "B", "fork": true}'""" in shown
+    assert """'{"prompt": "C", "model": "other", "tools": null}'""" in shown
+    assert common_spec(_runs({"prompt": "A"}, {"prompt": "B"})) == {}
+    # a driver kind's guide writes them once, and says so
+    folder = tmp_path / "runner"
+    shutil.copytree(Path("reports", "anthropic-tool-runner-2.0.0"), folder)
+    guide = write_guide(folder).read_text()
+    assert guide.count("COMMON_SPEC={") == 1 and "nor those set as in `$COMMON_SPEC`" in guide

@@ -7,6 +7,7 @@ request bodies left in the journal, each request linked to its line.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +26,7 @@ from probes.report.guide_runs import (
     assignments,
     common_args,
     common_env,
+    common_spec,
     journal_line_list,
     probe_section,
     quote,
@@ -200,8 +202,8 @@ def render_guide(reports: list[Report],
                        f"{row.get('is_error')} | {exit_code} | "
                        f"{short(results.get((report['report'], row['probe'], row['run'])), 36)} |")
     out.append("")
-    shared = Shared(common_env(reports), common_args(reports))
-    if shared.env or shared.args:
+    shared = Shared(common_env(reports), common_args(reports), common_spec(reports))
+    if shared.env or shared.args or shared.spec:
         out += ["## What most runs share", "",
                 "Each command below is written `env -i $COMMON_ENV`, the variables most runs "
                 "share (placeholders as in the reports), then what that run sets otherwise "
@@ -211,10 +213,14 @@ def render_guide(reports: list[Report],
                 "journal at the line given as `#seq@line kind turn.attempt → rule status`; "
                 "each check's evidence, and each run's whole output, in the report. A JSON "
                 "argument is shown without its keys set to null, false or empty (the report "
-                "has it whole).",
+                "has it whole)" + (
+                    ", nor those set as in `$COMMON_SPEC`, the keys most runs' JSON arguments "
+                    "set alike (a key of it a run lacks is shown null)." if shared.spec else "."),
                 "", "```", *(["COMMON_ENV=", *assignments(shared.env)] if shared.env else []),
                 *([f"COMMON_ARGS={' '.join(quote(a) for a in shared.args)}"]
-                  if shared.args else []), "```", ""]
+                  if shared.args else []),
+                *([f"COMMON_SPEC={json.dumps(shared.spec, ensure_ascii=False)}"]
+                  if shared.spec else []), "```", ""]
     for report in reports:
         journal = report["journal"]
         out += [f"## {report['title']}", "", report.get("summary", ""), "",

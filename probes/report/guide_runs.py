@@ -9,12 +9,12 @@ from __future__ import annotations
 import json
 import shlex
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from probes.report.format import Report
 
-__all__ = ["Shared", "assignments", "common_args", "common_env", "journal_line_list",
+__all__ = ["Shared", "assignments", "common_args", "common_env", "common_spec", "journal_line_list",
            "probe_section", "quote", "short"]
 
 
@@ -40,11 +40,16 @@ def assignments(env: dict[str, str]) -> list[str]:
 
 
 def _command(argv: list[str], env: dict[str, str] | None = None,
-             common: dict[str, str] | None = None, args: list[str] | None = None) -> str:
+             common: dict[str, str] | None = None, args: list[str] | None = None,
+             spec: dict[str, Any] | None = None) -> str:
     """The run as a shell command: its whole environment (nothing else reached it), then argv;
     the part of it most runs share written ``$COMMON_ENV`` (listed once, at the top), then
-    what this run sets otherwise, and what of it this run lacks."""
-    argv = _with_common_args([_unset_left_out(str(a)) for a in argv], args or [])
+    what this run sets otherwise, and what of it this run lacks; its driver's run description
+    likewise without what ``$COMMON_SPEC`` says."""
+    argv = [str(a) for a in argv]
+    described = _spec_index(argv)
+    argv = _with_common_args([_unset_left_out(a, (spec or {}) if i == described else {})
+                              for i, a in enumerate(argv)], args or [])
     if not env:
         return " ".join(quote(a) for a in argv)
     common = common or {}
@@ -70,19 +75,52 @@ def common_args(reports: list[Report]) -> list[str]:
     return list(best[1])
 
 
-def _unset_left_out(arg: str) -> str:
-    """A JSON object argument (a driver's run description) without its keys set to null,
-    false or empty: the guide's header says so; the report keeps the argument whole."""
+_UNSET: tuple[Any, ...] = (None, False, [], {})
+
+
+def _json_object(arg: str) -> dict[str, Any] | None:
+    """A JSON object argument (a driver's run description), else None."""
     if not arg.startswith("{"):
-        return arg
+        return None
     try:
         value = json.loads(arg)
     except ValueError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def _unset_left_out(arg: str, common: dict[str, Any]) -> str:
+    """A JSON object argument without its keys set to null, false or empty, nor those set as
+    in ``common`` (``$COMMON_SPEC``; a key of it this run lacks is shown null): the guide's
+    header says so; the report keeps the argument whole."""
+    value = _json_object(arg)
+    if value is None:
         return arg
-    if not isinstance(value, dict):
-        return arg
-    return json.dumps({k: v for k, v in value.items() if v not in (None, False, [], {})},
-                      ensure_ascii=False)
+    shown = {k: v for k, v in value.items()
+             if (v != common[k] if k in common else v not in _UNSET)}
+    shown.update({k: None for k in common if k not in value})
+    return json.dumps(shown, ensure_ascii=False)
+
+
+def _spec_index(argv: list[str]) -> int | None:
+    """Where a driver's run description is: a JSON object argument that is no option's value."""
+    return next((i for i, arg in enumerate(argv) if _json_object(arg) is not None
+                 and not (i and argv[i - 1].startswith("-"))), None)
+
+
+def _spec_of(argv: list[str]) -> dict[str, Any]:
+    index = _spec_index(argv)
+    return {} if index is None else _json_object(argv[index]) or {}
+
+
+def common_spec(reports: list[Report]) -> dict[str, Any]:
+    """The keys of a driver's run description that more than half of the runs set alike,
+    with their values: ``$COMMON_SPEC``, written once."""
+    argvs = [[str(a) for a in run["argv"]] for report in reports for probe in report["probes"]
+             for run in dict(probe).get("runs", []) if run.get("argv")]
+    counts = Counter((k, json.dumps(v, sort_keys=True, ensure_ascii=False)) for argv in argvs
+                     for k, v in _spec_of(argv).items() if v not in _UNSET)
+    return {k: json.loads(v) for (k, v), n in sorted(counts.items()) if 2 * n > len(argvs)}
 
 
 def _with_common_args(argv: list[str], common: list[str]) -> list[str]:
@@ -196,6 +234,7 @@ class Shared:
     """What most runs of a folder share, written once at the top."""
     env: dict[str, str]
     args: list[str]
+    spec: dict[str, Any] = field(default_factory=dict)
 
 
 def _request_kind(r: dict[str, Any]) -> tuple[Any, ...]:
@@ -247,7 +286,8 @@ def probe_section(report: Report, probe: dict[str, Any], shared: Shared,
     runs = probe.get("runs", [])
     if runs:
         out += ["**Commands** (cwd `$WORKSPACE`):", "", "```"]
-        out += [f"# {run['name']}\n{_command(run['argv'], run.get('env'), shared.env, shared.args)}"
+        out += [f"# {run['name']}\n"
+                f"{_command(run['argv'], run.get('env'), shared.env, shared.args, shared.spec)}"
                 for run in runs]
         out += ["```", ""]
     if probe.get("scenario"):
