@@ -78,6 +78,7 @@ class ClaudeAgentSdk(ClaudeCliBase):
 
     def command(self, binary: ClientBinary, invocation: Invocation,
                 context: RunContext) -> Command:
+        invocation = self.cli_invocation(invocation)
         box = context.box
         settings = self.settings(invocation, context.hooks)
         spec = {

@@ -26,7 +26,7 @@ from probes.core.evidence import Evidence, RunRecord
 from probes.core.files import write_text
 from probes.core.invocation import Invocation
 from probes.core.outcome import ProbeOutcome
-from probes.core.probe import Probe, served_scenario, shown_scenario
+from probes.core.probe import Probe, served_scenario, shown_scenario, with_tool_names
 from probes.core.verdicts import check_evidence
 from probes.inside import hook_recorder, hook_wrapper
 from probes.run.client_mentions import look_up
@@ -143,6 +143,10 @@ def run_probe(probe: Probe, client: Client, binary: ClientBinary, work_dir: Path
         if verdict == "absent":
             return ProbeOutcome(probe, None, [], None, absent=why)
         return ProbeOutcome(probe, None, [], None, not_applicable=why)
+    # the scripted calls named as this client names the tools (the loop tools over MCP)
+    tool_names = client.capabilities(binary).tool_names
+    if tool_names:
+        probe = replace(probe, scenario=with_tool_names(probe.scenario, tool_names))
     containment = containment or find_containment(no_sandbox=False)
     box = Sandbox.create(work_dir, probe.name)
     box.write_files(probe.fixtures)
@@ -153,7 +157,9 @@ def run_probe(probe: Probe, client: Client, binary: ClientBinary, work_dir: Path
     scenario = probe.scenario
     started = time.time()
     try:
-        mcp = install_mcp_runtime() if any(i.mcp for i in probe.invocations) else None
+        # the loop tools reach a CLI client as an MCP server too (probes.core.loop_tools)
+        mcp = install_mcp_runtime() if any(i.mcp or (i.loop_tools and tool_names)
+                                           for i in probe.invocations) else None
         others = sorted({b.version: b for b in binaries.values() if b != binary}.values(),
                         key=lambda b: b.version)
         with containment.enter(box, binary, egress_guard, readonly=[mcp.venv] if mcp else [],
@@ -347,8 +353,10 @@ def _gather(probe: Probe, client: Client, binary: ClientBinary, box: Sandbox,
     # the run's calendar date (clients tell it to the model), as the client may have seen it
     dates = {time.strftime("%Y-%m-%d", clock(moment)) for clock in (time.gmtime, time.localtime)
              for moment in (runs_started, time.time())}
-    mcp_calls = {name: list(collector.mcp.get(name, []))
-                 for name, run in runs.items() if run.invocation.mcp is not None}
+    # a loop run's tools served over MCP (a CLI client's, probes.core.loop_tools) too
+    mcp_calls = {name: list(collector.mcp.get(name, [])) for name, run in runs.items()
+                 if run.invocation.mcp is not None
+                 or (run.invocation.loop_tools and name in collector.mcp)}
     left = ClientFiles(box)
     session_files = left.sessions(client.session_folder(box))
     workspace_files = left.workspace()
