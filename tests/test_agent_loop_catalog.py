@@ -25,7 +25,7 @@ from probes.core.outcome import ProbeOutcome
 from probes.core.probe import Counterfactual, Probe, served_scenario, with_tool_names
 from probes.core.verdicts import decide_claim
 from probes.report.counterfactuals import counterfactual_entry
-from probes.run.runner import run_probe
+from probes.run.runner import _as_the_client_sees_it, run_probe
 from tests.fakeloop.toolloop import PLANTS
 from tests.fakeloop.toolloop_client import FakeToolLoopClient
 
@@ -88,6 +88,15 @@ def test_a_cli_client_runs_the_catalog_with_the_loop_tools_over_mcp(tmp_path: Pa
     assert all(not capabilities.lacking(p.capabilities()) for p in PROBES)
     assert capabilities.tool_names == {"add": "mcp__loop__add", "fail": "mcp__loop__fail",
                                        "read_file": "mcp__loop__read_file"}
+    # its warmups and side requests are told apart from its loop's, as in every Claude
+    # Code probe, and the scripted calls named as it names the tools
+    seen, names = _as_the_client_sees_it(BY_NAME["loop.step-limit"], capabilities)
+    assert seen.scenario.classifier == "claude-code" and names == capabilities.tool_names
+    assert "mcp__loop__add" in seen.scenario.model_dump_json()
+    loop = FakeToolLoopClient(())
+    assert _as_the_client_sees_it(BY_NAME["loop.step-limit"],
+                                  loop.capabilities(loop.install("1"))) \
+        == (BY_NAME["loop.step-limit"], {})
     older = tmp_path / "older"
     older.mkdir()
     lacking = ClaudeCode(tmp_path).capabilities(

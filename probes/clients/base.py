@@ -69,12 +69,16 @@ class Capabilities:
     ``tool_names``: how the client names a scripted tool where not by the script's name (a
     CLI client reaches the loop tools through MCP: ``add`` is ``mcp__loop__add``); the
     harness renames the scripted calls before serving them.
+    ``classifier``: how the client's requests are told apart (``mockapi`` classifiers), for a
+    scenario that tells none apart (``plain``, the generic catalog's): Claude Code's warmups
+    and side requests are then answered by the mock's built-in replies, not by the script.
     """
 
     supported: frozenset[str]
     missing: Mapping[str, str] = field(default_factory=dict)
     version_lacks: frozenset[str] = frozenset()
     tool_names: Mapping[str, str] = field(default_factory=dict)
+    classifier: str | None = None
 
     def lacking(self, needed: Iterable[str]) -> list[str]:
         return [name for name in needed if name not in self.supported]

@@ -21,6 +21,7 @@ from probes.core.evidence import Output
 from probes.core.invocation import CAPABILITIES, Invocation
 from probes.core.loop_tools import LOOP_TOOL_NAMES, LOOP_TOOLS
 from probes.core.mcp import SERVER_SCRIPT, mcp_config
+from probes.core.probe import HARNESS_CLASSIFIER
 from probes.sandbox.folders import BASE_PATH, Sandbox, base_environment
 
 __all__ = ["CAPABILITY_FLAGS", "DUMMY_API_KEY", "LOOP_RETRIES_ENV", "NOT_CLAUDE_CODE",
@@ -103,7 +104,8 @@ class ClaudeCliBase:
                 supported.add(name)
         names = {tool: LOOP_TOOLS.tool_name(tool) for tool in LOOP_TOOL_NAMES} \
             if "loop_tools" in supported else {}
-        return Capabilities(frozenset(supported), missing, frozenset(version_lacks), names)
+        return Capabilities(frozenset(supported), missing, frozenset(version_lacks), names,
+                            HARNESS_CLASSIFIER)
 
     def cli_invocation(self, invocation: Invocation) -> Invocation:
         """The invocation in the CLI's terms. A generic agent-loop run (``loop_tools``) states

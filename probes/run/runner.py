@@ -21,7 +21,14 @@ from typing import Any, Protocol
 
 from mockapi.journal import Journal, read_journal
 from mockapi.scenario import Scenario
-from probes.clients.base import Client, ClientBinary, Command, HookCommand, RunContext
+from probes.clients.base import (
+    Capabilities,
+    Client,
+    ClientBinary,
+    Command,
+    HookCommand,
+    RunContext,
+)
 from probes.core.evidence import Evidence, RunRecord
 from probes.core.files import write_text
 from probes.core.invocation import Invocation
@@ -120,6 +127,18 @@ def _not_applicable(probe: Probe, client: Client, binary: ClientBinary,
     return None
 
 
+def _as_the_client_sees_it(probe: Probe, capabilities: Capabilities) -> tuple[Probe, Mapping[str, str]]:
+    """The probe's script in the client's terms: each scripted call named as the client names
+    the tool (the loop tools over MCP), and a script that tells no requests apart (``plain``)
+    told the client's apart, as the client declares (Claude Code's warmups, side requests)."""
+    scenario, names = probe.scenario, capabilities.tool_names
+    if names:
+        scenario = with_tool_names(scenario, names)
+    if capabilities.classifier and scenario.classifier == "plain":
+        scenario = scenario.model_copy(update={"classifier": capabilities.classifier})
+    return (replace(probe, scenario=scenario) if scenario is not probe.scenario else probe), names
+
+
 def run_probe(probe: Probe, client: Client, binary: ClientBinary, work_dir: Path | None, *,
               keep: bool = True, egress_guard: bool = True,
               containment: Containment | None = None,
@@ -143,10 +162,7 @@ def run_probe(probe: Probe, client: Client, binary: ClientBinary, work_dir: Path
         if verdict == "absent":
             return ProbeOutcome(probe, None, [], None, absent=why)
         return ProbeOutcome(probe, None, [], None, not_applicable=why)
-    # the scripted calls named as this client names the tools (the loop tools over MCP)
-    tool_names = client.capabilities(binary).tool_names
-    if tool_names:
-        probe = replace(probe, scenario=with_tool_names(probe.scenario, tool_names))
+    probe, tool_names = _as_the_client_sees_it(probe, client.capabilities(binary))
     containment = containment or find_containment(no_sandbox=False)
     box = Sandbox.create(work_dir, probe.name)
     box.write_files(probe.fixtures)
