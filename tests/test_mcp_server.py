@@ -15,7 +15,9 @@ from typing import Any
 
 import pytest
 
+from probes.core.loop_tools import LOOP_TOOLS
 from probes.core.mcp import SERVER_SCRIPT, McpReply, McpServer, McpTool, mcp_config
+from probes.core.names import CatalogError
 from probes.run.collector import Collector
 from tests.conftest import missing_install
 
@@ -45,10 +47,11 @@ CLIENT = textwrap.dedent('''
                 held.update(session=session, tasks=tasks)
                 await session.initialize()
                 out.append({"listed": [t.name for t in (await session.list_tools()).tools]})
-                for tool in plan:
+                for item in plan:  # a tool's name, or [name, arguments]
+                    tool, arguments = (item, {"query": "q"}) if isinstance(item, str) else item
                     try:
                         with anyio.fail_after(8):
-                            result = await session.call_tool(tool, {"query": "q"})
+                            result = await session.call_tool(tool, arguments)
                         out.append({"tool": tool, "is_error": result.is_error,
                                     "text": result.content[0].text})
                     except TimeoutError:
@@ -78,7 +81,7 @@ def runtime() -> Any:
     return install_mcp_runtime()
 
 
-def _serve(runtime: Any, tmp_path: Path, server: McpServer, plan: list[str], *,
+def _serve(runtime: Any, tmp_path: Path, server: McpServer, plan: list[Any], *,
            relist: bool = True) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     spec, client = tmp_path / "spec.json", tmp_path / "client.py"
     spec.write_text(json.dumps(server.to_json()))
@@ -88,7 +91,7 @@ def _serve(runtime: Any, tmp_path: Path, server: McpServer, plan: list[str], *,
             done = subprocess.run([str(runtime.python), "-I", str(client), str(SERVER_SCRIPT),
                                    str(spec), str(Path(short) / "record.sock"),
                                    json.dumps(plan), "relist" if relist else "no"],
-                                  capture_output=True, text=True, timeout=60)
+                                  capture_output=True, text=True, timeout=60, cwd=tmp_path)
     assert done.returncode == 0, done.stderr[-2000:]
     assert collector.faults == []
     return json.loads(done.stdout.strip().splitlines()[-1]), collector.mcp["run1"]
@@ -120,6 +123,31 @@ def test_replies_in_order_the_last_repeating_errors_and_a_changed_list(
     answered = next(e for e in log if e["event"] == "answered" and e["tool"] == "slow")
     called = next(e for e in log if e["event"] == "tools/call" and e["tool"] == "slow")
     assert answered["time"] - called["time"] >= 0.3
+
+
+@pytest.mark.sdk
+def test_the_loop_tools_answer_as_the_drivers_tools_do(runtime: Any, tmp_path: Path) -> None:
+    (tmp_path / "notes.txt").write_text("LP_NOTES")
+    out, log = _serve(runtime, tmp_path, LOOP_TOOLS, [
+        ["add", {"a": 2, "b": 3}], ["fail", {"reason": "LP_BOOM"}],
+        ["read_file", {"path": "notes.txt"}], ["read_file", {"path": "absent.txt"}],
+        ["add", {"a": "two", "b": 3}]])
+    assert out[0] == {"listed": ["add", "fail", "read_file"]}
+    assert out[1:4] == [{"tool": "add", "is_error": False, "text": "5"},
+                        {"tool": "fail", "is_error": True, "text": "LP_BOOM"},
+                        {"tool": "read_file", "is_error": False, "text": "LP_NOTES"}]
+    # a call the tool cannot answer is an error result naming why, as a raising tool's is
+    assert out[4]["is_error"] and out[4]["text"].startswith("FileNotFoundError")
+    assert out[5]["is_error"] and out[5]["text"].startswith("ValueError")
+    assert [e["outcome"] for e in log if e["event"] == "tools/call"] == ["compute"] * 5
+
+
+def test_a_computed_reply_is_one_the_server_knows() -> None:
+    assert McpReply(compute="add").to_json() == {"compute": "add"}
+    with pytest.raises(CatalogError, match="computes one of add, fail, read_file; got str 'mul'"):
+        McpReply(compute="mul")
+    with pytest.raises(CatalogError, match=r"exactly one of .*; got text, compute"):
+        McpReply(text="x", compute="add")
 
 
 @pytest.mark.sdk
@@ -155,9 +183,9 @@ def test_a_repeated_call_uses_the_last_reply(runtime: Any, tmp_path: Path) -> No
 
 
 @pytest.mark.parametrize(("make", "message"), [
-    (lambda: McpReply(), "an MCP reply is exactly one of text, error, crash or hang; got none"),
+    (lambda: McpReply(), "an MCP reply is exactly one of text, error, crash, hang or compute; got none"),
     (lambda: McpReply(text="a", error="b"),
-     "an MCP reply is exactly one of text, error, crash or hang; got text, error"),
+     "an MCP reply is exactly one of text, error, crash, hang or compute; got text, error"),
     (lambda: McpReply(text="a", delay=-1), "an MCP reply's delay is seconds >= 0, got -1"),
     (lambda: McpReply(hang=True, then_tools=()),
      "then_tools needs an answered call (text or error), not a hang"),

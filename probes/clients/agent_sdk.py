@@ -78,6 +78,7 @@ class ClaudeAgentSdk(ClaudeCliBase):
 
     def command(self, binary: ClientBinary, invocation: Invocation,
                 context: RunContext) -> Command:
+        invocation = self.cli_invocation(invocation)
         box = context.box
         spec = sdk_spec(self, invocation, context)
         env = self.run_environment(box, context.base_url, invocation, dict(context.extra_env))

@@ -66,11 +66,19 @@ class Capabilities:
     ``version_lacks`` names those of them that the client kind has in other versions (a
     flag this version's ``--help`` does not list): the probe's claims are then *absent* on
     this version, not *not applicable* to the kind.
+    ``tool_names``: how the client names a scripted tool where not by the script's name (a
+    CLI client reaches the loop tools through MCP: ``add`` is ``mcp__loop__add``); the
+    harness renames the scripted calls before serving them.
+    ``classifier``: how the client's requests are told apart (``mockapi`` classifiers), for a
+    scenario that tells none apart (``plain``, the generic catalog's): Claude Code's warmups
+    and side requests are then answered by the mock's built-in replies, not by the script.
     """
 
     supported: frozenset[str]
     missing: Mapping[str, str] = field(default_factory=dict)
     version_lacks: frozenset[str] = frozenset()
+    tool_names: Mapping[str, str] = field(default_factory=dict)
+    classifier: str | None = None
 
     def lacking(self, needed: Iterable[str]) -> list[str]:
         return [name for name in needed if name not in self.supported]

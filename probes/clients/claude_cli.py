@@ -12,17 +12,20 @@ import re
 import subprocess
 import tempfile
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, ClassVar
 
 from probes.clients.base import Capabilities, ClientBinary, HookCommand, RunContext
 from probes.core.evidence import Output
 from probes.core.invocation import CAPABILITIES, Invocation
+from probes.core.loop_tools import LOOP_TOOL_NAMES, LOOP_TOOLS
 from probes.core.mcp import SERVER_SCRIPT, mcp_config
+from probes.core.probe import HARNESS_CLASSIFIER
 from probes.sandbox.folders import BASE_PATH, Sandbox, base_environment
 
-__all__ = ["CAPABILITY_FLAGS", "DUMMY_API_KEY", "NOT_CLAUDE_CODE", "ClaudeCliBase", "path_slug",
-           "run_outside_a_sandbox"]
+__all__ = ["CAPABILITY_FLAGS", "DUMMY_API_KEY", "LOOP_RETRIES_ENV", "NOT_CLAUDE_CODE",
+           "ClaudeCliBase", "path_slug", "run_outside_a_sandbox"]
 
 DUMMY_API_KEY = "sk-ant-loopprobe-dummy-key"
 # the flags of the CLI each capability needs; --max-turns and the settings file (hooks) work
@@ -41,12 +44,14 @@ CAPABILITY_FLAGS: dict[str, tuple[str, ...]] = {
     "streamed_input": ("--input-format", "--replay-user-messages"),
     "mcp": ("--mcp-config", "--strict-mcp-config"),
     "plugin_dir": ("--plugin-dir",),
+    # the generic agent-loop catalog's tools, given as an MCP server (probes.core.loop_tools)
+    "loop_tools": ("--mcp-config", "--strict-mcp-config"),
 }
 # capabilities of other client kinds that the CLI has no counterpart for
 NOT_CLAUDE_CODE = {"tool_runner": "Claude Code is not the SDK's tool runner",
-                   "threads": "Claude Code does not send message threads",
-                   "loop_tools": "Claude Code offers its own tools, not the loop driver's "
-                                 "add, fail and read_file"}
+                   "threads": "Claude Code does not send message threads"}
+# a loop invocation's retries, as the drivers read them (probes.clients.loop_driver.loop_spec)
+LOOP_RETRIES_ENV = "ANTHROPIC_MAX_RETRIES"
 
 
 def run_outside_a_sandbox(argv: list[str]) -> subprocess.CompletedProcess[str]:
@@ -97,7 +102,35 @@ class ClaudeCliBase:
                 version_lacks.add(name)  # a flag of other versions, not of this one
             else:
                 supported.add(name)
-        return Capabilities(frozenset(supported), missing, frozenset(version_lacks))
+        names = {tool: LOOP_TOOLS.tool_name(tool) for tool in LOOP_TOOL_NAMES} \
+            if "loop_tools" in supported else {}
+        return Capabilities(frozenset(supported), missing, frozenset(version_lacks), names,
+                            HARNESS_CLASSIFIER)
+
+    def cli_invocation(self, invocation: Invocation) -> Invocation:
+        """The invocation in the CLI's terms. A generic agent-loop run (``loop_tools``) states
+        its loop as the drivers read it; the CLI gets the same: the tools as an MCP server
+        (``probes.core.loop_tools``), the retries as ``CLAUDE_CODE_MAX_RETRIES``, extended
+        thinking's budget as ``MAX_THINKING_TOKENS`` (the CLI chooses its own max_tokens,
+        above the budget). Any other invocation is the CLI's already."""
+        if not invocation.loop_tools:
+            return invocation
+        if invocation.mcp is not None:
+            raise ValueError(f"invocation {invocation.name!r} asks for the loop tools and its "
+                             "own MCP server; the CLI is given one")
+        env = dict(invocation.env)
+        retries = env.pop(LOOP_RETRIES_ENV, None)
+        if retries is not None:
+            env["CLAUDE_CODE_MAX_RETRIES"] = retries
+        options = dict(invocation.settings or {})
+        thinking = options.pop("thinking", None)
+        options.pop("max_tokens", None)
+        if isinstance(thinking, dict) and thinking.get("type") == "enabled":
+            env["MAX_THINKING_TOKENS"] = str(thinking["budget_tokens"])
+        if options:
+            raise ValueError(f"invocation {invocation.name!r}: loop options the CLI has no "
+                             f"counterpart for: {sorted(options)}")
+        return replace(invocation, mcp=LOOP_TOOLS, env=env, settings=None)
 
     # ---- the sandbox -----------------------------------------------------------
 

@@ -103,6 +103,7 @@ class ClaudeCode(ClaudeCliBase):
 
     def command(self, binary: ClientBinary, invocation: Invocation,
                 context: RunContext) -> Command:
+        invocation = self.cli_invocation(invocation)
         box = context.box
         argv = [*binary.launcher, "--print", *self.input_args(invocation),
                 "--output-format", "stream-json", "--verbose",

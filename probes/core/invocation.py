@@ -74,6 +74,9 @@ class Invocation:
     # None: the prompt is the whole input; else the caller keeps writing (probes.core.streamed)
     streamed: StreamedInput | None = None
     mcp: McpServer | None = None  # the harness's MCP server, given to this run alone
+    # the loop runs with the generic catalog's tools, add, fail and read_file: a driver's
+    # own, or, for a CLI client, the server probes.core.loop_tools describes
+    loop_tools: bool = False
     # another version of the probe's client kind runs this invocation (a session written by
     # one version, resumed by another); None: the probe's own version
     client_version: str | None = None
@@ -100,6 +103,9 @@ class Invocation:
         if not isinstance(self.streamed, StreamedInput | None):
             raise CatalogError(f"{owner}: streamed must be a StreamedInput(...) or None, got "
                                f"{described(self.streamed)}")
+        if not isinstance(self.loop_tools, bool):
+            raise CatalogError(f"{owner}: loop_tools must be True or False, got "
+                               f"{described(self.loop_tools)}")
         if not isinstance(self.mcp, McpServer | None):
             raise CatalogError(f"{owner}: mcp must be an McpServer(...) or None, got "
                                f"{described(self.mcp)}")
@@ -119,4 +125,6 @@ class Invocation:
             needed.add("streamed_input")
         if self.mcp is not None:
             needed.add("mcp")
+        if self.loop_tools:
+            needed.add("loop_tools")
         return needed

@@ -14,23 +14,27 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from probes.core.names import CatalogError, simple_name_problem
+from probes.core.names import CatalogError, described, simple_name_problem
 
-__all__ = ["SERVER_SCRIPT", "McpReply", "McpServer", "McpTool", "mcp_config"]
+__all__ = ["COMPUTED", "SERVER_SCRIPT", "McpReply", "McpServer", "McpTool", "mcp_config"]
 
 # run on the MCP runtime, never imported here (it needs the ``mcp`` package)
 # the server runs inside the sandbox (probes/inside/): a path, never imported here
 SERVER_SCRIPT = Path(__file__).parents[1] / "inside" / "mcp_server.py"
+# the answers the server works out from a call's arguments (``McpReply.compute``): the loop
+# drivers' three tools (probes.core.loop_tools): a + b, an error of the reason, a file's text
+COMPUTED = ("add", "fail", "read_file")
 
 
 @dataclass(frozen=True)
 class McpReply:
     """One answer of a tool: ``text`` (a result), ``error`` (a result with isError), ``crash``
-    (the server process exits mid-call, answering nothing) or ``hang`` (the call is never
-    answered); after ``delay`` seconds. ``then_tools``: the server's tool list becomes these
-    and the client is notified (tools/list_changed) before the answer, which waits until the
-    client has listed the tools again (at most 5 s), so the client's next request does not
-    race its own re-listing."""
+    (the server process exits mid-call, answering nothing), ``hang`` (the call is never
+    answered) or ``compute`` (the answer worked out from the call's arguments, as a loop
+    driver's own tool does: one of ``COMPUTED``); after ``delay`` seconds. ``then_tools``:
+    the server's tool list becomes these and the client is notified (tools/list_changed)
+    before the answer, which waits until the client has listed the tools again (at most
+    5 s), so the client's next request does not race its own re-listing."""
 
     text: str | None = None
     error: str | None = None
@@ -38,14 +42,19 @@ class McpReply:
     hang: bool = False
     delay: float = 0.0
     then_tools: tuple[McpTool, ...] | None = None
+    compute: str | None = None
 
     def __post_init__(self) -> None:
         given = [name for name, on in (("text", self.text is not None),
                                        ("error", self.error is not None),
-                                       ("crash", self.crash), ("hang", self.hang)) if on]
+                                       ("crash", self.crash), ("hang", self.hang),
+                                       ("compute", self.compute is not None)) if on]
         if len(given) != 1:
-            raise CatalogError(f"an MCP reply is exactly one of text, error, crash or hang; got "
-                             f"{', '.join(given) or 'none'}")
+            raise CatalogError(f"an MCP reply is exactly one of text, error, crash, hang or "
+                               f"compute; got {', '.join(given) or 'none'}")
+        if self.compute is not None and self.compute not in COMPUTED:
+            raise CatalogError(f"an MCP reply computes one of {', '.join(COMPUTED)}; got "
+                               f"{described(self.compute)}")
         if self.delay < 0:
             raise CatalogError(f"an MCP reply's delay is seconds >= 0, got {self.delay}")
         if self.then_tools is not None and (self.crash or self.hang):
@@ -54,7 +63,7 @@ class McpReply:
 
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {}
-        for key in ("text", "error"):
+        for key in ("text", "error", "compute"):
             if getattr(self, key) is not None:
                 data[key] = getattr(self, key)
         if self.crash:

@@ -11,6 +11,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from pydantic import BaseModel
+
+from mockapi.replies import ToolUseBlock
 from mockapi.scenario import Scenario
 from probes.core.checks import Checks
 from probes.core.evidence import Evidence
@@ -21,7 +24,7 @@ from probes.core.setup import UserSetup
 
 __all__ = ["HARNESS_CLASSIFIER", "HARNESS_MESSAGE_IDS", "CatalogError", "Claim", "Counterfactual",
            "Hooks", "Invocation", "Probe", "ReportSpec", "Source", "served_scenario",
-           "shown_scenario"]
+           "shown_scenario", "with_tool_names"]
 
 # Probes script Claude Code: its side requests (titles, summaries…), warmups, compactions and
 # subagents are told apart, as they always were here (the mock's own default is "plain")
@@ -38,6 +41,28 @@ def served_scenario(scenario: Scenario) -> Scenario:
     ``HARNESS_MESSAGE_IDS`` unless the probe names its own (the tool runner's ``plain``)."""
     update = {k: v for k, v in _HARNESS_DEFAULTS.items() if k not in scenario.model_fields_set}
     return scenario.model_copy(update=update) if update else scenario
+
+
+def with_tool_names(scenario: Scenario, names: Mapping[str, str]) -> Scenario:
+    """The scenario with each scripted tool call named as the client names that tool
+    (``Capabilities.tool_names``: ``add`` -> ``mcp__loop__add``); calls of other tools, and
+    everything else, as scripted."""
+    def renamed(value: Any) -> Any:
+        if isinstance(value, ToolUseBlock):
+            return value.model_copy(update={"name": names[value.name]}) \
+                if value.name in names else value
+        if isinstance(value, BaseModel):
+            update = {key: new for key in type(value).model_fields
+                      if (new := renamed(old := getattr(value, key))) is not old}
+            return value.model_copy(update=update) if update else value
+        if isinstance(value, list | tuple):
+            items = [renamed(item) for item in value]
+            return type(value)(items) if any(a is not b for a, b in zip(items, value,
+                                                                       strict=True)) else value
+        return value
+
+    result: Scenario = renamed(scenario)
+    return result
 
 
 def shown_scenario(scenario: Scenario) -> dict[str, Any]:

@@ -4,8 +4,10 @@ Runs inside the client's sandbox as the client's child, on the harness's MCP run
 venv with the official ``mcp`` SDK, mounted read-only), so it imports nothing of loopprobe:
 ``python mcp_server.py SPEC_JSON SOCKET RUN``. The spec (``probes.core.mcp.McpServer.to_json``)
 names the tools and, per tool, the replies used in order (the last repeats): a text, an
-error result, a crash of the whole server mid-call, a call never answered, an optional
-delay, and ``then_tools``: the tool list becomes these and the client is told
+error result, a crash of the whole server mid-call, a call never answered, an answer
+computed from the call's arguments (``compute``: the loop drivers' ``add``, ``fail`` and
+``read_file``, so a CLI client runs the generic agent-loop catalog with the same tools), an
+optional delay, and ``then_tools``: the tool list becomes these and the client is told
 (``notifications/tools/list_changed``) before the answer, which waits until the client has
 listed the tools again (at most ``RELIST_WAIT`` seconds), so the client holds the new list
 before it reads the call's result, whatever the timing of its next request. The log is one
@@ -21,6 +23,7 @@ import os
 import socket
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -33,6 +36,22 @@ from mcp.server.stdio import stdio_server
 RELIST_WAIT = 5.0
 # after the client's new list was answered, so that answer is written before the call's
 RELIST_SETTLE = 0.2
+
+
+def computed(kind: str, arguments: dict[str, Any]) -> tuple[str, bool]:
+    """The answer of a computed reply and whether it is an error: what the loop drivers'
+    own tools answer (``add``: the sum; ``fail``: an error of its reason; ``read_file``: a
+    file's text, relative to the working directory, the client's workspace)."""
+    try:
+        if kind == "add":
+            return str(int(arguments["a"]) + int(arguments["b"])), False
+        if kind == "fail":
+            return str(arguments.get("reason", "")), True
+        if kind == "read_file":
+            return (Path.cwd() / str(arguments["path"])).read_text(), False
+    except (KeyError, TypeError, ValueError, OSError) as error:
+        return f"{type(error).__name__}: {error}", True
+    return f"unknown computed reply {kind}", True
 
 
 class Script:
@@ -82,7 +101,8 @@ def build(script: Script) -> Server[Any]:
                 type="text", text=f"unknown tool {name}")], is_error=True)
         index, reply = script.next_reply(name)
         script.log("tools/call", tool=name, arguments=arguments, reply=index,
-                   outcome=next(k for k in ("crash", "hang", "error", "text") if k in reply))
+                   outcome=next(k for k in ("crash", "hang", "error", "text", "compute")
+                                if k in reply))
         if reply.get("delay"):
             await anyio.sleep(float(reply["delay"]))
         if reply.get("crash"):
@@ -90,9 +110,13 @@ def build(script: Script) -> Server[Any]:
             os._exit(17)
         if reply.get("hang"):
             await anyio.sleep_forever()
-        error = "error" in reply
-        result = types.CallToolResult(content=[types.TextContent(
-            type="text", text=str(reply["error"] if error else reply["text"]))], is_error=error)
+        if "compute" in reply:
+            answer, error = computed(str(reply["compute"]), arguments)
+        else:
+            error = "error" in reply
+            answer = str(reply["error"] if error else reply["text"])
+        result = types.CallToolResult(content=[types.TextContent(type="text", text=answer)],
+                                      is_error=error)
         if reply.get("then_tools") is not None:
             script.tools = list(reply["then_tools"])
             script.listed_again = anyio.Event()

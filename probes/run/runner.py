@@ -21,12 +21,19 @@ from typing import Any, Protocol
 
 from mockapi.journal import Journal, read_journal
 from mockapi.scenario import Scenario
-from probes.clients.base import Client, ClientBinary, Command, HookCommand, RunContext
+from probes.clients.base import (
+    Capabilities,
+    Client,
+    ClientBinary,
+    Command,
+    HookCommand,
+    RunContext,
+)
 from probes.core.evidence import Evidence, RunRecord
 from probes.core.files import write_text
 from probes.core.invocation import Invocation
 from probes.core.outcome import ProbeOutcome
-from probes.core.probe import Probe, served_scenario, shown_scenario
+from probes.core.probe import Probe, served_scenario, shown_scenario, with_tool_names
 from probes.core.verdicts import check_evidence
 from probes.inside import hook_recorder, hook_wrapper
 from probes.run.client_mentions import look_up
@@ -120,6 +127,18 @@ def _not_applicable(probe: Probe, client: Client, binary: ClientBinary,
     return None
 
 
+def _as_the_client_sees_it(probe: Probe, capabilities: Capabilities) -> tuple[Probe, Mapping[str, str]]:
+    """The probe's script in the client's terms: each scripted call named as the client names
+    the tool (the loop tools over MCP), and a script that tells no requests apart (``plain``)
+    told the client's apart, as the client declares (Claude Code's warmups, side requests)."""
+    scenario, names = probe.scenario, capabilities.tool_names
+    if names:
+        scenario = with_tool_names(scenario, names)
+    if capabilities.classifier and scenario.classifier == "plain":
+        scenario = scenario.model_copy(update={"classifier": capabilities.classifier})
+    return (replace(probe, scenario=scenario) if scenario is not probe.scenario else probe), names
+
+
 def run_probe(probe: Probe, client: Client, binary: ClientBinary, work_dir: Path | None, *,
               keep: bool = True, egress_guard: bool = True,
               containment: Containment | None = None,
@@ -143,6 +162,7 @@ def run_probe(probe: Probe, client: Client, binary: ClientBinary, work_dir: Path
         if verdict == "absent":
             return ProbeOutcome(probe, None, [], None, absent=why)
         return ProbeOutcome(probe, None, [], None, not_applicable=why)
+    probe, tool_names = _as_the_client_sees_it(probe, client.capabilities(binary))
     containment = containment or find_containment(no_sandbox=False)
     box = Sandbox.create(work_dir, probe.name)
     box.write_files(probe.fixtures)
@@ -153,7 +173,9 @@ def run_probe(probe: Probe, client: Client, binary: ClientBinary, work_dir: Path
     scenario = probe.scenario
     started = time.time()
     try:
-        mcp = install_mcp_runtime() if any(i.mcp for i in probe.invocations) else None
+        # the loop tools reach a CLI client as an MCP server too (probes.core.loop_tools)
+        mcp = install_mcp_runtime() if any(i.mcp or (i.loop_tools and tool_names)
+                                           for i in probe.invocations) else None
         others = sorted({b.version: b for b in binaries.values() if b != binary}.values(),
                         key=lambda b: b.version)
         with containment.enter(box, binary, egress_guard, readonly=[mcp.venv] if mcp else [],
@@ -347,8 +369,10 @@ def _gather(probe: Probe, client: Client, binary: ClientBinary, box: Sandbox,
     # the run's calendar date (clients tell it to the model), as the client may have seen it
     dates = {time.strftime("%Y-%m-%d", clock(moment)) for clock in (time.gmtime, time.localtime)
              for moment in (runs_started, time.time())}
-    mcp_calls = {name: list(collector.mcp.get(name, []))
-                 for name, run in runs.items() if run.invocation.mcp is not None}
+    # a loop run's tools served over MCP (a CLI client's, probes.core.loop_tools) too
+    mcp_calls = {name: list(collector.mcp.get(name, [])) for name, run in runs.items()
+                 if run.invocation.mcp is not None
+                 or (run.invocation.loop_tools and name in collector.mcp)}
     left = ClientFiles(box)
     session_files = left.sessions(client.session_folder(box))
     workspace_files = left.workspace()
