@@ -241,6 +241,20 @@ def test_a_resumed_forked_streamed_run_says_so(tmp_path: Path) -> None:
         "session_id": None, "settings": None, "streamed": {"permissions": True}}
 
 
+def test_a_generic_loop_run_is_put_in_the_clis_terms_first(tmp_path: Path) -> None:
+    box = Sandbox.create(tmp_path, "box")
+    invocation = Invocation("loop", "Add 2+3.", session="none", tools=None, loop_tools=True,
+                            env={"ANTHROPIC_MAX_RETRIES": "2"})
+    command = ClaudeAgentSdkTs(tmp_path).command(_binary(tmp_path), invocation,
+                                                 _context(box, mcp_python="/usr/bin/python3"))
+    spec = json.loads(command.argv[2])
+    # the loop's tools as the MCP server the driver hands query(), its retries the CLI's
+    config = json.loads(command.files[spec["mcp_config"]])
+    assert list(config["mcpServers"]) == ["loop"]
+    assert command.env["CLAUDE_CODE_MAX_RETRIES"] == "2"
+    assert "ANTHROPIC_MAX_RETRIES" not in command.env
+
+
 # ---- capabilities --------------------------------------------------------------------------
 
 HELP = " ".join(flag for flags in CAPABILITY_FLAGS.values() for flag in flags)
@@ -260,6 +274,9 @@ def test_capabilities_are_the_bundled_clis_flags(help_text: str, lacking: dict[s
     assert dict(capabilities.missing) == {**NOT_CLAUDE_CODE, **lacking}
     assert capabilities.version_lacks == frozenset(lacking)
     assert capabilities.supported == frozenset(CAPABILITIES) - set(NOT_CLAUDE_CODE) - set(lacking)
+    # the generic loop's tools reach it as an MCP server, named as the CLI names those
+    assert capabilities.tool_names == {name: f"mcp__loop__{name}"
+                                       for name in ("add", "fail", "read_file")}
 
 
 def test_help_is_asked_of_the_cli_the_sdk_runs(tmp_path: Path) -> None:

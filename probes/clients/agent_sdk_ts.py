@@ -142,6 +142,7 @@ class ClaudeAgentSdkTs(ClaudeCliBase):
 
     def command(self, binary: ClientBinary, invocation: Invocation,
                 context: RunContext) -> Command:
+        invocation = self.cli_invocation(invocation)
         box = context.box
         spec = {**sdk_spec(self, invocation, context), "cli": str(binary.entry),
                 "plugin_dirs": list(context.plugin_dirs)}
