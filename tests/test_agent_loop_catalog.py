@@ -35,6 +35,7 @@ PLANTED = {
     "split-results": ("loop.parallel-calls", agent_loop.PARALLEL),
     "error-not-flagged": ("loop.tool-error", agent_loop.ERROR),
     "no-step-limit": ("loop.step-limit", agent_loop.STEP_LIMIT),
+    "limit-silent": ("loop.step-limit", agent_loop.STEP_LIMIT),
     "no-retry": ("loop.retry", agent_loop.RETRY),
     "ignore-retry-after": ("loop.retry", agent_loop.RETRY),
     "truncate-silently": ("loop.stream-cut", agent_loop.CUT),

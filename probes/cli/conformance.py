@@ -42,10 +42,13 @@ __all__ = ["BASELINE_FILE", "DEFAULT_CLIENTS", "add_conformance", "add_explain",
 BASELINE_FILE = "conformance-baseline.yaml"  # read from OUT when --baseline is not given
 # the clients and versions the committed table holds: the oldest and newest of each kind
 # that can run the generic catalog (each kind's own versions, see docs/conformance.md)
-DEFAULT_CLIENTS = ("anthropic-tool-runner@2.0.0", "anthropic-tool-runner@2.16.0",
+DEFAULT_CLIENTS = ("claude-code@2.0.77", "claude-code@2.1.332",
+                   "claude-agent-sdk@0.2.140", "claude-agent-sdk@0.2.190",
+                   "anthropic-tool-runner@2.0.0", "anthropic-tool-runner@2.16.0",
                    "anthropic-ts-tool-runner@1.0.0", "anthropic-ts-tool-runner@1.17.0",
                    "vercel-ai@5.0.277", "vercel-ai@7.0.185",
-                   "pydantic-ai@2.68.0", "pydantic-ai@2.78.0", "langgraph@1.2.24")
+                   "pydantic-ai@2.68.0", "pydantic-ai@2.78.0",
+                   "langgraph@1.1.10", "langgraph@1.2.24")
 
 
 def _keys(given: str | None) -> list[ClientKey]:

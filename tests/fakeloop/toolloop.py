@@ -27,6 +27,7 @@ PLANTS = {
     "split-results": "each tool_result goes in a user message of its own",
     "error-not-flagged": "a raising tool's result has no is_error",
     "no-step-limit": "the step limit is ignored",
+    "limit-silent": "a run stopped by the step limit is reported as a finished answer",
     "no-retry": "an overloaded reply is never retried",
     "ignore-retry-after": "a retry is sent at once, whatever retry-after says",
     "truncate-silently": "a stream without message_stop is taken as the whole reply",
@@ -197,6 +198,7 @@ def run(spec: dict[str, Any]) -> int:
         stop_reason = reply.pop("stop_reason")
         emit({"type": "assistant", "message": {**reply, "stop_reason": stop_reason}})
         sent = dict(reply)
+        reply["stop_reason"] = stop_reason
         if "drop-thinking" in plant:
             sent["content"] = [b for b in reply["content"] if b.get("type") != "thinking"]
         messages.append(sent)
@@ -211,8 +213,11 @@ def run(spec: dict[str, Any]) -> int:
         else:
             messages.append({"role": "user", "content": results})
     texts = [b["text"] for b in (reply or {}).get("content", []) if b.get("type") == "text"]
+    # the last reply's stop reason, as the tool runner hands back its last message
+    last_stop = (reply or {}).get("stop_reason")
     emit({"type": "result", "subtype": "success", "is_error": False, "num_turns": turns,
-          "result": "".join(texts) or None})
+          "result": "".join(texts) or None,
+          "stop_reason": "end_turn" if "limit-silent" in plant else last_stop})
     return 0
 
 
