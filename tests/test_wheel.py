@@ -61,8 +61,11 @@ import mockapi, probes, mockapi.testing
 from probes.core import mcp
 from probes.report import schemas
 from probes.run import containment
-from probes.clients import agent_sdk, tool_runner
-paths = [*containment.TOOLS, agent_sdk.DRIVER, tool_runner.DRIVER, mcp.SERVER_SCRIPT,
+from probes.clients import (agent_sdk, agent_sdk_ts, langgraph_agent, pydantic_agent,
+                             tool_runner, ts_tool_runner, vercel_ai)
+drivers = [k.DRIVER for k in (agent_sdk, agent_sdk_ts, langgraph_agent, pydantic_agent,
+                              tool_runner, ts_tool_runner, vercel_ai)]
+paths = [*containment.TOOLS, *drivers, mcp.SERVER_SCRIPT,
          *sorted(schemas.SCHEMA_DIR.glob("*.schema.json")),
          *sorted((Path(probes.__file__).parent / "templates").glob("*")),
          Path(probes.__file__).with_name("py.typed"), Path(mockapi.__file__).with_name("py.typed")]

@@ -44,6 +44,7 @@ BASELINE_FILE = "conformance-baseline.yaml"  # read from OUT when --baseline is 
 # that can run the generic catalog (each kind's own versions, see docs/conformance.md)
 DEFAULT_CLIENTS = ("claude-code@2.0.77", "claude-code@2.1.332",
                    "claude-agent-sdk@0.2.140", "claude-agent-sdk@0.2.190",
+                   "claude-agent-sdk-ts@0.2.90", "claude-agent-sdk-ts@0.3.337",
                    "anthropic-tool-runner@2.0.0", "anthropic-tool-runner@2.16.0",
                    "anthropic-ts-tool-runner@1.0.0", "anthropic-ts-tool-runner@1.17.0",
                    "vercel-ai@5.0.277", "vercel-ai@7.0.185",
