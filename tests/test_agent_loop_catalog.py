@@ -94,6 +94,10 @@ def test_a_cli_client_runs_the_catalog_with_the_loop_tools_over_mcp(tmp_path: Pa
     seen, names = _as_the_client_sees_it(BY_NAME["loop.step-limit"], capabilities)
     assert seen.scenario.classifier == "claude-code" and names == capabilities.tool_names
     assert "mcp__loop__add" in seen.scenario.model_dump_json()
+    # a probe of another catalog is served as written, whatever its tools are named
+    own = Probe(name="own-add", title="t", claims=(), scenario=BY_NAME["loop.step-limit"].scenario,
+                invocations=(Invocation("run", "x"),), check=lambda ev, c: None)
+    assert _as_the_client_sees_it(own, capabilities) == (own, {})
     loop = FakeToolLoopClient(())
     assert _as_the_client_sees_it(BY_NAME["loop.step-limit"],
                                   loop.capabilities(loop.install("1"))) \

@@ -128,9 +128,12 @@ def _not_applicable(probe: Probe, client: Client, binary: ClientBinary,
 
 
 def _as_the_client_sees_it(probe: Probe, capabilities: Capabilities) -> tuple[Probe, Mapping[str, str]]:
-    """The probe's script in the client's terms: each scripted call named as the client names
-    the tool (the loop tools over MCP), and a script that tells no requests apart (``plain``)
-    told the client's apart, as the client declares (Claude Code's warmups, side requests)."""
+    """A loop-tools probe's script in the client's terms: each scripted call named as the
+    client names the tool (the loop tools over MCP), and a script that tells no requests
+    apart (``plain``) told the client's apart, as the client declares (Claude Code's warmups,
+    side requests). Any other probe is served as written."""
+    if not any(i.loop_tools for i in probe.invocations):
+        return probe, {}
     scenario, names = probe.scenario, capabilities.tool_names
     if names:
         scenario = with_tool_names(scenario, names)
