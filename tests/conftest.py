@@ -74,12 +74,19 @@ def bubblewrap(bounds: Any = None) -> Any:
     return found if bounds is None else replace(found, bounds=bounds)
 
 
-def _claude_code(version: str) -> Any:
-    from probes.clients.claude_code import ClaudeCode
-    found = [b for b in ClaudeCode().installed() if b.version == version]
+def installed_client(spec: str) -> Any:
+    """The client and its install of ``KIND@VERSION``, installed into the cache by
+    ./scripts/test (a missing one skips, or fails where every tier is required)."""
+    from probes.clients import parse_client_spec
+    client, version = parse_client_spec(spec)
+    found = [b for b in client.installed() if b.version == version]
     if not found:
-        missing_install(f"claude-code@{version}", f"loopprobe clients install claude-code@{version}")
-    return found[0]
+        missing_install(spec, f"loopprobe clients install {spec}")
+    return client, found[0]
+
+
+def _claude_code(version: str) -> Any:
+    return installed_client(f"claude-code@{version}")[1]
 
 
 @pytest.fixture(scope="session")

@@ -7,9 +7,8 @@ from pathlib import Path
 import pytest
 
 from probes.catalog.tool_result_resume import PROBE
-from probes.clients import parse_client_spec
 from probes.run.runner import run_probe
-from tests.conftest import missing_install
+from tests.conftest import installed_client
 
 pytestmark = pytest.mark.client
 
@@ -18,12 +17,7 @@ SDK_VERSION = "0.2.140"
 
 @pytest.fixture(scope="module")
 def sdk():  # type: ignore[no-untyped-def]
-    client, version = parse_client_spec(f"claude-agent-sdk@{SDK_VERSION}")
-    found = [b for b in client.installed() if b.version == version]
-    if not found:
-        missing_install(f"claude-agent-sdk@{version}",
-                        f"loopprobe clients install claude-agent-sdk@{version}")
-    return client, found[0]
+    return installed_client(f"claude-agent-sdk@{SDK_VERSION}")
 
 
 def test_the_sdk_install_names_the_binary_it_bundles(sdk) -> None:  # type: ignore[no-untyped-def]

@@ -37,7 +37,7 @@ from probes.core.invocation import CAPABILITIES, Invocation
 from probes.core.streamed import PermissionAnswer, StreamedInput
 from probes.run.runner import run_probe
 from probes.sandbox.folders import Sandbox
-from tests.conftest import missing_install
+from tests.conftest import installed_client
 
 NODE = shutil.which("node")
 needs_node = pytest.mark.skipif(NODE is None, reason="node is not installed")
@@ -445,12 +445,7 @@ SDK_VERSION = "0.3.337"
 
 @pytest.fixture(scope="module")
 def sdk():  # type: ignore[no-untyped-def]
-    client, version = parse_client_spec(f"claude-agent-sdk-ts@{SDK_VERSION}")
-    found = [b for b in client.installed() if b.version == version]
-    if not found:
-        missing_install(f"claude-agent-sdk-ts@{version}",
-                        f"loopprobe clients install claude-agent-sdk-ts@{version}")
-    return client, found[0]
+    return installed_client(f"claude-agent-sdk-ts@{SDK_VERSION}")
 
 
 @pytest.mark.client
