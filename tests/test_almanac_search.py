@@ -35,8 +35,11 @@ class Truth:
 
     def __init__(self, verdict: Callable[[str, int], str],
                  screen: Callable[[int], str] = lambda i: "s0",
-                 flaky: Mapping[tuple[str, str], str] | None = None) -> None:
+                 flaky: Mapping[tuple[str, str], str] | None = None,
+                 by_attempt: Mapping[tuple[str, str, str], str] | None = None) -> None:
         self.verdict, self.screen_of, self.flaky = verdict, screen, dict(flaky or {})
+        # (version, claim, "a2") -> what that attempt answers, whatever the others do
+        self.by_attempt = dict(by_attempt or {})
         self.runs: list[tuple[str, tuple[str, ...], str]] = []
 
     def run(self, version: str, probes: list[str], folder: Path) -> str:
@@ -50,6 +53,7 @@ class Truth:
                 status = self.verdict(claim, index)
                 if attempt == "a2" and (version, claim) in self.flaky:
                     status = self.flaky[(version, claim)]
+                status = self.by_attempt.get((version, claim, attempt), status)
                 claims.append({"id": claim, "status": status, "probe": probe})
         checks = [{"id": f"{c['id']}.check", "claim": c["id"],
                    "status": "passed" if c["status"] == "confirmed" else "failed"} for c in claims]
@@ -146,6 +150,19 @@ def test_a_change_that_does_not_reproduce_is_flaky_never_a_change(tmp_path: Path
     flaky = [s for s in claim["segments"] if s["verdict"] == FLAKY]
     assert flaky == [{"first": "2.1.120", "last": "2.1.120", "verdict": FLAKY,
                       "probed": ["2.1.120"], "outcomes": ["contradicted", "confirmed"]}]
+
+
+def test_a_harness_error_is_run_again_and_its_retry_decides(tmp_path: Path) -> None:
+    # 2.1.116's first run is a harness error; run again fresh it answers as its neighbours
+    # after it do, so the change is located there and verified by a third attempt
+    verdict = _verdict_changes({"claim.a": [(16, "contradicted")]})
+    truth = Truth(verdict, by_attempt={("2.1.116", "claim.a", "a1"): "error"})
+    _, result = _run(tmp_path, truth)
+    assert result.complete
+    assert _changes(result, "claim.a") == [("2.1.115", "2.1.116", True)]
+    assert [a for v, probes, a in truth.runs if v == "2.1.116" and "p-a" in probes] \
+        == ["a1", "a2", "a3"]
+    assert ("2.1.116", "2.1.116", "error") not in _segments(result, "claim.a")
 
 
 def test_a_harness_error_decides_nothing(tmp_path: Path) -> None:

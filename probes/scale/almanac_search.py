@@ -19,11 +19,13 @@ The method, in rounds until nothing is needed:
    located change. A version whose two attempts differ is flaky: it leaves the probed
    versions (both outcomes are kept), and the search goes on around it.
 
-A version where the probe ended in a harness error is skipped, as ``git bisect skip`` does:
-its verdict is ``error`` and decides nothing. The guarantee: a change of verdict between two
-adjacent releases is located unless the verdict it brings is changed again fewer than
-``grid`` releases later *and* the screen moves at neither of the two changes (a run of one
-verdict lasting ``grid`` releases or more always holds a grid version).
+A version where the probe ended in a harness error is run once more in a fresh sandbox
+(attempt 2; a located change there is then verified by attempt 3); when that errs too, it
+is skipped, as ``git bisect skip`` does: its verdict is ``error`` and decides nothing.
+The guarantee: a change of verdict between two adjacent releases is located unless the
+verdict it brings is changed again fewer than ``grid`` releases later *and* the screen moves
+at neither of the two changes (a run of one verdict lasting ``grid`` releases or more always
+holds a grid version).
 """
 
 from __future__ import annotations
@@ -63,6 +65,12 @@ class ProbeState:
     flaky: dict[int, list[Outcome]] = field(default_factory=dict)
     errors: dict[int, Outcome] = field(default_factory=dict)
     verified: set[int] = field(default_factory=set)
+    # index -> the attempt that stands, where attempt 1 was a harness error run again
+    retried: dict[int, int] = field(default_factory=dict)
+
+    def verifying(self, index: int) -> int:
+        """The attempt that verifies a version: the one after the attempt that stands."""
+        return self.retried.get(index, 1) + 1
 
 
 @dataclass
@@ -152,11 +160,20 @@ def search(versions: Sequence[str], claims_of: Mapping[str, Sequence[str]], grid
                 if index in points:
                     needs.append(Need(version, probe))
                 continue
-            again, split_again = _single(_runs(cell, version, probe, 2, claims))
+            if not split and _has_error(first):
+                # a harness error says nothing of the client: run once more, fresh
+                retry, split = _single(_runs(cell, version, probe, 2, claims))
+                if retry is None:
+                    needs.append(Need(version, probe, 2))
+                    continue
+                if split or _has_error(retry):
+                    state.errors[index] = retry
+                    continue
+                first, state.retried[index] = retry, 2
+            again, split_again = _single(_runs(cell, version, probe, state.verifying(index),
+                                               claims))
             if split or split_again or (again is not None and dict(again) != first):
                 state.flaky[index] = [first, *([again] if again is not None else [])]
-            elif _has_error(first):
-                state.errors[index] = first
             else:
                 state.probed[index] = first
                 if again is not None:
@@ -185,7 +202,7 @@ def _next_runs(versions: Sequence[str], probe: str, state: ProbeState,
             pick = min(untried, key=lambda i: (abs(i - middle), i))
             needs.append(Need(versions[pick], probe))
         elif high == low + 1:
-            needs += [Need(versions[i], probe, 2) for i in (low, high)
+            needs += [Need(versions[i], probe, state.verifying(i)) for i in (low, high)
                       if i not in state.verified]
     return needs
 
