@@ -8,16 +8,16 @@ through its own checks. The coverage test (fast) lists the claims no counterfact
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from probes.catalog import REPORTS
 from probes.clients.claude_code import ClaudeCode
 from probes.core.checks import CheckResult
+from probes.core.outcome import ProbeOutcome
 from probes.core.probe import Counterfactual, Probe
 from probes.report.counterfactuals import counterfactual_entry
 from probes.run.runner import run_probe
+from probes.scale.schedule import default_jobs, run_scheduled
 
 # The fast coverage test below runs without a client, so the marker is per test, not the
 # module's pytestmark.
@@ -40,15 +40,34 @@ def _shown(check: CheckResult) -> str:
             f"        expected {check.expected!r}\n        observed {check.observed!r}")
 
 
+@pytest.fixture(scope="module")
+def selected_outcomes(request: pytest.FixtureRequest,
+                      tmp_path_factory: pytest.TempPathFactory) -> dict[str, ProbeOutcome]:
+    """The outcome of every counterfactual selected in this session, run as the suite runs
+    probes (``-j``: side by side, each in its own sandbox and mock): the runs dominate the
+    client tier's time, and two cores halve it."""
+    selected = [item.callspec.params for item in request.session.items
+                if item.originalname == "test_counterfactual_makes_its_claims_fail"]
+    variants = [params["counterfactual"].probe(params["probe"]) for params in selected]
+    fixture_of = {variant.name: "newest_claude_code_binary" if params["probe"].name in ON_NEWEST
+                  else "claude_code_binary" for variant, params in zip(variants, selected,
+                                                                       strict=True)}
+    binaries = {name: request.getfixturevalue(name) for name in set(fixture_of.values())}
+    work = tmp_path_factory.mktemp("counterfactuals")
+
+    def run(variant: Probe) -> ProbeOutcome:
+        return run_probe(variant, ClaudeCode(), binaries[fixture_of[variant.name]], work)
+
+    scheduled = run_scheduled(variants, run, default_jobs())
+    return {v.name: o for v, o in zip(variants, scheduled.outcomes, strict=True) if o}
+
+
 @CLIENT
 @pytest.mark.parametrize(("probe", "counterfactual"), CASES)
 def test_counterfactual_makes_its_claims_fail(probe: Probe, counterfactual: Counterfactual,
-                                              request: pytest.FixtureRequest,
-                                              tmp_path: Path) -> None:
-    binary = request.getfixturevalue("newest_claude_code_binary" if probe.name in ON_NEWEST
-                                     else "claude_code_binary")
+                                              selected_outcomes: dict[str, ProbeOutcome]) -> None:
     variant = counterfactual.probe(probe)
-    outcome = run_probe(variant, ClaudeCode(), binary, tmp_path)
+    outcome = selected_outcomes[variant.name]
     assert outcome.not_applicable is None, outcome.not_applicable
     assert outcome.error is None, f"harness error: {outcome.error}"
     assert outcome.evidence is not None

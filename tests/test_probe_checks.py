@@ -435,9 +435,15 @@ ALTERATIONS: list[tuple[str, str, Callable[[Evidence], Any], set[str]]] = [
 def real_outcomes(claude_code_binary, tmp_path_factory) -> dict[str, ProbeOutcome]:  # type: ignore[no-untyped-def]
     from probes.clients.claude_code import ClaudeCode
     from probes.run.runner import run_probe
+    from probes.scale.schedule import default_jobs, run_scheduled
     work = tmp_path_factory.mktemp("probe-checks")
-    return {name: run_probe(probe, ClaudeCode(), claude_code_binary, work)
-            for name, probe in PROBES.items()}
+    # side by side, as the suite runs them (-j): the runs are most of this tier's time
+    scheduled = run_scheduled(list(PROBES.values()),
+                              lambda probe: run_probe(probe, ClaudeCode(), claude_code_binary,
+                                                      work), default_jobs())
+    assert not scheduled.interrupted
+    return {name: outcome for name, outcome in zip(PROBES, scheduled.outcomes, strict=True)
+            if outcome is not None}
 
 
 def test_the_published_probes_pass_on_the_real_client(
