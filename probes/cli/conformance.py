@@ -49,7 +49,8 @@ DEFAULT_CLIENTS = ("claude-code@2.0.77", "claude-code@2.1.332",
                    "anthropic-ts-tool-runner@1.0.0", "anthropic-ts-tool-runner@1.17.0",
                    "vercel-ai@5.0.277", "vercel-ai@7.0.185",
                    "pydantic-ai@2.68.0", "pydantic-ai@2.78.0",
-                   "langgraph@1.1.10", "langgraph@1.2.24")
+                   "langgraph@1.1.10", "langgraph@1.2.24",
+                   "opencode@1.18.3", "opencode@1.18.33")
 
 
 def _keys(given: str | None) -> list[ClientKey]:

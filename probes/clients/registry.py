@@ -11,6 +11,7 @@ from probes.clients.base import Client, ClientBinary, ClientKey
 from probes.clients.claude_code import ClaudeCode
 from probes.clients.langgraph_agent import LangGraph
 from probes.clients.npm import InstallError, cache_root
+from probes.clients.opencode import OpenCode
 from probes.clients.plugins import PLUGINS_ENV, load_plugins
 from probes.clients.pydantic_agent import PydanticAi
 from probes.clients.specs import expected_version
@@ -44,6 +45,7 @@ CLIENT_KINDS: dict[str, Callable[[], Client]] = {
     "pydantic-ai": PydanticAi,
     "langgraph": LangGraph,
     "claude-agent-sdk-ts": ClaudeAgentSdkTs,
+    "opencode": OpenCode,
 }
 DEFAULT_KIND = "claude-code"
 SPEC_FORM = "KIND@VERSION"
