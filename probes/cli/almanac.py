@@ -33,8 +33,10 @@ from probes.cli.suite import run_suite
 from probes.clients import InstallError
 from probes.clients.registry import CLIENT_KINDS, client_for, remove_install
 from probes.clients.specs import check_version
+from probes.core.files import write_text
 from probes.core.probe import ReportSpec
 from probes.core.safe_read import read_bytes, read_json
+from probes.report.render import ALMANAC_PAGE, render_almanac_page
 from probes.scale.almanac_build import BuildStats, build
 from probes.scale.almanac_doc import DEFAULT_GRID, DEFAULT_SCREEN, PublishError, publish
 from probes.scale.almanac_search import grid_indices, shard_range
@@ -227,6 +229,9 @@ def _publish(state_dir: Path, work: Path, out: Path, until: str | None,
         say(f"almanac: not published: {error}")
         return EXIT_FAILED
     say(f"wrote {path}")
+    # the page beside it, from the same file: never one stale beside the other
+    page = write_text(path.with_name(ALMANAC_PAGE), render_almanac_page(path))
+    say(f"wrote {page}")
     return EXIT_PASSED
 
 
