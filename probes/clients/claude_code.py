@@ -16,7 +16,7 @@ from probes.clients.claude_cli import ClaudeCliBase, run_outside_a_sandbox
 from probes.clients.npm import (
     InstallError,
     cache_root,
-    install_package,
+    cached_or_installed,
     published_versions,
     resolve_version,
 )
@@ -79,15 +79,10 @@ class ClaudeCode(ClaudeCliBase):
         check_version(self, version)
         exact = resolve_version(PACKAGE, version)
         check_version(self, exact, exact=True)  # the registry's answer is input too
-        directory = install_folder(self.cache, exact)
-        existing = self._binary(directory)
-        if existing is not None:
-            return existing
-        install_package(PACKAGE, exact, directory, _locate_entry)
-        binary = self._binary(directory)
-        if binary is None:
-            raise InstallError(f"{PACKAGE}@{exact} installed into {directory} but is not usable")
-        self._check_version(binary)
+        binary, fresh = cached_or_installed(PACKAGE, exact, install_folder(self.cache, exact),
+                                            self._binary, _locate_entry)
+        if fresh:
+            self._check_version(binary)
         return binary
 
     def _check_version(self, binary: ClientBinary) -> None:

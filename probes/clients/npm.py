@@ -13,9 +13,10 @@ import tempfile
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
-__all__ = ["NPM_TIMEOUT", "VERSION_PATTERN", "InstallError", "cache_root", "install_package",
+__all__ = ["NPM_TIMEOUT", "VERSION_PATTERN", "InstallError", "cache_root", "cached_or_installed",
+           "install_package",
            "published_versions", "resolve_version", "sha256_file"]
 
 NPM_TIMEOUT = 600
@@ -83,6 +84,26 @@ def _npm_error(stderr: str) -> str:
     lines = [ln.removeprefix("npm error ").strip() for ln in stderr.splitlines()
              if ln.startswith("npm error") and "complete log" not in ln]
     return "; ".join(dict.fromkeys(ln for ln in lines if ln))[:400]
+
+
+Install = TypeVar("Install")
+
+
+def cached_or_installed(package: str, version: str, target: Path,
+                        read: Callable[[Path], Install | None], locate_entry: Any,
+                        describe: Callable[[Path], Mapping[str, Any]] | None = None,
+                        ) -> tuple[Install, bool]:
+    """The usable install of ``package@version`` in ``target`` (``read`` it), installed first
+    when there is none (``install_package``); and whether it was installed just now (what
+    a kind checks once, e.g. the version its binary prints)."""
+    existing = read(target)
+    if existing is not None:
+        return existing, False
+    install_package(package, version, target, locate_entry, describe)
+    installed = read(target)
+    if installed is None:
+        raise InstallError(f"{package}@{version} installed into {target} but is not usable")
+    return installed, True
 
 
 def install_package(package: str, version: str, target: Path, locate_entry: Any,

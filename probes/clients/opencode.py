@@ -45,7 +45,7 @@ from probes.clients.loop_driver import LOOP_CATALOG, SYSTEM
 from probes.clients.npm import (
     InstallError,
     cache_root,
-    install_package,
+    cached_or_installed,
     published_versions,
     resolve_version,
 )
@@ -216,14 +216,10 @@ class OpenCode:
         check_version(self, version)
         exact = resolve_version(PACKAGE, version)
         check_version(self, exact, exact=True)  # the registry's answer is input too
-        directory = install_folder(self.cache, exact)
-        existing = self._binary(directory)
-        if existing is not None:
-            return existing
-        install_package(PACKAGE, exact, directory, _locate_entry)
-        binary = self._binary(directory)
-        if binary is None:
-            raise InstallError(f"{PACKAGE}@{exact} installed into {directory} but is not usable")
+        binary, fresh = cached_or_installed(PACKAGE, exact, install_folder(self.cache, exact),
+                                            self._binary, _locate_entry)
+        if not fresh:
+            return binary
         try:
             done = run_outside_a_sandbox([*binary.launcher, "--version"])
         except (OSError, subprocess.TimeoutExpired) as error:
