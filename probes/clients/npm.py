@@ -86,13 +86,13 @@ def _npm_error(stderr: str) -> str:
     return "; ".join(dict.fromkeys(ln for ln in lines if ln))[:400]
 
 
-Install = TypeVar("Install")
+_Install = TypeVar("_Install")
 
 
 def cached_or_installed(package: str, version: str, target: Path,
-                        read: Callable[[Path], Install | None], locate_entry: Any,
+                        read: Callable[[Path], _Install | None], locate_entry: Any,
                         describe: Callable[[Path], Mapping[str, Any]] | None = None,
-                        ) -> tuple[Install, bool]:
+                        ) -> tuple[_Install, bool]:
     """The usable install of ``package@version`` in ``target`` (``read`` it), installed first
     when there is none (``install_package``); and whether it was installed just now (what
     a kind checks once, e.g. the version its binary prints)."""
