@@ -32,7 +32,7 @@ from probes.clients.npm import (
     VERSION_PATTERN,
     InstallError,
     cache_root,
-    install_package,
+    cached_or_installed,
     published_versions,
     resolve_version,
 )
@@ -126,16 +126,9 @@ class ClaudeAgentSdkTs(ClaudeCliBase):
         exact = resolve_version(PACKAGE, version)
         check_version(self, exact, exact=True)  # the registry's answer is input too
         refuse_undriven(exact)
-        directory = install_folder(self.cache, exact)
-        existing = self._binary(directory)
-        if existing is not None:
-            return existing
-        node = _node()
-        install_package(PACKAGE, exact, directory, lambda prefix: _locate_entry(prefix, node),
-                        _describe)
-        binary = self._binary(directory)
-        if binary is None:
-            raise InstallError(f"{PACKAGE}@{exact} installed into {directory} but is not usable")
+        binary, _ = cached_or_installed(PACKAGE, exact, install_folder(self.cache, exact),
+                                        self._binary,
+                                        lambda prefix: _locate_entry(prefix, _node()), _describe)
         return binary
 
     # ---- runs ----------------------------------------------------------------
