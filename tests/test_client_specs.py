@@ -12,16 +12,16 @@ from __future__ import annotations
 import json
 import re
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from probes import cli
-from probes.clients import InstallError, parse_client_spec, registry
+from probes.clients import InstallError, parse_client_spec, pypi, registry
 from probes.clients.agent_sdk import ClaudeAgentSdk
 from probes.clients.base import ClientBinary
+from probes.clients.claude_cli import check_printed_version
 from probes.clients.claude_code import ClaudeCode
 from probes.clients.specs import (
     SEMVER,
@@ -262,11 +262,12 @@ def test_latest_of_a_pypi_kind_is_resolved_before_the_install(
     monkeypatch.setattr(client, "published", lambda: ["0.2.9", "0.2.140", "0.2.10", "0.1.0"])
     asked: list[str] = []
 
-    def install_venv(cache: Path, package: str, version: str, entry: Any) -> Path:
+    def install_venv(cache: Path, package: str, version: str, entry: Any,
+                     companions: tuple[str, ...] = ()) -> Path:
         asked.append(version)
         raise InstallError("stop here")
 
-    monkeypatch.setattr(sys.modules[kind.__module__], "install_venv", install_venv)
+    monkeypatch.setattr(pypi, "install_venv", install_venv)
     with pytest.raises(InstallError, match="stop here"):
         client.install("latest")
     assert asked == ["0.2.140"]
@@ -421,3 +422,26 @@ def test_a_wrong_versions_spec_is_refused_in_one_line(spec: str, said: str) -> N
     with pytest.raises(InstallError) as raised:
         resolve_versions(spec, _PUBLISHED)
     assert said in str(raised.value) and "\n" not in str(raised.value), str(raised.value)
+
+
+@pytest.mark.parametrize("printed, exit_code, expected, exact, refused", [
+    ("2.1.235 (Claude Code)", 0, "2.1.235", False, False),
+    ("2.1.235 (Claude Code)", 0, "2.1.235", True, True),   # exact: the whole output
+    ("1.18.33", 0, "1.18.33", True, False),
+    ("2.1.234 (Claude Code)", 0, "2.1.235", False, True),
+    ("2.1.235", 3, "2.1.235", False, True),                 # printed it, but failed
+    ("anything", 0, None, False, False),
+    ("anything", 1, None, False, True),
+])
+def test_a_fresh_install_must_print_the_version_it_was_installed_as(
+        tmp_path: Path, printed: str, exit_code: int, expected: str | None, exact: bool,
+        refused: bool) -> None:
+    cli = tmp_path / "cli"
+    cli.write_text(f"#!/bin/sh\necho '{printed}'\nexit {exit_code}\n")
+    cli.chmod(0o755)
+    if not refused:
+        check_printed_version([str(cli)], expected, exact)
+        return
+    with pytest.raises(InstallError) as refusal:
+        check_printed_version([str(cli)], expected, exact)
+    assert f"found {printed!r} and exit {exit_code}" in str(refusal.value)

@@ -14,11 +14,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, ClassVar
 
-from probes.clients.base import ClientBinary, Command, RunContext, scan_installs
+from probes.clients.base import ClientBinary, Command, RunContext
 from probes.clients.claude_cli import ClaudeCliBase
 from probes.clients.npm import InstallError, cache_root
-from probes.clients.pypi import install_venv, newest, published_versions, venv_binary
-from probes.clients.specs import LATEST, check_version, install_folder
+from probes.clients.pypi import VenvInstalls
 from probes.core.invocation import Invocation
 
 __all__ = ["DRIVER", "PACKAGE", "ClaudeAgentSdk", "sdk_spec"]
@@ -27,13 +26,14 @@ PACKAGE = "claude-agent-sdk"
 DRIVER = Path(__file__).with_name("agent_sdk_driver.py")
 
 
-class ClaudeAgentSdk(ClaudeCliBase):
+class ClaudeAgentSdk(VenvInstalls, ClaudeCliBase):
     # its driver gives the CLI one value per flag (the SDK's extra_args is a mapping)
     not_passed: ClassVar[Mapping[str, str]] = {
         "plugin_dir": "the Agent SDK driver does not pass plugin folders (its extra_args hold "
                       "one value per flag)"}
     name = "claude-agent-sdk"
     package = PACKAGE
+    driver = DRIVER
     registry = "pypi"  # the grammar of its versions (probes.clients.specs)
 
     def __init__(self, cache: Path | None = None):
@@ -43,26 +43,8 @@ class ClaudeAgentSdk(ClaudeCliBase):
         # the SDK passes its options to the CLI it bundles: that CLI's flags are what it can do
         return [str(binary.entry), "--help"]
 
-    def _binary(self, directory: Path) -> ClientBinary | None:
-        return venv_binary(self.name, PACKAGE, directory, DRIVER)
-
-    def installed(self) -> list[ClientBinary]:
-        return scan_installs(self.cache, self._binary)
-
-    def published(self) -> list[str]:
-        return published_versions(PACKAGE)
-
-    def resolve(self, version: str) -> str:
-        """``latest`` as the newest version published; any other version as it is."""
-        check_version(self, version)
-        return newest(self.published()) if version == LATEST else version
-
     def install(self, version: str) -> ClientBinary:
         version = self.resolve(version)
-        check_version(self, version, exact=True)  # the index's answer is input too
-        existing = self._binary(install_folder(self.cache, version))
-        if existing is not None:
-            return existing
 
         def bundled_cli(venv: Path) -> tuple[Path, dict[str, Any]]:
             bundled = sorted(venv.glob("lib/python*/site-packages/claude_agent_sdk/_bundled/claude"))
@@ -70,11 +52,7 @@ class ClaudeAgentSdk(ClaudeCliBase):
                 raise InstallError(f"{PACKAGE}=={version} bundles no Claude Code binary")
             return bundled[0], {}
 
-        directory = install_venv(self.cache, PACKAGE, version, bundled_cli)
-        binary = self._binary(directory)
-        if binary is None:
-            raise InstallError(f"{PACKAGE}=={version} installed into {directory} but is unusable")
-        return binary
+        return self.cached_or_installed(version, bundled_cli)
 
     def command(self, binary: ClientBinary, invocation: Invocation,
                 context: RunContext) -> Command:

@@ -26,7 +26,7 @@ from typing import Any, ClassVar
 
 from probes.clients.agent_sdk import sdk_spec
 from probes.clients.base import ClientBinary, Command, RunContext, read_manifest, scan_installs
-from probes.clients.claude_cli import ClaudeCliBase, run_outside_a_sandbox
+from probes.clients.claude_cli import ClaudeCliBase, check_printed_version
 from probes.clients.claude_code import ELF_MAGIC
 from probes.clients.npm import (
     VERSION_PATTERN,
@@ -213,15 +213,7 @@ def _check_driver(prefix: Path, node: str, version: Any) -> None:
 
 def _check_cli(entry: Path, node: str, expected: Any) -> None:
     argv = [node, str(entry)] if entry.suffix == ".js" else [str(entry)]
-    try:
-        done = run_outside_a_sandbox([*argv, "--version"])
-    except (OSError, subprocess.TimeoutExpired) as error:
-        raise InstallError(f"{entry} --version failed: {error}") from None
-    if done.returncode != 0 or (expected and str(expected) not in done.stdout):
-        raise InstallError(
-            f"{entry} --version: expected {expected or 'a version'} and exit 0, found "
-            f"{done.stdout.strip()[:200]!r} and exit {done.returncode} "
-            f"(stderr: {done.stderr.strip()[:200]})")
+    check_printed_version(argv, str(expected) if expected else None)
 
 
 def _describe(prefix: Path) -> dict[str, Any]:

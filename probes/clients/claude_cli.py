@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from probes.clients.base import Capabilities, ClientBinary, HookCommand, RunContext
+from probes.clients.npm import InstallError
 from probes.core.evidence import Output
 from probes.core.invocation import CAPABILITIES, Invocation
 from probes.core.loop_tools import LOOP_TOOL_NAMES, LOOP_TOOLS
@@ -25,7 +26,7 @@ from probes.core.probe import HARNESS_CLASSIFIER
 from probes.sandbox.folders import BASE_PATH, Sandbox, base_environment
 
 __all__ = ["CAPABILITY_FLAGS", "DUMMY_API_KEY", "LOOP_RETRIES_ENV", "NOT_CLAUDE_CODE",
-           "ClaudeCliBase", "path_slug", "run_outside_a_sandbox"]
+           "ClaudeCliBase", "check_printed_version", "path_slug", "run_outside_a_sandbox"]
 
 DUMMY_API_KEY = "sk-ant-loopprobe-dummy-key"
 # the flags of the CLI each capability needs; --max-turns and the settings file (hooks) work
@@ -61,6 +62,21 @@ def run_outside_a_sandbox(argv: list[str]) -> subprocess.CompletedProcess[str]:
                "CLAUDE_CONFIG_DIR": f"{home}/.claude", "DISABLE_AUTOUPDATER": "1"}
         return subprocess.run(argv, capture_output=True, text=True, timeout=60, env=env,
                               stdin=subprocess.DEVNULL)
+
+
+def check_printed_version(argv: list[str], expected: str | None, exact: bool = False) -> None:
+    """Refuse a fresh install whose CLI (``argv``) does not exit 0 from ``--version`` printing
+    ``expected`` (in its output, or as all of it when ``exact``; any version when None)."""
+    try:
+        done = run_outside_a_sandbox([*argv, "--version"])
+    except (OSError, subprocess.TimeoutExpired) as error:
+        raise InstallError(f"{argv[-1]} --version failed: {error}") from None
+    printed = done.stdout.strip()
+    if done.returncode != 0 or (expected is not None
+                                and (printed != expected if exact else expected not in printed)):
+        raise InstallError(
+            f"{argv[-1]} --version: expected {expected or 'a version'} and exit 0, found "
+            f"{printed[:200]!r} and exit {done.returncode} (stderr: {done.stderr.strip()[:200]})")
 
 
 def path_slug(path: Path | str) -> str:

@@ -8,11 +8,10 @@ observable surface: every event on stdout, the final ``result`` last.
 from __future__ import annotations
 
 import shutil
-import subprocess
 from pathlib import Path
 
 from probes.clients.base import ClientBinary, Command, RunContext, read_manifest, scan_installs
-from probes.clients.claude_cli import ClaudeCliBase, run_outside_a_sandbox
+from probes.clients.claude_cli import ClaudeCliBase, check_printed_version
 from probes.clients.npm import (
     InstallError,
     cache_root,
@@ -82,17 +81,8 @@ class ClaudeCode(ClaudeCliBase):
         binary, fresh = cached_or_installed(PACKAGE, exact, install_folder(self.cache, exact),
                                             self._binary, _locate_entry)
         if fresh:
-            self._check_version(binary)
+            check_printed_version(list(binary.launcher), binary.version)
         return binary
-
-    def _check_version(self, binary: ClientBinary) -> None:
-        try:
-            done = run_outside_a_sandbox([*binary.launcher, "--version"])
-        except (OSError, subprocess.TimeoutExpired) as error:
-            raise InstallError(f"{binary.entry} --version failed: {error}") from None
-        if binary.version not in done.stdout:
-            raise InstallError(f"{binary.entry} --version printed {done.stdout.strip()!r}, "
-                               f"expected {binary.version} (stderr: {done.stderr.strip()[:200]})")
 
     # ---- runs ----------------------------------------------------------------
 

@@ -41,13 +41,13 @@ from probes.clients.npm import (
     NPM_TIMEOUT,
     InstallError,
     cache_root,
+    cached_or_made,
     published_versions,
     resolve_version,
     sha256_file,
 )
-from probes.clients.pypi import install_venv, newest, venv_binary
-from probes.clients.pypi import published_versions as pypi_versions
-from probes.clients.specs import LATEST, check_version, install_folder
+from probes.clients.pypi import VenvInstalls
+from probes.clients.specs import check_version, install_folder
 from probes.core.evidence import Output
 from probes.core.invocation import CAPABILITIES, Invocation
 from probes.sandbox.folders import Sandbox, base_environment
@@ -203,22 +203,18 @@ class NpmLoop(DriverLoop):
         check_version(self, version)
         exact = resolve_version(self.package, version)
         check_version(self, exact, exact=True)  # the registry's answer is input too
-        existing = self._binary(install_folder(self.cache, exact))
-        if existing is not None:
-            return existing
-        directory = npm_install(self.cache, self.package, exact, self.companions(exact),
-                                self.entry, self.driver)
-        binary = self._binary(directory)
-        if binary is None:
-            raise InstallError(f"{self.package}@{exact} installed into {directory} but is "
-                               "unusable")
+        binary, _ = cached_or_made(
+            install_folder(self.cache, exact), self._binary,
+            lambda: npm_install(self.cache, self.package, exact, self.companions(exact),
+                                self.entry, self.driver),
+            f"{self.package}@{exact}")
         return binary
 
     def environment(self, binary: ClientBinary) -> dict[str, str]:
         return {"NODE_PATH": str(binary.root / "node_modules")}
 
 
-class PypiLoop(DriverLoop):
+class PypiLoop(VenvInstalls, DriverLoop):
     """A loop from PyPI: each version in a venv of its own in the cache, with ``companions``
     (their newest of the day); the file the reports cite is ``entry`` in it. An install is
     refused unless ``imports`` (Python, run in the venv) succeeds: a version whose
@@ -236,26 +232,8 @@ class PypiLoop(DriverLoop):
     def __init__(self, cache: Path | None = None):
         self.cache = (cache or cache_root()) / "clients" / self.name
 
-    def _binary(self, directory: Path) -> ClientBinary | None:
-        return venv_binary(self.name, self.package, directory, self.driver)
-
-    def installed(self) -> list[ClientBinary]:
-        return scan_installs(self.cache, self._binary)
-
-    def published(self) -> list[str]:
-        return pypi_versions(self.package)
-
-    def resolve(self, version: str) -> str:
-        """``latest`` as the newest version published; any other version as it is."""
-        check_version(self, version)
-        return newest(self.published()) if version == LATEST else version
-
     def install(self, version: str) -> ClientBinary:
         version = self.resolve(version)
-        check_version(self, version, exact=True)  # the index's answer is input too
-        existing = self._binary(install_folder(self.cache, version))
-        if existing is not None:
-            return existing
         package = self.package
 
         def loop_module(venv: Path) -> tuple[Path, dict[str, Any]]:
@@ -270,9 +248,4 @@ class PypiLoop(DriverLoop):
             printed = done.stdout.strip()
             return found[0], ({"companions": json.loads(printed)} if printed else {})
 
-        directory = install_venv(self.cache, self.requirement or package, version, loop_module,
-                                 self.companions)
-        binary = self._binary(directory)
-        if binary is None:
-            raise InstallError(f"{package}=={version} installed into {directory} but is unusable")
-        return binary
+        return self.cached_or_installed(version, loop_module, self.requirement, self.companions)

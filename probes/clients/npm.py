@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 __all__ = ["NPM_TIMEOUT", "VERSION_PATTERN", "InstallError", "cache_root", "cached_or_installed",
-           "install_package",
-           "published_versions", "resolve_version", "sha256_file"]
+           "cached_or_made", "install_package", "published_versions", "resolve_version",
+           "sha256_file"]
 
 NPM_TIMEOUT = 600
 # an exact version, by semver.org's grammar (2.0.0): no leading zeros, dot-separated
@@ -89,21 +89,29 @@ def _npm_error(stderr: str) -> str:
 _Install = TypeVar("_Install")
 
 
+def cached_or_made(target: Path, read: Callable[[Path], _Install | None],
+                   make: Callable[[], object], what: str) -> tuple[_Install, bool]:
+    """The usable install in ``target`` (``read`` it), made first by ``make`` when there is
+    none; and whether it was made just now (what a kind checks once, e.g. the version its
+    binary prints). ``what`` names the install in the refusal of one that is not usable."""
+    existing = read(target)
+    if existing is not None:
+        return existing, False
+    make()
+    made = read(target)
+    if made is None:
+        raise InstallError(f"{what} installed into {target} but is not usable")
+    return made, True
+
+
 def cached_or_installed(package: str, version: str, target: Path,
                         read: Callable[[Path], _Install | None], locate_entry: Any,
                         describe: Callable[[Path], Mapping[str, Any]] | None = None,
                         ) -> tuple[_Install, bool]:
-    """The usable install of ``package@version`` in ``target`` (``read`` it), installed first
-    when there is none (``install_package``); and whether it was installed just now (what
-    a kind checks once, e.g. the version its binary prints)."""
-    existing = read(target)
-    if existing is not None:
-        return existing, False
-    install_package(package, version, target, locate_entry, describe)
-    installed = read(target)
-    if installed is None:
-        raise InstallError(f"{package}@{version} installed into {target} but is not usable")
-    return installed, True
+    """``cached_or_made`` for an npm package installed by ``install_package``."""
+    return cached_or_made(
+        target, read, lambda: install_package(package, version, target, locate_entry, describe),
+        f"{package}@{version}")
 
 
 def install_package(package: str, version: str, target: Path, locate_entry: Any,

@@ -26,7 +26,6 @@ protocol by ``read_opencode_events``: one ``assistant`` event per model reply an
 from __future__ import annotations
 
 import json
-import subprocess
 from collections.abc import Callable
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -39,7 +38,7 @@ from probes.clients.base import (
     read_manifest,
     scan_installs,
 )
-from probes.clients.claude_cli import DUMMY_API_KEY, run_outside_a_sandbox
+from probes.clients.claude_cli import DUMMY_API_KEY, check_printed_version
 from probes.clients.claude_code import ELF_MAGIC
 from probes.clients.loop_driver import LOOP_CATALOG, SYSTEM
 from probes.clients.npm import (
@@ -218,15 +217,8 @@ class OpenCode:
         check_version(self, exact, exact=True)  # the registry's answer is input too
         binary, fresh = cached_or_installed(PACKAGE, exact, install_folder(self.cache, exact),
                                             self._binary, _locate_entry)
-        if not fresh:
-            return binary
-        try:
-            done = run_outside_a_sandbox([*binary.launcher, "--version"])
-        except (OSError, subprocess.TimeoutExpired) as error:
-            raise InstallError(f"{binary.entry} --version failed: {error}") from None
-        if done.stdout.strip() != exact:
-            raise InstallError(f"{binary.entry} --version printed {done.stdout.strip()!r}, "
-                               f"expected {exact} (stderr: {done.stderr.strip()[:200]})")
+        if fresh:
+            check_printed_version(list(binary.launcher), exact, exact=True)
         return binary
 
     # ---- runs ----------------------------------------------------------------

@@ -2,7 +2,8 @@
 
 ``install_venv`` creates ``<cache>/<version>/venv`` with ``package==version`` and an
 ``install.json`` naming the file the reports cite (its SHA-256); ``venv_binary`` reads an
-install back; ``published_versions`` lists what the configured index publishes.
+install back; ``published_versions`` lists what the configured index publishes;
+``VenvInstalls`` is the install side of such a kind, built from them.
 """
 
 from __future__ import annotations
@@ -21,12 +22,12 @@ from typing import Any
 
 from packaging.version import InvalidVersion, Version
 
-from probes.clients.base import ClientBinary, read_manifest
-from probes.clients.npm import InstallError, sha256_file
-from probes.clients.specs import expected_version, install_folder
+from probes.clients.base import ClientBinary, read_manifest, scan_installs
+from probes.clients.npm import InstallError, cached_or_made, sha256_file
+from probes.clients.specs import LATEST, check_version, expected_version, install_folder
 
-__all__ = ["PIP_TIMEOUT", "EntryFinder", "install_venv", "newest", "published_versions",
-           "venv_binary"]
+__all__ = ["PIP_TIMEOUT", "EntryFinder", "VenvInstalls", "install_venv", "newest",
+           "published_versions", "venv_binary"]
 
 PIP_TIMEOUT = 900
 
@@ -112,3 +113,40 @@ def install_venv(cache: Path, package: str, version: str, entry: EntryFinder,
         if staging.exists():
             shutil.rmtree(staging, ignore_errors=True)
     return directory
+
+
+class VenvInstalls:
+    """The install side of a kind from PyPI: each version of ``package`` in a venv of its own
+    under ``cache``, run as ``venv python driver``."""
+
+    name: str
+    package: str
+    driver: Path
+    cache: Path
+
+    def _binary(self, directory: Path) -> ClientBinary | None:
+        return venv_binary(self.name, self.package, directory, self.driver)
+
+    def installed(self) -> list[ClientBinary]:
+        return scan_installs(self.cache, self._binary)
+
+    def published(self) -> list[str]:
+        return published_versions(self.package)
+
+    def resolve(self, version: str) -> str:
+        """``latest`` as the newest version published; any other version as it is, checked
+        (the index's answer is input too)."""
+        check_version(self, version)
+        exact = newest(self.published()) if version == LATEST else version
+        check_version(self, exact, exact=True)
+        return exact
+
+    def cached_or_installed(self, version: str, entry: EntryFinder, requirement: str = "",
+                            companions: tuple[str, ...] = ()) -> ClientBinary:
+        """The install of ``version`` (exact), made by ``install_venv`` if there is none."""
+        binary, _ = cached_or_made(
+            install_folder(self.cache, version), self._binary,
+            lambda: install_venv(self.cache, requirement or self.package, version, entry,
+                                 companions),
+            f"{self.package}=={version}")
+        return binary

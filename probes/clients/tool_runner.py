@@ -20,12 +20,10 @@ from probes.clients.base import (
     Command,
     RunContext,
     read_manifest,
-    scan_installs,
 )
 from probes.clients.claude_cli import DUMMY_API_KEY
 from probes.clients.npm import InstallError, cache_root
-from probes.clients.pypi import install_venv, newest, published_versions, venv_binary
-from probes.clients.specs import LATEST, check_version, install_folder
+from probes.clients.pypi import VenvInstalls
 from probes.core.evidence import Output
 from probes.core.invocation import CAPABILITIES, Invocation
 from probes.sandbox.folders import Sandbox, base_environment
@@ -49,47 +47,25 @@ WHY_NOT = {"tools": "the runner offers the driver's own tools (add, fail, read_f
            "mcp": "the probe's tool runner has the driver's tools only"}
 
 
-class AnthropicToolRunner:
+class AnthropicToolRunner(VenvInstalls):
     name = "anthropic-tool-runner"
     package = PACKAGE
+    driver = DRIVER
     registry = "pypi"  # the grammar of its versions (probes.clients.specs)
     catalog = CATALOG
 
     def __init__(self, cache: Path | None = None):
         self.cache = (cache or cache_root()) / "clients" / self.name
 
-    def _binary(self, directory: Path) -> ClientBinary | None:
-        return venv_binary(self.name, PACKAGE, directory, DRIVER)
-
-    def installed(self) -> list[ClientBinary]:
-        return scan_installs(self.cache, self._binary)
-
-    def published(self) -> list[str]:
-        return published_versions(PACKAGE)
-
-    def resolve(self, version: str) -> str:
-        """``latest`` as the newest version published; any other version as it is."""
-        check_version(self, version)
-        return newest(self.published()) if version == LATEST else version
-
     def install(self, version: str) -> ClientBinary:
         version = self.resolve(version)
-        check_version(self, version, exact=True)  # the index's answer is input too
-        existing = self._binary(install_folder(self.cache, version))
-        if existing is not None:
-            return existing
-
         def runner_module(venv: Path) -> tuple[Path, dict[str, Any]]:
             found = sorted(venv.glob(f"lib/python*/site-packages/{ENTRY}"))
             if not found:
                 raise InstallError(f"{PACKAGE}=={version} has no tool runner ({ENTRY})")
             return found[0], {"threads": (found[0].parent.parent / "threads").is_dir()}
 
-        directory = install_venv(self.cache, PACKAGE, version, runner_module)
-        binary = self._binary(directory)
-        if binary is None:
-            raise InstallError(f"{PACKAGE}=={version} installed into {directory} but is unusable")
-        return binary
+        return self.cached_or_installed(version, runner_module)
 
     def capabilities(self, binary: ClientBinary) -> Capabilities:
         manifest: dict[str, Any] = read_manifest(binary.root) or {}
