@@ -10,11 +10,13 @@ import json
 import socket
 import tempfile
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from probes.inside import sandbox_init
 from probes.run import collector as collector_module
 from probes.run.collector import Collector
 
@@ -35,7 +37,8 @@ def _send(kept: Collector, *lines: bytes, answer: bool = False) -> bytes:
         if answer:
             return channel.makefile("rb").readline()
         channel.shutdown(socket.SHUT_WR)
-        channel.recv(1)  # the collector closed its side: everything was read
+        while channel.recv(4096):  # until the collector closes its side: everything was read
+            pass
     return b""
 
 
@@ -88,6 +91,41 @@ def test_one_egress_reporter_per_run_the_next_is_refused_and_listed(served: Coll
     assert faults[0] == "an egress reporter outside a run was refused"
     assert faults[1].startswith("a second egress reporter")
     assert served.run_end("run1") == {"end": 0}
+
+
+def test_the_egress_stream_is_claimed_for_the_run_under_way_and_said_so(
+        served: Collector) -> None:
+    """The sandbox's first process starts the client only on this answer, so a claim is
+    made while its run is under way, never late into the next run (a loaded machine)."""
+    assert json.loads(_send(served, _line({"stream": "egress"}), answer=True)) == \
+        {"claimed": None}  # no run under way
+    served.begin_run("run1")
+    assert not served.claimed("run1")
+    assert json.loads(_send(served, _line({"stream": "egress"}), answer=True)) == \
+        {"claimed": "run1"}
+    assert served.claimed("run1")
+    assert json.loads(_send(served, _line({"stream": "egress"}), answer=True)) == \
+        {"claimed": None}  # a second reporter of the run: refused, and told so
+    served.end_run()
+
+
+def test_the_first_process_waits_for_the_claim_and_gives_up_in_time(tmp_path: Path) -> None:
+    with tempfile.TemporaryDirectory(prefix="lp-") as short, \
+            socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as listener:
+        path = str(Path(short) / "record.sock")
+        listener.bind(path)
+        listener.listen(2)
+        silent = sandbox_init._Reporter(path)  # a collector that never answers
+        peer, _ = listener.accept()
+        started = time.monotonic()
+        assert silent.claimed(timeout=0.5) is None
+        assert time.monotonic() - started < 5
+        peer.close()
+        late = sandbox_init._Reporter(path)  # one that answers late: still waited for
+        peer, _ = listener.accept()
+        threading.Timer(0.3, lambda: peer.sendall(b'{"claimed": "run1"}\n')).start()
+        assert late.claimed(timeout=10) == "run1"
+        peer.close()
 
 
 def test_a_reporter_cut_off_before_its_end_is_a_fault(served: Collector) -> None:

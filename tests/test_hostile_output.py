@@ -216,7 +216,10 @@ def test_a_client_that_never_reads_stdin_cannot_hold_the_run_past_its_timeout(
     assert not writers, "the writer, blocked on the full pipe, outlived the run"
     transcript = kept[0].transcript
     answers = [e for e in transcript if (e.get("line") or {}).get("type") == "control_response"]
-    assert len(answers) == 5000
+    # every request the harness read in its 3 s is answered, in order (how many it reads
+    # in that time is the machine's speed: all 5,000 on an idle one)
+    ids = [e["line"]["response"]["request_id"] for e in answers]
+    assert ids and ids == [f"r{n}" for n in range(len(ids))]
     # the pipe held the first lines; those still queued at the kill say they were not written
     assert "write_error" not in transcript[0]
     unwritten = [e["write_error"] for e in answers if "write_error" in e]

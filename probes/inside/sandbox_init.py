@@ -8,10 +8,12 @@ network namespace that has nothing but loopback. It
 - runs the refusing proxy and a refusing DNS resolver (``egress.py``), reporting every
   attempt as it happens to the harness's collector on a Unix socket (bound in read-only
   from the host), so nothing the client writes can erase one and a run killed at its
-  timeout keeps them. It connects before the client starts (the collector accepts one
-  egress reporter per run) and makes itself non-dumpable, so the client, the same user in
-  the same namespaces, cannot read or write its memory or descriptors; killing it ends the
-  run (the sandbox's PID namespace ends with it);
+  timeout keeps them. It connects before the client starts and starts it only once the
+  collector has claimed the stream for the run under way (one egress reporter per run; a
+  late claim under load would otherwise land in the next run); it makes itself
+  non-dumpable, so the client, the same user in the same namespaces, cannot read or write
+  its memory or descriptors; killing it ends the run (the sandbox's PID namespace ends with
+  it);
 - sets the run's resource limits on itself (``rlimits``), which the client inherits;
 - starts the client with the environment and directory it was given, waits for it and exits
   with its status (128 + N for a signal), saying on stderr when it finds /tmp full. The
@@ -42,6 +44,10 @@ else:  # run as a script in the sandbox, beside egress.py
     from egress import DnsSink, EgressAttempt, EgressSink
 
 CHUNK = 65536
+# how long the collector may take to claim the egress stream (a machine under load)
+CLAIM_TIMEOUT = 60.0
+# the exit status when it did not: the client never started (a harness error, not a finding)
+NOT_CLAIMED = 125
 TMP_FULL_MARGIN = 1 << 20
 
 
@@ -105,6 +111,27 @@ class _Reporter:
         self._lock = threading.Lock()
         self._send({"stream": "egress"})
 
+    def claimed(self, timeout: float = CLAIM_TIMEOUT) -> str | None:
+        """The run the collector claimed this stream for (None: refused, or no answer in
+        ``timeout`` seconds)."""
+        self._channel.settimeout(timeout)
+        answer = b""
+        try:
+            while not answer.endswith(b"\n") and len(answer) < 4096:
+                chunk = self._channel.recv(4096 - len(answer))
+                if not chunk:
+                    break
+                answer += chunk
+        except OSError:
+            return None
+        finally:
+            self._channel.settimeout(None)
+        try:
+            run = json.loads(answer).get("claimed")
+        except (ValueError, AttributeError):
+            return None
+        return run if isinstance(run, str) else None
+
     def _send(self, value: dict[str, Any]) -> None:
         with self._lock:
             self._channel.sendall((json.dumps(value, sort_keys=True) + "\n").encode())
@@ -167,6 +194,11 @@ def main(spec: dict[str, Any]) -> int:
     for forward in spec["forward"]:
         _forward(forward["port"], forward["socket"])
     reporter = _Reporter(spec["record_socket"])
+    if reporter.claimed() is None:
+        print("loopprobe sandbox: the harness's collector did not claim the egress stream "
+              f"within {CLAIM_TIMEOUT:.0f}s (or refused it): the client is not started",
+              file=sys.stderr, flush=True)
+        return NOT_CLAIMED
     record = reporter.attempt
     if spec.get("proxy_port"):
         EgressSink(spec["proxy_port"], on_attempt=record).start()

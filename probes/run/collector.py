@@ -99,7 +99,7 @@ class _Handler(socketserver.StreamRequestHandler):
         elif stream == "hook_run":
             collector._hook_run(self.rfile, _peer_pid(self.request))
         elif stream == "egress":
-            collector._egress_reports(self.rfile, _peer_pid(self.request))
+            collector._egress_reports(self.rfile, self.wfile, _peer_pid(self.request))
         elif header is not None:
             collector._fault("header", "expected {\"stream\": \"hook\" | \"hook_run\" | \"mcp\" "
                                        f"(with a simple run name) | \"egress\"}}, got {header!r:.300}")
@@ -187,6 +187,11 @@ class Collector:
             done.wait(timeout)
         with self._lock:
             return dict(self.run_ends.get(name, {}))
+
+    def claimed(self, name: str) -> bool:
+        """Whether the run's egress stream was claimed (its first process started the client)."""
+        with self._lock:
+            return name in self._claimed_runs
 
     def end_run(self) -> None:
         with self._lock:
@@ -290,12 +295,21 @@ class Collector:
             else:
                 self._fault(f"mcp:{run}", f"expected an object, got {event!r:.300}")
 
-    def _egress_reports(self, rfile: BufferedIOBase, pid: int | None) -> None:
+    def _egress_reports(self, rfile: BufferedIOBase, wfile: BufferedIOBase,
+                        pid: int | None) -> None:
         with self._lock:
             run = self._run
             claimed = run in self._claimed_runs
             if run is not None:
                 self._claimed_runs.add(run)
+        # the answer the reporter waits for before it starts the client: the stream is
+        # claimed for this run while the run is under way, however late this thread is
+        # scheduled (a machine under load), never for the run after it
+        try:
+            wfile.write((json.dumps({"claimed": None if claimed else run}) + "\n").encode())
+            wfile.flush()
+        except OSError:
+            pass
         if run is None or claimed:
             # the client's act, refused: the run's own stream stays the first one's (whose
             # end line the runner requires), so it costs no evidence

@@ -81,6 +81,10 @@ class ContainmentUnavailable(RuntimeError):
 class Place(Protocol):
     """One probe's contained place: its mock, how its runs are launched, what they tried."""
 
+    # whether each run's first process claims the run's egress stream before the client
+    # starts (the sandbox's ``sandbox_init``): a run it did not claim never ran the client
+    first_process_reports: bool
+
     def serve(self, scenario: Scenario, journal_path: Path, *,
               context: Mapping[str, str]) -> MockServer: ...
 
@@ -155,6 +159,7 @@ EVIDENCE_SOURCES = {
 class _HostPlace:
     sink: EgressSink | None
     run_dir: Path
+    first_process_reports = False
 
     def serve(self, scenario: Scenario, journal_path: Path, *,
               context: Mapping[str, str]) -> MockServer:

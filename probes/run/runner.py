@@ -291,6 +291,11 @@ def _run_one(probe: Probe, invocation: Invocation, client: Client, binary: Clien
         # /tmp full is said by the sandbox's first process, to the collector (not stderr)
         bounds_hit = bounds.hits(str(collector.run_end(invocation.name).get("tmp_full") or ""),
                                  result.exit_code)
+    if place.first_process_reports and not collector.claimed(invocation.name):
+        raise RuntimeError(f"run {invocation.name}: the sandbox's first process never had its "
+                           "egress stream claimed by the collector, so the client was not "
+                           f"started (exit {result.exit_code}; stderr: "
+                           f"{result.stderr.strip()[-300:]!r})")
     last_seq = mock.journal.last_seq
     after = ClientFiles(box).session_digests(client.session_folder(box))
     changed = {path: {"before": before.get(path), "after": after.get(path)}

@@ -74,6 +74,7 @@ class SandboxPlace:
     readonly: list[Path] = field(default_factory=list)
     others: list[ClientBinary] = field(default_factory=list)
     limiter: Limiter = field(default_factory=lambda: find_limiter(Bounds()))
+    first_process_reports = True
 
     @property
     def socket(self) -> Path:
