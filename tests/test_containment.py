@@ -301,8 +301,11 @@ def test_run_dir_is_removed_and_nothing_is_left(tmp_path: Path, listener: Listen
                                                 monkeypatch: pytest.MonkeyPatch) -> None:
     # a temp folder of this run's own: other runs on the machine (tests side by side, an
     # almanac build) make and remove their own loopprobe-* folders in /tmp meanwhile
-    temp = tmp_path / "temp"
-    temp.mkdir()
+    # (short: the run's Unix sockets live in it)
+    temp = Path(tempfile.mkdtemp(prefix="lp-"))
     monkeypatch.setattr(tempfile, "tempdir", str(temp))
-    _escape(_bubblewrap(), tmp_path / "run", listener, _marker())
-    assert list(temp.iterdir()) == []
+    try:
+        _escape(_bubblewrap(), tmp_path / "run", listener, _marker())
+        assert list(temp.iterdir()) == []
+    finally:
+        shutil.rmtree(temp, ignore_errors=True)
