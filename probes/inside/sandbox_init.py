@@ -115,13 +115,8 @@ class _Reporter:
         """The run the collector claimed this stream for (None: refused, or no answer in
         ``timeout`` seconds)."""
         self._channel.settimeout(timeout)
-        answer = b""
         try:
-            while not answer.endswith(b"\n") and len(answer) < 4096:
-                chunk = self._channel.recv(4096 - len(answer))
-                if not chunk:
-                    break
-                answer += chunk
+            answer = self._channel.makefile("rb").readline(4096)
         except OSError:
             return None
         finally:
