@@ -102,12 +102,15 @@ def connection_cap(configured: int) -> ConnectionCap:
                          f"and {DESCRIPTOR_RESERVE} kept for refusals and files")
 
 
-@dataclass(frozen=True)
+@dataclass
 class Connection:
     """What a reply needs of its connection to check its delivery."""
 
     transport: asyncio.Transport
     sock: socket.socket | None  # None when it is not TCP
+    # (unacknowledged bytes, reset) as the connection was lost, read while its socket was
+    # still open: a client that reads a reply whole and closes at once leaves no socket to ask
+    lost_with: tuple[int, bool] | None = None
 
 
 Refused = Callable[[str, str, int, str], None]  # method, path, status, why
@@ -151,6 +154,10 @@ def bounded_protocol(limits: Limits, on_refused: Refused) -> type[HttpToolsProto
                 self._refuse(_overloaded(limit))  # a descriptor must stay for the next one
 
         def connection_lost(self, exc: Exception | None) -> None:
+            # the event loop closes the socket after this returns
+            connection = self._connection
+            if connection.sock is not None and connection.lost_with is None:
+                connection.lost_with = _unacknowledged(connection, connection.sock)
             self._stop_head_timer()
             self._stop_body_timer()
             super().connection_lost(exc)
@@ -328,10 +335,12 @@ def _too_large(message: str) -> _Refusal:
 
 def _unacknowledged(connection: Connection, sock: socket.socket) -> tuple[int, bool]:
     """Bytes of this connection the client has not acknowledged, and whether it was reset."""
+    if connection.lost_with is not None:
+        return connection.lost_with
     try:
         queued = struct.unpack("i", fcntl.ioctl(sock.fileno(), _SIOCOUTQ, b"\0\0\0\0"))[0]
         state = sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 1)[0]
-    except OSError:
+    except (OSError, ValueError):  # ValueError: closed (its descriptor is -1)
         return 0, True
     return queued + connection.transport.get_write_buffer_size(), state == _TCP_CLOSE
 

@@ -304,6 +304,37 @@ def test_a_stream_the_client_abandons_unread_is_not_complete(tmp_path: Path) -> 
         fits(dict(end), ResponseEndRecord)
 
 
+def test_a_stream_read_whole_then_closed_is_complete(tmp_path: Path) -> None:
+    """Before: journaled client_disconnected, 0 bytes sent, now and then (once in CI): the
+    client read every byte and closed between two of the mock's delivery checks, and the
+    check after the close found the socket gone and took it for a reset."""
+    big = "w" * (4 * 1024 * 1024)
+    scenario = Scenario(classifier="plain", rules=[Rule(repeat="always", reply=text(big))])
+    path = tmp_path / "j.jsonl"
+    with MockServer(scenario, path) as mock:
+        for _ in range(3):
+            with socket.create_connection(("127.0.0.1", mock.port), timeout=TIMEOUT) as sock:
+                payload = orjson.dumps(body("big", stream=True))
+                sock.sendall(
+                    f"POST /v1/messages HTTP/1.1\r\nhost: 127.0.0.1:{mock.port}\r\n"
+                    f"x-api-key: k\r\nanthropic-version: 2023-06-01\r\n"
+                    f"content-type: application/json\r\ncontent-length: {len(payload)}\r\n"
+                    f"\r\n".encode() + payload)
+                got = b""
+                # slowly enough that the mock's checks are far apart, then closed at once
+                while not got.endswith(b"0\r\n\r\n"):
+                    chunk = sock.recv(256 * 1024)
+                    assert chunk, "the mock closed before the stream's end"
+                    got += chunk
+                    time.sleep(0.002)
+        deadline = time.monotonic() + TIMEOUT
+        while len(read_journal(path).ends()) < 3 and time.monotonic() < deadline:
+            time.sleep(0.05)
+    ends = read_journal(path).ends()
+    assert [(e["reason"], e.get("delivery")) for e in ends.values()] == \
+        [("complete", "acknowledged")] * 3
+
+
 def test_a_large_reply_is_journaled_by_reference(tmp_path: Path) -> None:
     """Before: a 50 MB scripted reply was copied into every journal line that used it."""
     big = "z" * (1024 * 1024)
