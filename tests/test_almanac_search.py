@@ -276,3 +276,35 @@ def test_a_probe_whose_claims_changed_is_run_again(tmp_path: Path) -> None:
     again = search(VERSIONS, changed, 8, state.cell, state.screen)
     assert {n.probe for n in again.needs} == {"p-a"}
     assert len(again.needs) == len(grid_indices(len(VERSIONS), 8))
+
+
+def test_a_probe_of_a_new_revision_is_run_again_and_its_old_runs_are_kept(
+        tmp_path: Path) -> None:
+    """A probe whose revision went up (a check or rule changed what it concludes): its runs of
+    the earlier revision are superseded, kept in the state's files but in no cell."""
+    state, result = _run(tmp_path, Truth(_verdict_changes({})))
+    assert result.complete
+    before = {path.name: path.read_text() for path in (tmp_path / "state" / "cells").iterdir()}
+    old_runs = sum(len(runs) for key, runs in state.cells.items() if key[1] == "p-b")
+
+    revised = AlmanacState(tmp_path / "state", {"p-b": 2})
+    assert len(revised.superseded) == old_runs and revised.records() == [
+        *revised.screens.values(), *(r for rs in revised.cells.values() for r in rs),
+        *revised.superseded]
+    needs = search(VERSIONS, CLAIMS, 8, revised.cell, revised.screen).needs
+    assert {n.probe for n in needs} == {"p-b"}
+    # the revised probe now concludes otherwise from 2.1.113 on: the change is located
+    truth = Truth(_verdict_changes({"claim.b2": [(13, "contradicted")]}))
+    revised, result = _run(tmp_path, truth, state=revised)
+    assert result.complete
+    assert _changes(result, "claim.b2") == [("2.1.112", "2.1.113", True)]
+    assert {p for _, probes, _ in truth.runs for p in probes} == {"p-b"}
+    for name, text in before.items():  # nothing recorded is lost: lines are only added
+        assert (tmp_path / "state" / "cells" / name).read_text().startswith(text)
+    stamped = [r for r in revised.records() if r.get("revision") == 2]
+    assert stamped and all(r["probe"] == "p-b" for r in stamped)
+    # read back with the revisions it was built with: the same cells; merged: every line
+    assert AlmanacState(tmp_path / "state", {"p-b": 2}).cells == revised.cells
+    revised.start({"grid": 8})
+    merged = merge_states([tmp_path / "state"], tmp_path / "merged")
+    assert len(merged.records()) == len(revised.records())

@@ -176,6 +176,13 @@ def test_a_probe_requiring_an_unknown_capability() -> None:
         _probe(requires=("telepathy",))
 
 
+@pytest.mark.parametrize("revision", [0, -1, True, "2", 1.5])
+def test_a_probe_whose_revision_is_not_a_whole_number_from_1(revision: object) -> None:
+    with pytest.raises(CatalogError, match=r"^Probe 'mine': revision must be a whole number "
+                                           r">= 1, got "):
+        _probe(revision=revision)
+
+
 def test_a_probe_whose_name_is_a_path() -> None:
     with pytest.raises(CatalogError, match=r"^probe name 'a/b': expected a simple name"):
         _probe(name="a/b")

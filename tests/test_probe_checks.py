@@ -266,6 +266,17 @@ def _goal_unlisted(ev: Evidence) -> None:
             run.output.result["result"] = "Unknown skill: goal"
 
 
+def _impossible_not_offered(ev: Evidence) -> None:
+    """The evaluator is offered only ok and reason (as 2.1.139-2.1.142 offer it)."""
+    for record in ev.requests("impossible", kind=None):
+        body = record.get("body") or {}
+        schema = ((body.get("output_config") or {}).get("format") or {}).get("schema") or {}
+        (schema.get("properties") or {}).pop("impossible", None)
+        for block in body.get("system") or []:
+            if isinstance(block, dict) and isinstance(block.get("text"), str):
+                block["text"] = block["text"].replace('"impossible"', '"unlisted"')
+
+
 def _client_declares_cancel(ev: Evidence) -> None:
     """The client's files declare a cancel tool: which one Bash is, they do not say."""
     found = dict(ev.client_mentions.get("found") or {})
@@ -422,6 +433,8 @@ ALTERATIONS: list[tuple[str, str, Callable[[Evidence], Any], set[str]]] = [
      {"before-content.no-non-streaming-resend", "after-content.no-non-streaming-resend"}),
     ("goal-evaluator", "the client does not know /goal", _goal_unlisted,
      {"achieved.goal-accepted", "impossible.goal-accepted"}),
+    ("goal-evaluator", "the evaluator is offered no impossible verdict", _impossible_not_offered,
+     {"impossible.verdict-offered"}),
     ("interrupt-during-tools", "the client declares a cancel tool", _client_declares_cancel,
      {"bash-is-block"}),
     ("interrupt-during-tools", "the client never mentions interruptBehavior",
@@ -489,6 +502,11 @@ def test_reach_decides_by_the_clients_words(real_outcomes: dict[str, ProbeOutcom
     unknown = recheck(real_outcomes["goal-evaluator"], _goal_unlisted)
     assert unknown["achieved.goal-accepted"].status == "absent"
     assert "Unknown skill: goal" in str(unknown["achieved.goal-accepted"].observed)
+    offered = recheck(real_outcomes["goal-evaluator"], lambda ev: None)
+    assert offered["impossible.verdict-offered"].status == "passed"
+    unoffered = recheck(real_outcomes["goal-evaluator"], _impossible_not_offered)
+    assert unoffered["impossible.verdict-offered"].status == "absent"
+    assert "['ok', 'reason']" in str(unoffered["impossible.verdict-offered"].observed)
     cancel = recheck(real_outcomes["interrupt-during-tools"], _client_declares_cancel)
     assert cancel["bash-is-block"].status == "not_reached"
     silent = recheck(real_outcomes["mid-turn-input-absorbed"], _events_gone)

@@ -3,7 +3,10 @@
 Setting a goal installs a session-scoped Stop hook of the prompt kind: when the model ends
 a turn, the client asks the model (a separate request, no tools, a JSON answer ``ok`` /
 ``reason`` / ``impossible``) whether the condition holds; ``ok: false`` blocks the stop and
-the reason goes back to the model, ``ok: true`` lets the loop end.
+the reason goes back to the model, ``ok: true`` lets the loop end. The ``impossible`` verdict
+came later than /goal (2.1.139-2.1.142 offer the evaluator only ``ok`` and ``reason``): a
+version whose evaluator is not offered it lacks that claim's feature, and the scenario answers
+a model sent back after it, so such a run ends scripted.
 """
 
 from __future__ import annotations
@@ -21,7 +24,8 @@ from probes.core.provenance import project_expectation
 
 __all__ = ["ACHIEVED", "CONDITION", "EVALUATOR_SYSTEM", "GOAL_CLAIM", "GOAL_DOCS",
            "IMPOSSIBLE_ANSWER", "IMPOSSIBLE_CLAIM", "IMPOSSIBLE_CONDITION", "IMPOSSIBLE_REASON",
-           "NOT_YET", "PROBE", "WORKING", "check_goal", "check_goal_accepted"]
+           "IMPOSSIBLE_SENT_BACK", "NOT_YET", "PROBE", "WORKING", "check_goal", "check_goal_accepted",
+           "check_impossible_offered"]
 
 EVALUATOR_SYSTEM = "evaluating a stop-condition hook"
 CONDITION = "GOAL_CONDITION_MARKER appears in an answer"
@@ -31,6 +35,8 @@ ACHIEVED = "GOAL_CONDITION_MARKER"
 IMPOSSIBLE_CONDITION = "GOAL_IMPOSSIBLE_CONDITION_MARKER holds"
 IMPOSSIBLE_ANSWER = "GOAL_IMPOSSIBLE_FIRST_ANSWER"
 IMPOSSIBLE_REASON = "GOAL_CANNOT_EVER_HOLD"
+# the model's answer when a version sends it back after an impossible verdict
+IMPOSSIBLE_SENT_BACK = "GOAL_IMPOSSIBLE_SENT_BACK_ANSWER"
 GOAL_CLAIM = "probe.goal-evaluator-loop"
 IMPOSSIBLE_CLAIM = "probe.goal-impossible-ends"
 GOAL_DOCS = "https://code.claude.com/docs/en/goal"
@@ -76,9 +82,36 @@ def check_goal_accepted(ev: Evidence, c: Checks, run: str, claim: str) -> bool:
                    evidence=f"run {run}: the system init event's slash_commands and the result")
 
 
+def check_impossible_offered(ev: Evidence, c: Checks) -> bool:
+    """That this version's evaluator may answer ``impossible``: its request's output schema
+    has the field, or its instructions show the shape. Neither: the claim's feature is
+    absent (the evaluator can only say met or not met). No evaluator request: not judged
+    here (the sequence check fails)."""
+    evaluations = _evaluations(ev, "impossible")
+    if not evaluations:  # nothing to tell it by: the run's own checks decide
+        return True
+    first: Any = evaluations[0]
+    body = first.get("body") or {}
+    config = body.get("output_config")
+    schema = ((config.get("format") or {}).get("schema") or {}) \
+        if isinstance(config, dict) else {}
+    fields = sorted((schema.get("properties") or {}) if isinstance(schema, dict) else {})
+    instructions = json.dumps(body.get("system"))
+    offered = "impossible" in fields or '\\"impossible\\": true' in instructions
+    return c.reach("impossible.verdict-offered", IMPOSSIBLE_CLAIM,
+                   "this version's evaluator is offered an impossible verdict: its output "
+                   "schema has the field, or its instructions show the shape",
+                   held=offered, absent=True,
+                   expected="'impossible' among the evaluator's output schema properties",
+                   observed=f"output schema properties {fields}; impossible "
+                            f"{'' if offered else 'not '}in its instructions",
+                   evidence=f"request #{first.get('seq')} body.output_config and system")
+
+
 def check_goal(ev: Evidence, c: Checks) -> None:
     check_goal_accepted(ev, c, "achieved", GOAL_CLAIM)
-    check_goal_accepted(ev, c, "impossible", IMPOSSIBLE_CLAIM)
+    if check_goal_accepted(ev, c, "impossible", IMPOSSIBLE_CLAIM):
+        check_impossible_offered(ev, c)
     c.equal("sequence", GOAL_CLAIM,
             "after each model answer the client sends an evaluator request; the first "
             "verdict (not met) sends the model back to work, the second (met) ends the loop",
@@ -159,11 +192,16 @@ PROBE = Probe(
              reply=text(_verdict(True, f"the answer is {ACHIEVED}"))),
         Rule(id="not-met", match=_evaluator(WORKING),
              reply=text(_verdict(False, f"{NOT_YET}: answer with {ACHIEVED}"))),
+        # a version that sends the model back after an impossible verdict: met at once
+        Rule(id="sent-back-met", match=_evaluator(IMPOSSIBLE_SENT_BACK),
+             reply=text(_verdict(True, f"the answer is {IMPOSSIBLE_SENT_BACK}"))),
         Rule(id="impossible-verdict",
              match=_evaluator(IMPOSSIBLE_ANSWER),
              reply=text(_verdict(False, IMPOSSIBLE_REASON, impossible=True))),
         Rule(id="back-to-work", match=Match(last_user_text_contains=NOT_YET),
              reply=text(ACHIEVED)),
+        Rule(id="sent-back", match=Match(last_user_text_contains=IMPOSSIBLE_REASON),
+             reply=text(IMPOSSIBLE_SENT_BACK)),
         Rule(id="impossible-first", match=Match(last_user_text_contains=IMPOSSIBLE_CONDITION),
              reply=text(IMPOSSIBLE_ANSWER)),
         Rule(id="first", match=Match(last_user_text_contains=CONDITION), reply=text(WORKING)),
@@ -172,6 +210,9 @@ PROBE = Probe(
                  Invocation("impossible", f"/goal {IMPOSSIBLE_CONDITION}")),
     check=check_goal,
     fingerprinted=False,
+    # 2: the impossible verdict's reach (absent where the evaluator is not offered it), and
+    # a model sent back after it answered (2.1.139-2.1.142 were harness errors at 1)
+    revision=2,
     boundaries=("/goal in print mode with the prompt as the command; the evaluator's verdicts "
                 "are scripted JSON texts (the real service would answer under the request's "
                 "output_config json_schema).",),
@@ -183,6 +224,13 @@ PROBE = Probe(
             (GOAL_CLAIM, IMPOSSIBLE_CLAIM),
             lambda p: with_runs(p, changes={i.name: {"prompt": i.prompt.removeprefix("/goal ")}
                                             for i in p.invocations})),
+        Counterfactual(
+            "impossible-unflagged",
+            "The evaluator answers the impossible run with a plain 'not met' (no impossible "
+            "flag): the model is sent back with the reason, so the loop goes on after it.",
+            (IMPOSSIBLE_CLAIM,),
+            lambda p: with_runs(with_rules(p, [answering(p, "impossible-verdict", text(
+                _verdict(False, IMPOSSIBLE_REASON)))]), keep=("impossible",))),
         Counterfactual(
             "met-at-once",
             "The evaluator answers 'met' to the first answer: the model is never sent back.",

@@ -45,13 +45,18 @@ from probes.scale.bisect import BisectError, order_versions
 from probes.scale.shard import ShardError, parse_shard
 
 __all__ = ["add_almanac", "claims_of", "cmd_almanac_build", "cmd_almanac_merge",
-           "cmd_almanac_publish"]
+           "cmd_almanac_publish", "revisions_of"]
 
 
 def claims_of(catalog: tuple[ReportSpec, ...]) -> dict[str, list[str]]:
     """probe -> its claims, in catalog order."""
     return {probe.name: [claim.id for claim in probe.claims]
             for spec in catalog for probe in spec.probes}
+
+
+def revisions_of(catalog: tuple[ReportSpec, ...]) -> dict[str, int]:
+    """probe -> its revision (runs of an earlier one are superseded)."""
+    return {probe.name: probe.revision for spec in catalog for probe in spec.probes}
 
 
 def _range(client: Any, since: str | None, until: str | None) -> list[str]:
@@ -98,7 +103,7 @@ def cmd_almanac_build(args: argparse.Namespace) -> int:
     check_out(state_dir, "--state")
     check_out(work, "--work")
     versions = _range(client, args.since, args.until)
-    state = AlmanacState(state_dir)
+    state = AlmanacState(state_dir, revisions_of(catalog))
     try:
         state.start(_identity(client.name, versions[0], args.grid, args.screen_probe))
     except StateError as error:
@@ -212,7 +217,7 @@ def _record_cost(state_dir: Path, entry: dict[str, Any]) -> None:
 def _publish(state_dir: Path, work: Path, out: Path, until: str | None,
              catalog: tuple[ReportSpec, ...], start: str | None = None) -> int:
     check_out(out)
-    state = AlmanacState(state_dir)
+    state = AlmanacState(state_dir, revisions_of(catalog))
     found = state.build()
     if found is None:
         raise HarnessInputError(f"--state {state_dir}: no almanac build there")
@@ -256,7 +261,7 @@ def cmd_almanac_merge(args: argparse.Namespace) -> int:
             with (out / "costs.ndjson").open("a") as handle:
                 handle.write(read_bytes(costs, within=source).decode())
     say(f"almanac: merged {len(sources)} state(s) into {out}: {len(merged.screens)} "
-        f"screen(s), {sum(len(r) for r in merged.cells.values())} probe run(s)")
+        f"screen(s), {len(merged.records()) - len(merged.screens)} probe run(s)")
     return EXIT_PASSED
 
 

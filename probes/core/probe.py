@@ -178,6 +178,10 @@ class Probe:
     client_mentions: tuple[str, ...] = ()
     # the user's own folders copied into the sandbox (a workspace, ~/.claude, plugins)
     setup: UserSetup | None = None
+    # raised by one whenever a change to the probe (a check, a rule, a run) may change what it
+    # concludes on some version: results kept from an earlier revision (an almanac's state,
+    # probes.scale.almanac_state) are then superseded and the probe is run again
+    revision: int = 1
 
     def __post_init__(self) -> None:
         # its sandbox is a folder named after it; a counterfactual's name adds to its probe's
@@ -225,6 +229,10 @@ class Probe:
         _expect(owner, "fingerprinted", self.fingerprinted, bool, "True or False")
         _expect_items(owner, "client_mentions", self.client_mentions, str, "a string")
         _expect(owner, "setup", self.setup, (UserSetup, type(None)), "UserSetup(...) or None")
+        if not isinstance(self.revision, int) or isinstance(self.revision, bool) \
+                or self.revision < 1:
+            raise CatalogError(f"{owner}: revision must be a whole number >= 1, got "
+                               f"{described(self.revision)}")
         for needle in self.client_mentions:
             if not needle.strip() or not needle.isascii() or len(needle) > 100:
                 raise CatalogError(f"{owner}: client_mentions holds {needle!r}, expected a "

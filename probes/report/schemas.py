@@ -439,6 +439,8 @@ class AlmanacRun(TypedDict):
     attempt: NotRequired[int]
     claims: NotRequired[dict[str, _VERDICT]]
     checks: NotRequired[dict[str, dict[str, str]]]
+    # the probe's revision (probes.core.probe.Probe.revision) when it is past the first
+    revision: NotRequired[Annotated[int, Field(ge=2)]]
     batch_s: NotRequired[float]  # the suite run it came from: seconds (no lock wait), probes
     batch_probes: NotRequired[int]
 

@@ -223,13 +223,13 @@ def _cost(state: AlmanacState) -> dict[str, Any]:
     """What the builds cost, from the runs themselves (so a build killed mid-way counts):
     suite runs (distinct report folders), probe runs, screens and their seconds; installs
     and builds from each build's ``costs.ndjson`` line (written when a build ends)."""
-    records = [*state.screens.values(), *(r for rs in state.cells.values() for r in rs)]
+    records = state.records()  # superseded runs were paid for too
     batches: dict[str, float] = {}
     for record in records:
         batches[str(record.get("folder"))] = float(record.get("batch_s", 0.0))
     total: dict[str, Any] = {
         "builds": 0, "suite_runs": len(batches), "screens": len(state.screens),
-        "probe_runs": sum(len(runs) for runs in state.cells.values()), "installs": 0,
+        "probe_runs": len(records) - len(state.screens), "installs": 0,
         "wall_s": round(sum(batches.values()), 1)}
     path = state.folder / "costs.ndjson"
     text = read_bytes(path, within=state.folder).decode() if path.is_file() else ""

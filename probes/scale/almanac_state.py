@@ -9,6 +9,10 @@ most the run in progress: a torn last line is ignored, and the next build runs i
 
 States of several shards merge by union (``merge_states``): the same run twice is kept once;
 two runs of one cell that disagree are both kept, and the search reads that cell as flaky.
+
+A run carries its probe's revision (``Probe.revision``; none written: the first). A run of
+another revision than the probe's now is superseded: it stays in its file (nothing recorded
+is lost, and it still counts in the cost) but no cell holds it, so the probe runs again.
 """
 
 from __future__ import annotations
@@ -36,10 +40,13 @@ class StateError(ValueError):
 class AlmanacState:
     """The runs of one build, read from and appended to ``folder``."""
 
-    def __init__(self, folder: Path) -> None:
+    def __init__(self, folder: Path, revisions: Mapping[str, int] | None = None) -> None:
+        """``revisions``: probe -> its revision now (a probe not named: the first)."""
         self.folder = folder
+        self.revisions = dict(revisions or {})
         self.cells: dict[tuple[str, str, int], list[dict[str, Any]]] = {}
         self.screens: dict[str, dict[str, Any]] = {}
+        self.superseded: list[dict[str, Any]] = []  # runs of an earlier probe revision
         self.lines: set[str] = set()
         cells = folder / _CELLS
         for path in sorted(cells.glob("*.jsonl")) if cells.is_dir() else []:
@@ -75,14 +82,29 @@ class AlmanacState:
         self.lines.add(line)
         if "screen" in record:
             self.screens.setdefault(record["version"], record)
+        elif _revision(record) != self.revision_of(str(record.get("probe"))):
+            self.superseded.append(record)
         else:
             key = (record["version"], str(record.get("probe")), int(record.get("attempt", 1)))
             self.cells.setdefault(key, []).append(record)
         return True
 
+    def revision_of(self, probe: str) -> int:
+        return self.revisions.get(probe, 1)
+
+    def records(self) -> list[dict[str, Any]]:
+        """Every run read or added: screens, cells and superseded runs."""
+        return [*self.screens.values(), *(r for rs in self.cells.values() for r in rs),
+                *self.superseded]
+
     def add(self, record: Mapping[str, Any]) -> None:
-        """Append one finished run (one write, synced)."""
-        line = json.dumps(dict(record), sort_keys=True, ensure_ascii=False)
+        """Append one finished run (one write, synced); a probe's run is stamped with the
+        probe's revision when it is past the first."""
+        record = dict(record)
+        if "probe" in record and "revision" not in record and \
+                (revision := self.revision_of(str(record["probe"]))) > 1:
+            record["revision"] = revision
+        line = json.dumps(record, sort_keys=True, ensure_ascii=False)
         if not self._take(line):
             return
         path = self.folder / _CELLS / f"{record['version']}{RUNS_SUFFIX}"
@@ -116,6 +138,11 @@ class AlmanacState:
         return found
 
 
+def _revision(record: Mapping[str, Any]) -> int:
+    revision = record.get("revision", 1)
+    return revision if isinstance(revision, int) else 1
+
+
 def _ends_whole(path: Path) -> bool:
     if not path.is_file() or path.stat().st_size == 0:
         return True
@@ -139,7 +166,6 @@ def merge_states(sources: Sequence[Path], out: Path) -> AlmanacState:
     assert first is not None
     merged.start(first)
     for source in sources:
-        state = AlmanacState(source)
-        for record in [*state.screens.values(), *(r for rs in state.cells.values() for r in rs)]:
+        for record in AlmanacState(source).records():
             merged.add(record)
     return merged
