@@ -169,6 +169,24 @@ def test_the_nightly_almanac_steps_extend_the_almanac_only_when_every_shard_succ
     assert (tmp_path / "published" / "almanac.html").is_file()
     assert "<!-- almanac: start -->" in (tmp_path / "published" / "MATRIX.md").read_text()
 
+    # committed, the next night's plan goes on from its end; after a probe's revision went
+    # up, from its beginning (the probe's runs over the whole range are superseded)
+    shutil.copytree(tmp_path / "published", reports, dirs_exist_ok=True)
+    (tmp_path / "bumped.py").write_text(
+        "from dataclasses import replace\n"
+        "from tests.fakeloop.catalog import REPORTS as BUILT\n"
+        "REPORTS = tuple(replace(spec, probes=tuple(\n"
+        "    replace(p, revision=2) if p.name == 'read-file' else p for p in spec.probes))\n"
+        "    for spec in BUILT)\n")
+    for catalog, start in ((FAKE["CATALOG"], "9"), ("bumped", "1")):
+        outputs.unlink()
+        done = _bash(setup + _step(workflow, "almanac-plan", "plan"),
+                     {**env, "CATALOG": catalog,
+                      "PYTHONPATH": f"{ROOT}{os.pathsep}{tmp_path}"})
+        assert done.returncode == 0, done.stderr
+        plan = dict(line.split("=", 1) for line in outputs.read_text().splitlines())
+        assert (plan["from"], plan["covered_from"]) == (start, "1"), catalog
+
 
 def _venv_path() -> str:
     import sys

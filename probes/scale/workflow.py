@@ -7,23 +7,31 @@ versions), ``BASELINE`` and ``SHARDS`` from the environment and prints the job m
 probed too, so every diff has both sides.
 
 ``almanac-plan`` (the nightly's almanac) reads ``ALMANAC`` (the published almanac.json),
-``SHARDS`` and ``CLIENT`` and prints ``until=`` (the newest published version), ``from=`` (the
-last version the almanac covers: the build goes on from the grid version at or before it)
-``covered_from=`` (the first it covers: the published almanac keeps its whole range) and
-``shards=[...]``.
+``ALMANAC_STATE`` (its build state), ``CATALOG`` (a module whose ``REPORTS`` replace the
+built-in probes), ``SHARDS`` and ``CLIENT`` and prints ``until=`` (the newest published
+version), ``from=`` (the last version the almanac covers: the build goes on from the grid
+version at or before it; the first it covers when the state needs runs before that, as after
+a probe's revision went up), ``covered_from=`` (the first it covers: the published almanac
+keeps its whole range) and ``shards=[...]``.
 """
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from probes.catalog import REPORTS
 from probes.clients.npm import InstallError
 from probes.clients.registry import DEFAULT_KIND, client_for, parse_client_spec
+from probes.core.probe import ReportSpec
 from probes.core.safe_read import read_json
+from probes.scale.almanac_search import search
+from probes.scale.almanac_state import AlmanacState
 from probes.scale.bisect import order_versions
 
 __all__ = ["almanac_plan", "main", "plan"]
@@ -45,19 +53,47 @@ def plan(versions: str, latest: int, baseline: str, shards: int,
     return {"versions": chosen, "shards": list(range(1, shards + 1))}
 
 
-def almanac_plan(almanac: Path, shards: int, client: str = "claude-code"
+def almanac_plan(almanac: Path, shards: int, client: str = "claude-code",
+                 state: Path | None = None, catalog: Sequence[ReportSpec] = REPORTS
                  ) -> dict[str, str | list[int]]:
-    """The nightly almanac's jobs: the newest version, where the published almanac ends."""
+    """The nightly almanac's jobs: the newest version, where the published almanac ends
+    (where it begins when ``state`` needs runs before its end)."""
     if shards < 1:
         raise ValueError(f"SHARDS: expected a count >= 1, found {shards}")
-    newest = order_versions(client_for(client).published())[-1]
+    published = order_versions(client_for(client).published())
     start = covered = ""
     if almanac.is_file():
         document = read_json(almanac)
         if isinstance(document, dict):
             start, covered = str(document["range"]["last"]), str(document["range"]["first"])
-    return {"until": newest, "from": start, "covered_from": covered,
+    if start and state is not None and _needs_runs_before(state, catalog, published, start):
+        start = covered  # a probe changed since: its runs over the whole range again
+    return {"until": published[-1], "from": start, "covered_from": covered,
             "shards": list(range(1, shards + 1))}
+
+
+def _needs_runs_before(state_dir: Path, catalog: Sequence[ReportSpec],
+                       published: Sequence[str], end: str) -> bool:
+    """Whether the state, read with this catalog's probes (their claims and revisions),
+    needs runs on the versions it covers up to ``end``."""
+    probes = [probe for spec in catalog for probe in spec.probes]
+    state = AlmanacState(state_dir, {probe.name: probe.revision for probe in probes})
+    build = state.build()
+    if build is None or build.get("since") not in published or end not in published:
+        return False
+    versions = list(published[published.index(build["since"]):published.index(end) + 1])
+    claims = {probe.name: [claim.id for claim in probe.claims] for probe in probes}
+    return not search(versions, claims, int(build["grid"]), state.cell, state.screen).complete
+
+
+def _catalog(name: str) -> Sequence[ReportSpec]:
+    """The built-in probes, or ``REPORTS`` of the module ``name`` (as ``--catalog`` names it)."""
+    if not name:
+        return REPORTS
+    reports = getattr(importlib.import_module(name), "REPORTS", None)
+    if not isinstance(reports, tuple):
+        raise ValueError(f"CATALOG {name!r}: expected a module defining REPORTS (a tuple)")
+    return reports
 
 
 def main(argv: list[str]) -> int:
@@ -71,7 +107,9 @@ def main(argv: list[str]) -> int:
             int(env.get("SHARDS") or 1), env.get("CLIENT") or "claude-code") \
             if argv[1] == "plan" else almanac_plan(
                 Path(env.get("ALMANAC") or "reports/almanac.json"),
-                int(env.get("SHARDS") or 1), env.get("CLIENT") or "claude-code")
+                int(env.get("SHARDS") or 1), env.get("CLIENT") or "claude-code",
+                Path(env.get("ALMANAC_STATE") or "reports/almanac/state"),
+                _catalog(env.get("CATALOG", "")))
     except (ValueError, InstallError) as error:
         print(f"probes.scale.workflow: {error}", file=sys.stderr)
         return 2
