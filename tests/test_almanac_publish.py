@@ -72,6 +72,26 @@ def test_a_complete_build_publishes_ranges_changes_and_witnesses(tmp_path: Path)
     assert almanac_text(document) in text
 
 
+def test_a_witness_that_witnesses_nothing_now_is_removed(tmp_path: Path) -> None:
+    """A probe's new revision finds no change where its old one did: the change's witnesses
+    go (their runs stay in the state's files), those of other changes and versions stay."""
+    state = _state(tmp_path)
+    out = tmp_path / "out"
+    out.mkdir()
+    publish(state, tmp_path / "state" / "w", out, PUBLISHED, VERSIONS[-1], ())
+    witnesses = out / "almanac" / "witnesses"
+    outside = witnesses / "0.9.0" / "a1-1"  # a version this range does not hold
+    outside.mkdir(parents=True)
+    revised = AlmanacState(tmp_path / "state", {"p-b": 2})
+    _run(tmp_path, Truth(_verdict_changes({"claim.a": [(0, "absent"), (30, "confirmed")]})),
+         state=revised)
+    publish(revised, tmp_path / "state" / "w", out, PUBLISHED, VERSIONS[-1], ())
+    document = json.loads((out / "almanac.json").read_text())
+    assert [c["changes"] for c in document["claims"] if c["id"] == "claim.b2"] == [[]]
+    assert {p.name for p in witnesses.iterdir()} == {"2.1.100", "2.1.129", "2.1.130", "0.9.0"}
+    assert outside.is_dir() and revised.superseded
+
+
 def test_the_state_lines_are_schema_checked(tmp_path: Path) -> None:
     state = _state(tmp_path)
     checked, problems = validate_path(state.folder / "cells")

@@ -134,6 +134,33 @@ def _copy_witness(work: Path, out: Path, version: str, folders: Mapping[str, set
     return str(target.relative_to(out)) if copied else None
 
 
+def _drop_stale_witnesses(out: Path, versions: Sequence[str],
+                          witnesses: Mapping[str, Mapping[str, Any]],
+                          say: Callable[[str], None]) -> None:
+    """Remove the witness folders of this range's versions that witness nothing now (a change
+    that a probe's later revision no longer finds, an anchor moved): the almanac links only
+    the kept ones, and their runs stay in the state and the build's work folder. Versions
+    outside the range (a build ``--from`` a later version) keep theirs."""
+    root = out / WITNESS_DIR / "witnesses"
+    if not root.is_dir():
+        return
+    for version in versions:
+        folder = root / version
+        if folder.is_symlink() or not folder.is_dir():
+            continue
+        kept = {Path(run).name for run in witnesses.get(version, {})}
+        for run in sorted(folder.iterdir()):
+            if run.name in kept:
+                continue
+            if run.is_symlink() or not run.is_dir():
+                run.unlink()
+            else:
+                shutil.rmtree(run)
+            say(f"almanac: {version}/{run.name} witnesses nothing now: removed")
+        if not any(folder.iterdir()):
+            folder.rmdir()
+
+
 def publish(state: AlmanacState, work: Path, out: Path, published: Sequence[str], until: str,
             catalog: Sequence[ReportSpec], *, start: str | None = None,
             say: Callable[[str], None] = lambda _: None) -> Path:
@@ -181,6 +208,7 @@ def publish(state: AlmanacState, work: Path, out: Path, published: Sequence[str]
                         kept.setdefault(str(run["folder"]), set()).add(claim["probe"])  # type: ignore[union-attr]
     paths = {version: _copy_witness(work, out, version, folders, say)
              for version, folders in sorted(witnesses.items())}
+    _drop_stale_witnesses(out, versions, witnesses, say)
     for claim in claims:
         area, statement = areas.get(claim["id"], ("", ""))
         claim["area"], claim["statement"] = area, statement
