@@ -513,6 +513,37 @@ def test_reach_decides_by_the_clients_words(real_outcomes: dict[str, ProbeOutcom
     assert silent["queue.lifecycle-emitted"].status == "absent"
 
 
+def _result_text_empty(ev: Evidence) -> None:
+    """The result event's text left empty, the stream as it was (as 2.1.83 reports)."""
+    for run in ev.runs.values():
+        if run.output.result is not None:
+            run.output.result["result"] = ""
+
+
+def _final_message_without_text(ev: Evidence) -> None:
+    """The result's text empty and the last assistant message's text blocks gone."""
+    _result_text_empty(ev)
+    for run in ev.runs.values():
+        for event in run.output.of_type("assistant"):
+            message = event.get("message") or {}
+            message["content"] = [b for b in message.get("content") or []
+                                  if b.get("type") != "text"]
+
+
+def test_the_final_text_is_the_last_assistant_message_where_the_result_leaves_it_empty(
+        real_outcomes: dict[str, ProbeOutcome]) -> None:
+    """2.1.83's result events carry an empty text though the final answer was streamed: the
+    final-text check reads the answer from the last assistant message, and still fails when
+    that message has no text either."""
+    empty = recheck(real_outcomes["tool-pipeline"], _result_text_empty)
+    final = {name: c for name, c in empty.items() if name.endswith(".final-text")}
+    assert final and all(c.passed for c in final.values())
+    assert all("result event's text is empty" in c.evidence for c in final.values())
+    silent = recheck(real_outcomes["tool-pipeline"], _final_message_without_text)
+    assert all(silent[name].status == "failed" and silent[name].observed == ""
+               for name in final)
+
+
 def _results_broken(ev: Evidence) -> None:
     for run in ev.runs.values():
         run.exit_code = 99

@@ -223,6 +223,7 @@ def _two_calls(*calls: ToolUseBlock) -> Scenario:
 
 PARALLEL_PROBE = Probe(
     name="loop.parallel-calls",
+    revision=2,  # the final text where the result event's is empty
     title="Two tool calls in one reply: each answered by its id, both in the next user message",
     claims=(
         Claim(PAIRING, "The loop runs every tool_use of a reply and answers each, in the next "
@@ -276,6 +277,7 @@ def _error_scenario(call: ToolUseBlock) -> Scenario:
 
 ERROR_PROBE = Probe(
     name="loop.tool-error",
+    revision=2,  # the final text where the result event's is empty
     title="A tool that raises: an is_error result, and the loop goes on",
     claims=(Claim(ERROR, "A tool that raises gives a tool_result with is_error: true carrying "
                          "the error, and the loop goes on to the model's next answer.",
@@ -377,6 +379,7 @@ def check_retry(ev: Evidence, c: Checks) -> None:
 
 RETRY_PROBE = Probe(
     name="loop.retry",
+    revision=2,  # the final text where the result event's is empty
     title="An overloaded reply inside the loop: retried after its retry-after, the loop goes on",
     claims=(Claim(RETRY, "A 529 overloaded_error inside the loop is retried (the same request, "
                          "after the retry-after delay) and the loop goes on, with the client's "
@@ -517,6 +520,7 @@ _CALL = ToolUseBlock(id=THINK_ID, name="add", input={"a": 3, "b": 4})
 
 THINKING_PROBE = Probe(
     name="loop.thinking",
+    revision=2,  # the final text where the result event's is empty
     title="Extended thinking with a tool call: the thinking block goes back with its signature",
     claims=(Claim(THINKING, "With thinking on, a reply's thinking block goes back unmodified "
                             "(text and signature, first in the assistant turn) in the request "
@@ -574,6 +578,7 @@ def _pause_scenario(stop_reason: str) -> Scenario:
 
 PAUSE_PROBE = Probe(
     name="loop.pause-turn",
+    revision=2,  # the final text where the result event's is empty
     title="stop_reason pause_turn: the loop sends the turn back to continue it",
     claims=(Claim(PAUSE, "A reply with stop_reason pause_turn is not the end: the loop sends "
                          "its content back as the last (assistant) message so the model "

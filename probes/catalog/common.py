@@ -54,14 +54,21 @@ def check_mentioned(c: Checks, claim: str, ev: Evidence, needle: str, what: str,
 def check_ended(checks: Checks, claim: str, ev: Evidence, run_name: str, *,
                 final_text: str | None, subtype: str = "success", exit_code: int = 0,
                 is_error: bool = False, prefix: str | None = None) -> None:
-    """The final result of a run: its text, subtype, is_error and the exit status."""
+    """The final result of a run: its text, subtype, is_error and the exit status. The text
+    is the result event's; where a version leaves that empty, its last assistant message's
+    (the final answer was given, and only its report is missing)."""
     run: RunRecord | None = ev.run(run_name)
     result: dict[str, Any] = (run.result if run else None) or {}
     where = f"run {run_name}: stream-json result event"
     prefix = prefix or run_name
     if final_text is not None:
+        said, said_where = result.get("result"), where
+        last = _last_assistant_text(run) if said == "" and run is not None else None
+        if last is not None:  # the result event left it empty (2.1.83): what the model said
+            said, said_where = last, (f"run {run_name}: the last assistant message (the "
+                                      "stream-json result event's text is empty)")
         checks.equal(f"{prefix}.final-text", claim, "the final result text is the scripted answer",
-                     expected=final_text, observed=result.get("result"), evidence=where)
+                     expected=final_text, observed=said, evidence=said_where)
     checks.equal(f"{prefix}.subtype", claim, "the final result subtype",
                  expected=subtype, observed=result.get("subtype"), evidence=where)
     checks.equal(f"{prefix}.is-error", claim, "the final result's is_error flag",
@@ -69,6 +76,22 @@ def check_ended(checks: Checks, claim: str, ev: Evidence, run_name: str, *,
     checks.equal(f"{prefix}.exit-code", claim, "the process exit status",
                  expected=exit_code, observed=run.exit_code if run else None,
                  evidence=f"run {run_name}: exit status")
+
+
+def _last_assistant_text(run: RunRecord) -> str | None:
+    """The text of the run's last assistant message (its events share the message's id), or
+    None when that message holds no text."""
+    events = run.output.of_type("assistant")
+    if not events:
+        return None
+    last_id = (events[-1].get("message") or {}).get("id")
+    message = [event for event in events if last_id is not None
+               and (event.get("message") or {}).get("id") == last_id] or events[-1:]
+    texts = [block.get("text") for event in message
+             for block in (event.get("message") or {}).get("content") or []
+             if isinstance(block, dict) and block.get("type") == "text"]
+    found = [text for text in texts if isinstance(text, str)]
+    return "".join(found) if found else None
 
 
 def body_text(record: Mapping[str, Any]) -> str | None:

@@ -211,8 +211,9 @@ PROBE = Probe(
     check=check_goal,
     fingerprinted=False,
     # 2: the impossible verdict's reach (absent where the evaluator is not offered it), and
-    # a model sent back after it answered (2.1.139-2.1.142 were harness errors at 1)
-    revision=2,
+    # a model sent back after it answered (2.1.139-2.1.142 were harness errors at 1);
+    # 3: the final text where the result event's is empty
+    revision=3,
     boundaries=("/goal in print mode with the prompt as the command; the evaluator's verdicts "
                 "are scripted JSON texts (the real service would answer under the request's "
                 "output_config json_schema).",),

@@ -115,6 +115,7 @@ def _read_output(content: str) -> dict[str, Any]:
 
 REWRITE_PROBE = Probe(
     name="posttooluse-rewrite",
+    revision=2,  # the final text where the result event's is empty
     title="PostToolUse replaces a tool's output: valid, invalid, and an MCP tool's",
     claims=(
         Claim(UPDATED_CLAIM,
@@ -243,6 +244,7 @@ def _server(probe: Probe, tool: str, *replies: McpReply) -> Probe:
 
 REFRESH_PROBE = Probe(
     name="mcp-tool-list-refresh",
+    revision=2,  # the final text where the result event's is empty
     title="An MCP server changes its tool list: the next turn offers the new one",
     claims=(Claim(
         REFRESH_CLAIM,
@@ -338,6 +340,7 @@ def _tool_result_block(ev: Evidence, run: str, tool_use_id: str) -> dict[str, An
 
 FAILURE_PROBE = Probe(
     name="mcp-server-failures",
+    revision=2,  # the final text where the result event's is empty
     title="An MCP server that dies or hangs mid-call: an error result, the loop goes on",
     claims=(
         Claim(CRASH_CLAIM,

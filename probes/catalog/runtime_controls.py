@@ -119,6 +119,7 @@ def check_max_turns(ev: Evidence, c: Checks) -> None:
 
 STOP_PROBE = Probe(
     name="stop-hook-reentry",
+    revision=2,  # the final text where the result event's is empty
     title="A blocking Stop hook makes the model run again",
     claims=(Claim(STOP_CLAIM,
                   "When a Stop hook blocks an end_turn answer, its reason is sent back to the "

@@ -137,6 +137,7 @@ def _foreground(p: Probe) -> Probe:
 
 PROBE = Probe(
     name="subagent-loop",
+    revision=2,  # the final text where the result event's is empty
     title="A subagent runs its own loop and reports back by notification",
     claims=(
         Claim(ISOLATION, "The subagent runs a separate agent loop: its own system prompt and "

@@ -138,6 +138,7 @@ def _with_calls(p: Probe, rule_id: str, **changed: ToolUseBlock) -> Rule:
 
 PROBE = Probe(
     name="tool-pipeline",
+    revision=2,  # the final text where the result event's is empty
     title="Every tool path ends in a paired tool_result and the loop continues",
     claims=(
         Claim(UNKNOWN, "A call to an unknown tool name becomes an error tool_result with the "

@@ -265,6 +265,7 @@ def _check_fork(ev: Evidence, c: Checks) -> None:
 
 PROBE = Probe(
     name="tool-result-resume",
+    revision=2,  # the final text where the result event's is empty
     title="Tool feedback, resume, manual compaction and fork in one session",
     claims=CLAIMS,
     scenario=SCENARIO,

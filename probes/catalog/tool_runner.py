@@ -125,6 +125,7 @@ def check_parallel(ev: Evidence, c: Checks) -> None:
 
 PARALLEL_PROBE = Probe(
     name="tool-runner.parallel-calls",
+    revision=2,  # the final text where the result event's is empty
     title="Two tool calls in one reply: both run, both results go back in one message",
     claims=(
         Claim(PAIRING, "The runner runs every tool_use of a reply and answers each, in the "
@@ -183,6 +184,7 @@ def check_error(ev: Evidence, c: Checks) -> None:
 
 ERROR_PROBE = Probe(
     name="tool-runner.tool-error",
+    revision=2,  # the final text where the result event's is empty
     title="A tool that raises: an error result, and the loop goes on",
     claims=(Claim(ERROR, "A tool that raises gives a tool_result with is_error: true carrying "
                          "the error, and the loop goes on to the model's next answer.",
@@ -285,6 +287,7 @@ def check_threads(ev: Evidence, c: Checks) -> None:
 
 THREADS_PROBE = Probe(
     name="tool-runner.threads",
+    revision=2,  # the final text where the result event's is empty
     title="Message threads: continue with only the new messages, replay after a 404",
     claims=(
         Claim(THREAD_CONTINUE, "The runner continues a message thread: each later request "
@@ -342,6 +345,7 @@ def check_retry(ev: Evidence, c: Checks) -> None:
 
 RETRY_PROBE = Probe(
     name="tool-runner.retry",
+    revision=2,  # the final text where the result event's is empty
     title="An overloaded reply inside the loop: the request is retried, the loop goes on",
     claims=(Claim(RETRY, "A 529 overloaded_error with retry-after inside the loop is retried "
                          "(the same request, once the delay passed) and the loop goes on, with "

@@ -117,6 +117,7 @@ def _block_held_open(p: Probe) -> Probe:
 
 STREAMING_PROBE = Probe(
     name="streaming-tool-start",
+    revision=2,  # the final text where the result event's is empty
     title="A tool_use block is executed as soon as it is complete, before the message ends",
     claims=(Claim(STREAMING, "The client starts executing a tool_use block at its "
                              "content_block_stop, while the rest of the message is still "
@@ -245,6 +246,7 @@ def _one_call_per_response(p: Probe) -> Probe:
 
 BATCH_PROBE = Probe(
     name="tool-batch-scheduling",
+    revision=2,  # the final text where the result event's is empty
     title="Concurrency-safe calls overlap; an unsafe call is a barrier",
     claims=(
         Claim(CONCURRENCY, "Several concurrency-safe calls (Read, Grep) in one response run "
@@ -363,6 +365,7 @@ def _same_id(p: Probe) -> Probe:
 
 PAIRING_PROBE = Probe(
     name="result-pairing",
+    revision=2,  # the final text where the result event's is empty
     title="Results pair by tool_use_id whatever the completion order",
     claims=(Claim(PAIRING, "Tool results are paired with their calls by tool_use_id, not by "
                            "completion order; every tool_use gets exactly one tool_result.",

@@ -110,6 +110,7 @@ def _other_400(p: Probe) -> Probe:
 
 PTL_PROBE = Probe(
     name="prompt-too-long-recovered",
+    revision=2,  # the final text where the result event's is empty
     title="400 prompt-too-long: reactive compaction and a retry; the error is not surfaced",
     claims=(Claim(PTL_RECOVERED, "A 400 'prompt is too long' makes the client compact "
                                  "reactively (compact_boundary trigger auto) and retry the "
@@ -218,6 +219,7 @@ def check_auto_compact(ev: Evidence, c: Checks) -> None:
 
 AUTO_COMPACT_PROBE = Probe(
     name="auto-compaction-window",
+    revision=2,  # the final text where the result event's is empty
     title="Auto-compaction with a configured window runs inside the loop",
     claims=(Claim(AUTO_COMPACT, "With a configured context window, a turn whose reported "
                                 "input_tokens exceed the threshold is followed by an automatic "

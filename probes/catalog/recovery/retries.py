@@ -63,6 +63,7 @@ def check_retries(ev: Evidence, c: Checks) -> None:
 
 RETRIES_PROBE = Probe(
     name="api-retries",
+    revision=2,  # the final text where the result event's is empty
     title="HTTP 529/500 are retried with api_retry events; a broken stream is re-sent without "
           "streaming",
     claims=(Claim(RETRIES, "529 overloaded and 500 are retried, each retry announced by an "
@@ -244,6 +245,7 @@ def check_fallback(ev: Evidence, c: Checks) -> None:
 
 FALLBACK_PROBE = Probe(
     name="fallback-model",
+    revision=2,  # the final text where the result event's is empty
     title="--fallback-model takes over after repeated overload; the abandoned response is dropped",
     claims=(Claim(FALLBACK, "With --fallback-model, repeated overload of the primary model "
                             "switches the turn to the fallback model; the abandoned partial "

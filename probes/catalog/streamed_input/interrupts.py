@@ -121,6 +121,7 @@ def check_interrupt_tools(ev: Evidence, c: Checks) -> None:
 
 INTERRUPT_TOOLS_PROBE = Probe(
     name="interrupt-during-tools",
+    revision=2,  # the final text where the result event's is empty
     title="An interrupt while a tool runs ends the turn as aborted_tools; the session resumes",
     claims=(
         Claim(TOOLS_CLAIM,

@@ -44,6 +44,7 @@ def check_set_model(ev: Evidence, c: Checks) -> None:
 
 SET_MODEL_PROBE = Probe(
     name="set-model-mid-session",
+    revision=2,  # the final text where the result event's is empty
     title="set_model between turns: the next request uses the new model",
     claims=(Claim(
         MODEL_CLAIM,
@@ -95,6 +96,7 @@ def check_set_mode(ev: Evidence, c: Checks) -> None:
 
 SET_MODE_PROBE = Probe(
     name="set-permission-mode-mid-session",
+    revision=2,  # the final text where the result event's is empty
     title="set_permission_mode between turns: acceptEdits stops the prompts for edits",
     claims=(Claim(
         MODE_CLAIM,

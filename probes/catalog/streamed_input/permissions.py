@@ -93,6 +93,7 @@ def tool_result_content(record: Any, tool_use_id: str) -> Any:
 
 PERMISSIONS_PROBE = Probe(
     name="can-use-tool",
+    revision=2,  # the final text where the result event's is empty
     title="The caller decides permissions: asked per call, deny, allow with updated input",
     claims=(
         Claim(ASKED_CLAIM,

@@ -99,6 +99,7 @@ def check_queue(ev: Evidence, c: Checks) -> None:
 
 QUEUE_PROBE = Probe(
     name="mid-turn-input-absorbed",
+    revision=2,  # the final text where the result event's is empty
     title="A user message written while a tool runs joins the next model request",
     claims=(Claim(
         QUEUE_CLAIM,
