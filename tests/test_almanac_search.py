@@ -308,3 +308,16 @@ def test_a_probe_of_a_new_revision_is_run_again_and_its_old_runs_are_kept(
     revised.start({"grid": 8})
     merged = merge_states([tmp_path / "state"], tmp_path / "merged")
     assert len(merged.records()) == len(revised.records())
+
+
+def test_a_build_on_another_machine_never_reuses_a_recorded_folder_name(tmp_path: Path) -> None:
+    """Before: a build whose work folder was empty (another machine) named its runs a1-1 again,
+    so the state held two runs of one folder name and a witness kept the other's evidence."""
+    state, _ = _run(tmp_path, Truth(_verdict_changes({})))
+    first = {str(r["folder"]) for r in state.records()}
+    revised = AlmanacState(tmp_path / "state", {"p-b": 2})
+    result = build(revised, VERSIONS, CLAIMS, 8, "screen", Truth(_verdict_changes({})).run,
+                   work=tmp_path / "elsewhere")
+    assert result.complete
+    again = [str(r["folder"]) for r in revised.records() if r.get("revision") == 2]
+    assert again and not set(again) & first

@@ -127,11 +127,15 @@ def screen_digest(folder: Path, probe: str) -> str:
     return SCREEN_ERROR
 
 
-def _folder(work: Path, version: str, attempt: int) -> Path:
+def _folder(work: Path, version: str, attempt: int, recorded: set[str]) -> Path:
+    """A fresh report folder: neither in ``work`` (an interrupted run's folder stays; the run
+    again gets another) nor named by a run of the state (made on another machine, whose work
+    folder is not here: a witness is published under its run's folder name)."""
     base = work / version
     number = 1
-    while (base / f"a{attempt}-{number}").exists():
-        number += 1  # an interrupted run's folder stays; the run again gets a fresh one
+    while (base / f"a{attempt}-{number}").exists() or \
+            f"{version}/a{attempt}-{number}" in recorded:
+        number += 1
     return base / f"a{attempt}-{number}"
 
 
@@ -157,7 +161,8 @@ def build(state: AlmanacState, versions: Sequence[str], claims_of: Mapping[str, 
                 screen = any(n.probe is None for n in needs)
                 probes = sorted({n.probe for n in needs if n.probe is not None}
                                 | ({screen_probe} if screen else set()))
-                folder = _folder(work, version, attempt)
+                folder = _folder(work, version, attempt,
+                                 {str(r.get("folder")) for r in state.records()})
                 say(f"almanac: {version} attempt {attempt}: "
                     f"{'screen + ' if screen else ''}{len(probes)} probe(s)")
                 began, waited = time.monotonic(), stats.waited
