@@ -445,3 +445,27 @@ def test_a_fresh_install_must_print_the_version_it_was_installed_as(
     with pytest.raises(InstallError) as refusal:
         check_printed_version([str(cli)], expected, exact)
     assert f"found {printed!r} and exit {exit_code}" in str(refusal.value)
+
+
+@pytest.mark.parametrize("script, read", [
+    ("echo 'Usage: claude [options]'; echo '  --fallback-model <model>'", True),
+    ("exit 1", False),                                    # crashed, printing nothing
+    ("echo 'Usage: claude [options]'; exit 2", False),    # failed
+    ("true", False),                                      # exited 0 printing nothing
+])
+def test_a_help_that_fails_is_a_harness_error_never_kept(tmp_path: Path, script: str,
+                                                         read: bool) -> None:
+    """Before: a --help run that failed was kept as the version's help, and every flag's probe
+    was absent on that version (2.1.74's fallback-model once answered absent this way)."""
+    cli = tmp_path / "cli"
+    cli.write_text(f"#!/bin/sh\n{script}\n")
+    cli.chmod(0o755)
+    binary = ClientBinary("claude-code", "9.9.9", "linux-x64", "p", tmp_path, cli, (str(cli),),
+                          "0" * 64)
+    if read:
+        assert "fallback_model" not in ClaudeCode(tmp_path).capabilities(binary).missing
+        assert (tmp_path / "help.txt").is_file()
+        return
+    with pytest.raises(RuntimeError, match=r"9\.9\.9: --help exited \d+ printing \d+ bytes"):
+        ClaudeCode(tmp_path).capabilities(binary)
+    assert not (tmp_path / "help.txt").exists()

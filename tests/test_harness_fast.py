@@ -247,6 +247,19 @@ def test_a_client_that_cannot_build_its_command_is_a_harness_error(tmp_path: Pat
                              "not '--bogus' (extra_args ['--bogus'])")
 
 
+def test_a_client_whose_offer_cannot_be_read_is_a_harness_error(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """What the client offers (Claude Code: its --help) could not be read: an error, never
+    absent or not applicable, and no sandbox is made."""
+    def unreadable(binary: object) -> object:
+        raise RuntimeError("fake-loop 1: --help exited 1 printing 0 bytes")
+    monkeypatch.setattr(CLIENT, "capabilities", unreadable)
+    outcome = _run(_probe("offer", Scenario(), Invocation("run", "GO")), tmp_path)
+    assert (outcome.status, outcome.evidence, outcome.not_applicable) == ("error", None, None)
+    assert outcome.error == "RuntimeError: fake-loop 1: --help exited 1 printing 0 bytes"
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_an_unscripted_request_fails_script_covered(tmp_path: Path) -> None:
     probe = _probe("unscripted", Scenario(rules=[
         Rule(id="other", match=Match(last_user_text_contains="SOMETHING_ELSE"), reply=text("X"))]),

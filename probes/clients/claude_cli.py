@@ -95,10 +95,18 @@ class ClaudeCliBase:
         return [*binary.launcher, "--help"]
 
     def help_text(self, binary: ClientBinary) -> str:
-        """The CLI's ``--help`` output, read once and kept beside the install."""
+        """The CLI's ``--help`` output, read once and kept beside the install. A run that
+        fails or prints nothing is a harness error (raised, never kept): read as a help
+        listing no flag, it would make every flag's probe absent on this version."""
         cached = binary.root / "help.txt"
         if not cached.is_file():
-            done = run_outside_a_sandbox(self.help_argv(binary))
+            argv = self.help_argv(binary)
+            done = run_outside_a_sandbox(argv)
+            if done.returncode != 0 or not done.stdout.strip():
+                raise RuntimeError(
+                    f"{binary.name} {binary.version}: --help exited {done.returncode} printing "
+                    f"{len(done.stdout)} bytes (expected exit 0 and its options; stderr: "
+                    f"{done.stderr.strip()[-300:]!r})")
             cached.write_text(done.stdout + done.stderr)
         return cached.read_text()
 

@@ -159,7 +159,10 @@ def run_probe(probe: Probe, client: Client, binary: ClientBinary, work_dir: Path
         return ProbeOutcome(probe, None, [], None, error=f"{type(error).__name__}: {error}")
     # its Claude Code requests told apart as ever (probes.core.probe.HARNESS_CLASSIFIER)
     probe = replace(probe, scenario=served_scenario(probe.scenario))
-    cannot = _not_applicable(probe, client, binary, binaries)
+    try:
+        cannot = _not_applicable(probe, client, binary, binaries)
+    except Exception as error:  # what the client offers could not be read: nothing decided
+        return ProbeOutcome(probe, None, [], None, error=f"{type(error).__name__}: {error}")
     if cannot is not None:
         verdict, why = cannot
         if verdict == "absent":
