@@ -37,26 +37,14 @@ from probes.core.files import write_text
 from probes.core.probe import ReportSpec
 from probes.core.safe_read import read_bytes, read_json
 from probes.report.render import ALMANAC_PAGE, render_almanac_page
-from probes.scale.almanac_build import BuildStats, build
+from probes.scale.almanac_build import BuildStats, build, claims_of, revisions_of
 from probes.scale.almanac_doc import DEFAULT_GRID, DEFAULT_SCREEN, PublishError, publish
 from probes.scale.almanac_search import grid_indices, shard_range
 from probes.scale.almanac_state import AlmanacState, StateError, merge_states
 from probes.scale.bisect import BisectError, order_versions
 from probes.scale.shard import ShardError, parse_shard
 
-__all__ = ["add_almanac", "claims_of", "cmd_almanac_build", "cmd_almanac_merge",
-           "cmd_almanac_publish", "revisions_of"]
-
-
-def claims_of(catalog: tuple[ReportSpec, ...]) -> dict[str, list[str]]:
-    """probe -> its claims, in catalog order."""
-    return {probe.name: [claim.id for claim in probe.claims]
-            for spec in catalog for probe in spec.probes}
-
-
-def revisions_of(catalog: tuple[ReportSpec, ...]) -> dict[str, int]:
-    """probe -> its revision (runs of an earlier one are superseded)."""
-    return {probe.name: probe.revision for spec in catalog for probe in spec.probes}
+__all__ = ["add_almanac", "cmd_almanac_build", "cmd_almanac_merge", "cmd_almanac_publish"]
 
 
 def _range(client: Any, since: str | None, until: str | None) -> list[str]:

@@ -100,8 +100,7 @@ class ClaudeCliBase:
         listing no flag, it would make every flag's probe absent on this version."""
         cached = binary.root / "help.txt"
         if not cached.is_file():
-            argv = self.help_argv(binary)
-            done = run_outside_a_sandbox(argv)
+            done = run_outside_a_sandbox(self.help_argv(binary))
             if done.returncode != 0 or not done.stdout.strip():
                 raise RuntimeError(
                     f"{binary.name} {binary.version}: --help exited {done.returncode} printing "

@@ -24,12 +24,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from probes.core.probe import ReportSpec
 from probes.core.safe_read import read_json
 from probes.report.format import journal_path, read_journal_lines
 from probes.scale.almanac_search import SCREEN_ERROR, Need, SearchResult, search
 from probes.scale.almanac_state import AlmanacState
 
-__all__ = ["BuildStats", "RunBatch", "build", "cells_from_folder", "screen_digest"]
+__all__ = ["BuildStats", "RunBatch", "build", "cells_from_folder", "claims_of", "revisions_of",
+           "screen_digest"]
 
 # (version, probes, folder) -> the binary's SHA-256 ("" when the run could not say)
 RunBatch = Callable[[str, list[str], Path], str]
@@ -60,6 +62,17 @@ def _reports(folder: Path) -> list[dict[str, Any]]:
         if isinstance(data, dict) and "claims" in data and "report" in data:
             found.append({**data, "_path": path})
     return found
+
+
+def claims_of(catalog: Sequence[ReportSpec]) -> dict[str, list[str]]:
+    """probe -> its claims, in catalog order."""
+    return {probe.name: [claim.id for claim in probe.claims]
+            for spec in catalog for probe in spec.probes}
+
+
+def revisions_of(catalog: Sequence[ReportSpec]) -> dict[str, int]:
+    """probe -> its revision (runs of an earlier one are superseded)."""
+    return {probe.name: probe.revision for spec in catalog for probe in spec.probes}
 
 
 def cells_from_folder(folder: Path, claims_of: Mapping[str, Sequence[str]],

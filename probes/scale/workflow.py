@@ -30,6 +30,7 @@ from probes.clients.npm import InstallError
 from probes.clients.registry import DEFAULT_KIND, client_for, parse_client_spec
 from probes.core.probe import ReportSpec
 from probes.core.safe_read import read_json
+from probes.scale.almanac_build import claims_of, revisions_of
 from probes.scale.almanac_search import search
 from probes.scale.almanac_state import AlmanacState
 from probes.scale.bisect import order_versions
@@ -76,14 +77,13 @@ def _needs_runs_before(state_dir: Path, catalog: Sequence[ReportSpec],
                        published: Sequence[str], end: str) -> bool:
     """Whether the state, read with this catalog's probes (their claims and revisions),
     needs runs on the versions it covers up to ``end``."""
-    probes = [probe for spec in catalog for probe in spec.probes]
-    state = AlmanacState(state_dir, {probe.name: probe.revision for probe in probes})
+    state = AlmanacState(state_dir, revisions_of(catalog))
     build = state.build()
     if build is None or build.get("since") not in published or end not in published:
         return False
     versions = list(published[published.index(build["since"]):published.index(end) + 1])
-    claims = {probe.name: [claim.id for claim in probe.claims] for probe in probes}
-    return not search(versions, claims, int(build["grid"]), state.cell, state.screen).complete
+    return not search(versions, claims_of(catalog), int(build["grid"]), state.cell,
+                      state.screen).complete
 
 
 def _catalog(name: str) -> Sequence[ReportSpec]:
