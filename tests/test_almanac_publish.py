@@ -172,3 +172,26 @@ def test_retract_on_the_command_line(tmp_path: Path) -> None:
     assert AlmanacState(state.folder).withdrawn == [run]
     again = retract("--folder", run["folder"], "--probe", "p-b", "--reason", "misread offer")
     assert again.returncode == 2  # withdrawn already: nothing standing there
+
+
+def test_the_cost_counts_every_suite_run_even_two_of_one_folder_name(tmp_path: Path) -> None:
+    truth = Truth(_verdict_changes({"claim.b2": [(13, "contradicted")]}))
+    state = AlmanacState(tmp_path / "state")
+    state.start({"client": "claude-code", "since": VERSIONS[0], "grid": 8,
+                 "screen_probe": "screen", "claims": CLAIMS})
+    _run(tmp_path, truth, state=state)
+    out = tmp_path / "out"
+    out.mkdir()
+
+    def cost() -> dict[str, int]:
+        publish(state, tmp_path / "state" / "w", out, PUBLISHED, VERSIONS[-1], ())
+        return json.loads((out / "almanac.json").read_text())["cost"]  # type: ignore[no-any-return]
+
+    found = cost()
+    assert found["suite_runs"] == len(truth.runs)
+    assert found["screens"] == len(VERSIONS)
+    assert found["probe_runs"] == len(state.records()) - len(VERSIONS)
+    # another machine's suite run, recorded under a folder name this one used
+    [run] = state.runs("2.1.140", "p-a")
+    state.add({**run, "attempt": 2, "batch_s": run["batch_s"] + 7.5})
+    assert cost()["suite_runs"] == len(truth.runs) + 1

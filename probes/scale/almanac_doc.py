@@ -281,9 +281,12 @@ def _cost(state: AlmanacState) -> dict[str, Any]:
     suite runs (distinct report folders), probe runs, screens and their seconds; installs
     and builds from each build's ``costs.ndjson`` line (written when a build ends)."""
     records = state.records()  # superseded and withdrawn runs were paid for too
-    batches: dict[str, float] = {}
+    # a suite run: its folder and its duration (two machines' builds before a240846 could
+    # give two suite runs one folder name; their durations tell them apart)
+    batches: dict[tuple[str, float, int], float] = {}
     for record in records:
-        batches[str(record.get("folder"))] = float(record.get("batch_s", 0.0))
+        took = float(record.get("batch_s", 0.0))
+        batches[(str(record.get("folder")), took, int(record.get("batch_probes", 0)))] = took
     screens = sum("screen" in record for record in records)
     total: dict[str, Any] = {
         "builds": 0, "suite_runs": len(batches), "screens": screens,
