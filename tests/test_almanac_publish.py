@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -114,3 +116,82 @@ def test_a_state_file_that_is_a_fifo_is_refused(tmp_path: Path) -> None:
     os.mkfifo(cells / "2.1.100.runs.jsonl")
     with pytest.raises(ReadRefused):
         AlmanacState(tmp_path / "s")
+
+
+def test_a_witness_holding_another_runs_evidence_is_refused_until_that_run_is_withdrawn(
+        tmp_path: Path) -> None:
+    """Before: two machines' builds gave two runs one folder name; the witness published first
+    was kept for the other, so a change's witness showed no report of its probe."""
+    state = _state(tmp_path)
+    out, work = tmp_path / "out", tmp_path / "state" / "w"
+    out.mkdir()
+    publish(state, work, out, PUBLISHED, VERSIONS[-1], ())
+    [run] = state.runs("2.1.113", "p-b")
+    witness = out / "almanac" / "witnesses" / "2.1.113" / Path(run["folder"]).name
+    report = json.loads((witness / "r.json").read_text())
+    for claim in report["claims"]:  # the other run: p-b confirmed there
+        claim["status"] = "confirmed"
+    (witness / "r.json").write_text(json.dumps(report))
+    with pytest.raises(PublishError, match=r"witness of claim\.b2 on 2\.1\.113 to show its "
+                       r"run's verdict 'contradicted', found \['confirmed'\].*almanac retract "
+                       rf"--version 2\.1\.113 --folder {run['folder']} --probe p-b"):
+        publish(state, work, out, PUBLISHED, VERSIONS[-1], ())
+
+    state.retract("2.1.113", run["folder"], "p-b", "its witness holds another run's evidence")
+    truth = Truth(_verdict_changes({"claim.b2": [(13, "contradicted")],
+                                    "claim.a": [(0, "absent"), (30, "confirmed")]}))
+    _run(tmp_path, truth, state=state)
+    publish(state, work, out, PUBLISHED, VERSIONS[-1], ())
+    document = json.loads((out / "almanac.json").read_text())
+    [change] = next(c["changes"] for c in document["claims"] if c["id"] == "claim.b2")
+    [rerun] = state.runs("2.1.113", "p-b")
+    shown = json.loads((out / "almanac" / "witnesses" / "2.1.113" / Path(rerun["folder"]).name
+                        / "r.json").read_text())
+    assert [c["status"] for c in shown["claims"] if c["id"] == "claim.b2"] == ["contradicted"]
+    assert change["witnesses"]["after"] == "almanac/witnesses/2.1.113"
+    assert not witness.exists()  # the other run's folder witnesses nothing now: removed
+    checked, problems = validate_path(state.folder / "cells")
+    assert checked == len(VERSIONS) and not problems, problems[:3]
+
+
+def test_retract_on_the_command_line(tmp_path: Path) -> None:
+    state = _state(tmp_path)
+    [run] = state.runs("2.1.113", "p-b")
+
+    def retract(*argv: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "probes", "almanac", "retract", "--state",
+                               str(state.folder), "--version", "2.1.113", *argv],
+                              capture_output=True, text=True, timeout=60)
+
+    refused = retract("--folder", "2.1.113/a7-7", "--reason", "wrong")
+    assert refused.returncode == 2 and "Traceback" not in refused.stderr
+    assert "no standing run of any probe in folder '2.1.113/a7-7'" in refused.stderr
+    done = retract("--folder", run["folder"], "--probe", "p-b", "--reason", "misread offer")
+    assert done.returncode == 0, done.stderr
+    assert "withdrew 1 run(s)" in done.stdout
+    assert AlmanacState(state.folder).withdrawn == [run]
+    again = retract("--folder", run["folder"], "--probe", "p-b", "--reason", "misread offer")
+    assert again.returncode == 2  # withdrawn already: nothing standing there
+
+
+def test_the_cost_counts_every_suite_run_even_two_of_one_folder_name(tmp_path: Path) -> None:
+    truth = Truth(_verdict_changes({"claim.b2": [(13, "contradicted")]}))
+    state = AlmanacState(tmp_path / "state")
+    state.start({"client": "claude-code", "since": VERSIONS[0], "grid": 8,
+                 "screen_probe": "screen", "claims": CLAIMS})
+    _run(tmp_path, truth, state=state)
+    out = tmp_path / "out"
+    out.mkdir()
+
+    def cost() -> dict[str, int]:
+        publish(state, tmp_path / "state" / "w", out, PUBLISHED, VERSIONS[-1], ())
+        return json.loads((out / "almanac.json").read_text())["cost"]  # type: ignore[no-any-return]
+
+    found = cost()
+    assert found["suite_runs"] == len(truth.runs)
+    assert found["screens"] == len(VERSIONS)
+    assert found["probe_runs"] == len(state.records()) - len(VERSIONS)
+    # another machine's suite run, recorded under a folder name this one used
+    [run] = state.runs("2.1.140", "p-a")
+    state.add({**run, "attempt": 2, "batch_s": run["batch_s"] + 7.5})
+    assert cost()["suite_runs"] == len(truth.runs) + 1

@@ -18,6 +18,7 @@ from probes.scale.almanac_build import BuildStats, build
 from probes.scale.almanac_search import (
     FLAKY,
     UNRESOLVED,
+    Need,
     SearchResult,
     grid_indices,
     search,
@@ -288,9 +289,10 @@ def test_a_probe_of_a_new_revision_is_run_again_and_its_old_runs_are_kept(
     old_runs = sum(len(runs) for key, runs in state.cells.items() if key[1] == "p-b")
 
     revised = AlmanacState(tmp_path / "state", {"p-b": 2})
-    assert len(revised.superseded) == old_runs and revised.records() == [
-        *revised.screens.values(), *(r for rs in revised.cells.values() for r in rs),
-        *revised.superseded]
+    placed = [*revised.screens.values(), *(r for rs in revised.cells.values() for r in rs),
+              *revised.superseded]
+    assert len(revised.superseded) == old_runs and sorted(map(repr, revised.records())) == \
+        sorted(map(repr, placed))
     needs = search(VERSIONS, CLAIMS, 8, revised.cell, revised.screen).needs
     assert {n.probe for n in needs} == {"p-b"}
     # the revised probe now concludes otherwise from 2.1.113 on: the change is located
@@ -321,3 +323,56 @@ def test_a_build_on_another_machine_never_reuses_a_recorded_folder_name(tmp_path
     assert result.complete
     again = [str(r["folder"]) for r in revised.records() if r.get("revision") == 2]
     assert again and not set(again) & first
+
+
+def test_a_withdrawn_run_is_run_again_and_kept(tmp_path: Path) -> None:
+    """A run the harness got wrong (a defect fixed since, evidence overwritten) is withdrawn
+    with a reason: it stays in its file and no cell holds it, so the next build runs it
+    again, into a folder of another name."""
+    truth = Truth(_verdict_changes({"claim.b2": [(13, "contradicted")]}))
+    state, result = _run(tmp_path, truth)
+    assert _changes(result, "claim.b2") == [("2.1.112", "2.1.113", True)]
+    before = {path.name: path.read_text() for path in (tmp_path / "state" / "cells").iterdir()}
+    [run] = state.runs("2.1.113", "p-b")
+    with pytest.raises(StateError, match="expected a reason"):
+        state.retract("2.1.113", run["folder"], "p-b", "  ")
+    with pytest.raises(StateError, match=r"no standing run of p-b in folder '2.1.113/a9-9'.*"
+                       r"found: 2\.1\.113/a1-1 \(screen\), 2\.1\.113/a1-2 \(p-b\)"):
+        state.retract("2.1.113", "2.1.113/a9-9", "p-b", "wrong")
+
+    assert state.retract("2.1.113", run["folder"], "p-b", "a misread offer") == 1
+    assert state.withdrawn == [run] and run in state.records()
+    assert not state.runs("2.1.113", "p-b") and state.runs("2.1.113", "p-b", 2)
+    again = AlmanacState(tmp_path / "state")  # read back: the same
+    assert again.withdrawn == [run] and again.retractions == state.retractions
+    needs = search(VERSIONS, CLAIMS, 8, again.cell, again.screen).needs
+    assert needs == [Need("2.1.113", "p-b")]
+    truth.runs.clear()
+    again, result = _run(tmp_path, truth, state=again)
+    assert truth.runs == [("2.1.113", ("p-b",), "a1")]
+    assert _changes(result, "claim.b2") == [("2.1.112", "2.1.113", True)]
+    [rerun] = again.runs("2.1.113", "p-b")
+    assert rerun["folder"] != run["folder"]
+    for name, text in before.items():  # nothing recorded is lost: lines are only added
+        assert (tmp_path / "state" / "cells" / name).read_text().startswith(text)
+    # a whole folder, the screen too
+    screen_folder = str(again.screens["2.1.124"]["folder"])
+    assert again.retract("2.1.124", screen_folder, None, "overwritten evidence") >= 2
+    needs = search(VERSIONS, CLAIMS, 8, again.cell, again.screen).needs
+    assert Need("2.1.124", None) in needs and Need("2.1.124", "p-a") in needs
+
+
+def test_a_retraction_holds_whichever_shard_brings_it(tmp_path: Path) -> None:
+    state, _ = _run(tmp_path, Truth(_verdict_changes({})))
+    state.start({"grid": 8})
+    [run] = state.runs("2.1.108", "p-a")
+    other = AlmanacState(tmp_path / "other")
+    other.start({"grid": 8})
+    other.add({"version": "2.1.108", "retract": run["folder"], "probe": "p-a",
+               "reason": "wrong"})
+    for order in ([tmp_path / "other", tmp_path / "state"],
+                  [tmp_path / "state", tmp_path / "other"]):
+        out = tmp_path / f"merged-{order[0].name}"
+        merged = merge_states(order, out)
+        assert merged.withdrawn == [run] and not merged.runs("2.1.108", "p-a")
+        assert AlmanacState(out).withdrawn == [run]

@@ -2,7 +2,8 @@
 
 ``almanac build`` runs the search (``probes.scale.almanac_search``) with real clients,
 appending each finished run to its state, and publishes when the search is complete;
-``almanac merge`` joins the states of shards; ``almanac publish`` writes ``almanac.json``
+``almanac merge`` joins the states of shards; ``almanac retract`` withdraws the runs of one
+report folder the harness got wrong; ``almanac publish`` writes ``almanac.json``
 and the witnesses from a complete state, and refuses an incomplete one.
 """
 
@@ -44,7 +45,8 @@ from probes.scale.almanac_state import AlmanacState, StateError, merge_states
 from probes.scale.bisect import BisectError, order_versions
 from probes.scale.shard import ShardError, parse_shard
 
-__all__ = ["add_almanac", "cmd_almanac_build", "cmd_almanac_merge", "cmd_almanac_publish"]
+__all__ = ["add_almanac", "cmd_almanac_build", "cmd_almanac_merge", "cmd_almanac_publish",
+           "cmd_almanac_retract"]
 
 
 def _range(client: Any, since: str | None, until: str | None) -> list[str]:
@@ -253,6 +255,20 @@ def cmd_almanac_merge(args: argparse.Namespace) -> int:
     return EXIT_PASSED
 
 
+def cmd_almanac_retract(args: argparse.Namespace) -> int:
+    state_dir = Path(args.state)
+    state = AlmanacState(state_dir, revisions_of(load_catalog(args.catalog)))
+    if state.build() is None:
+        raise HarnessInputError(f"--state {state_dir}: no almanac build there")
+    try:
+        count = state.retract(args.version, args.folder, args.probe, args.reason)
+    except StateError as error:
+        raise HarnessInputError(str(error)) from None
+    say(f"almanac: withdrew {count} run(s) of {args.folder} on {args.version}: the next build "
+        "runs them again")
+    return EXIT_PASSED
+
+
 def _state_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--state", default="reports/almanac/state",
                         help="the build's state: one line per finished run (default: "
@@ -267,7 +283,7 @@ def _state_options(parser: argparse.ArgumentParser) -> None:
 
 
 def add_almanac(commands: Any) -> None:
-    """``almanac build|merge|publish``"""
+    """``almanac build|merge|retract|publish``"""
     almanac = command(commands, "almanac", help="every published version of a range, every "
                       "change of every claim located to adjacent releases")
     steps = almanac.add_subparsers(dest="almanac_command", required=True)
@@ -309,6 +325,22 @@ def add_almanac(commands: Any) -> None:
     merged.add_argument("shards", nargs="+", help="the shards' state folders")
     merged.add_argument("--state", required=True, help="the merged state's folder")
     merged.set_defaults(func=cmd_almanac_merge)
+    retracted = command(steps, "retract", help="withdraw the runs of one report folder the "
+                        "harness got wrong (kept in the state and the cost; the next build runs "
+                        "them again)",
+                        epilog="exit codes: 0 withdrawn; 2 bad input (no such standing run, no "
+                        "reason)")
+    retracted.add_argument("--version", required=True, help="the version the runs were made on")
+    retracted.add_argument("--folder", required=True,
+                           help="the runs' report folder as the state names it (e.g. 2.1.74/a1-3)")
+    retracted.add_argument("--probe", help="only this probe's run (default: every run of the "
+                           "folder, the screen too)")
+    retracted.add_argument("--reason", required=True,
+                           help="what the harness got wrong there (kept in the state)")
+    retracted.add_argument("--state", default="reports/almanac/state",
+                           help="the build's state (default: %(default)s)")
+    retracted.add_argument("--catalog", help="a module whose REPORTS replace the built-in probes")
+    retracted.set_defaults(func=cmd_almanac_retract)
     published = command(steps, "publish", help="write almanac.json and the witnesses from a "
                         "complete state (refused while runs are still needed)",
                         epilog="exit codes: 0 published; 1 the state is not complete; 2 bad "

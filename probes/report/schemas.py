@@ -50,6 +50,7 @@ __all__ = [
     "AlmanacFlip",
     "AlmanacMethod",
     "AlmanacRange",
+    "AlmanacRetraction",
     "AlmanacRun",
     "AlmanacSegment",
     "AlmanacVersion",
@@ -445,6 +446,18 @@ class AlmanacRun(TypedDict):
     batch_probes: NotRequired[int]
 
 
+class AlmanacRetraction(TypedDict):
+    """A line of an almanac build's state withdrawing the runs made into one report folder
+    (``loopprobe almanac retract``): they stay in the file and the cost, and are run again."""
+
+    version: str
+    retract: str  # the runs' report folder, as the runs name it
+    probe: NotRequired[str]  # only this probe's run (none: every run of the folder)
+    reason: Annotated[str, Field(min_length=1)]  # what the harness got wrong there
+
+
+AlmanacLine = AlmanacRun | AlmanacRetraction
+
 JournalLine = Annotated[RequestRecord | ResponseEndRecord | JournalNote | BlobRecord,
                         Field(discriminator="type")]
 
@@ -452,7 +465,7 @@ KINDS: dict[str, Any] = {
     "report": Report, "fingerprint": FingerprintFile, "matrix": MatrixFile,
     "timing": TimingFile, "sessions": SessionsFile, "bisect": BisectFile,
     "counterfactuals": CounterfactualsFile, "check": CheckFile,
-    "conformance": ConformanceFile, "almanac": AlmanacFile, "almanac-run": AlmanacRun,
+    "conformance": ConformanceFile, "almanac": AlmanacFile, "almanac-run": AlmanacLine,
     "journal-line": JournalLine, "report-journal-line": JournalLine, "scenario": Scenario,
     "cases": CaseFile,
 }
@@ -471,7 +484,8 @@ DESCRIPTIONS = {
                    "deltas and the baseline gate (conformance.json)",
     "almanac": "every version of a range per claim: ranges, change points, witnesses "
                "(almanac.json)",
-    "almanac-run": "one finished run of an almanac build (cells/<version>.runs.jsonl)",
+    "almanac-run": "one line of an almanac build's state: a finished run or a retraction "
+                   "(cells/<version>.runs.jsonl)",
     "journal-line": "one line of a mock's journal (JSONL, one record per line)",
     "report-journal-line": "one line of a report's journal (<report>.journal.jsonl): the "
                            "mock's record with its probe, timing fields \"$VOLATILE\"",

@@ -86,18 +86,22 @@ def _flipped(state: AlmanacState, probe: str, claim: str, before: str,
             for check in sorted(set(a) | set(b)) if a.get(check) != b.get(check)]
 
 
-def _reports_of(folder: Path, probes: set[str] | None) -> set[str]:
-    """The names of the reports in ``folder`` holding one of ``probes`` (None: every one)."""
-    names = set()
+def _reports_in(folder: Path) -> list[dict[str, Any]]:
+    found = []
     for path in sorted(folder.glob("*.json")):
         try:
             data = read_json(path, within=folder)  # bounded, regular, inside: or refused
         except ValueError:
             continue
-        if isinstance(data, dict) and "report" in data and "claims" in data and (
-                probes is None or any(p.get("name") in probes for p in data.get("probes", []))):
-            names.add(str(data["report"]))
-    return names
+        if isinstance(data, dict) and "report" in data and isinstance(data.get("claims"), list):
+            found.append(data)
+    return found
+
+
+def _reports_of(folder: Path, probes: set[str] | None) -> set[str]:
+    """The names of the reports in ``folder`` holding one of ``probes`` (None: every one)."""
+    return {str(data["report"]) for data in _reports_in(folder)
+            if probes is None or any(p.get("name") in probes for p in data.get("probes", []))}
 
 
 def _copy_witness(work: Path, out: Path, version: str, folders: Mapping[str, set[str] | None],
@@ -132,6 +136,27 @@ def _copy_witness(work: Path, out: Path, version: str, folders: Mapping[str, set
             store_blobs(journal, store)
         copied = True
     return str(target.relative_to(out)) if copied else None
+
+
+def _check_witness(out: Path, state: AlmanacState, claim: Mapping[str, Any],
+                   version: str) -> None:
+    """Refuse a witness that does not show what its run recorded: a folder published before
+    under the same name by another run (two machines' builds) holds other evidence."""
+    probe = claim["probe"]
+    for run in (state.runs(version, probe) or state.runs(version, probe, 2))[:1]:
+        folder = out / WITNESS_DIR / "witnesses" / version / Path(str(run["folder"])).name
+        if not folder.is_dir():
+            continue  # not here to copy: said when copying
+        recorded = run["claims"].get(claim["id"])
+        shown = [c.get("status") for report in _reports_in(folder)
+                 for c in report["claims"] if c.get("id") == claim["id"]]
+        if shown != [recorded]:
+            raise PublishError(
+                f"{folder}: expected the witness of {claim['id']} on {version} to show its run's "
+                f"verdict {recorded!r}, found {shown or 'no report of it'}: the folder holds "
+                "another run's evidence; withdraw that run (loopprobe almanac retract "
+                f"--version {version} --folder {run['folder']} --probe {probe} --reason ...) "
+                "and build again")
 
 
 def _drop_stale_witnesses(out: Path, versions: Sequence[str],
@@ -208,6 +233,10 @@ def publish(state: AlmanacState, work: Path, out: Path, published: Sequence[str]
                         kept.setdefault(str(run["folder"]), set()).add(claim["probe"])  # type: ignore[union-attr]
     paths = {version: _copy_witness(work, out, version, folders, say)
              for version, folders in sorted(witnesses.items())}
+    for claim in claims:
+        for change in claim["changes"]:
+            for side in ("before", "after"):
+                _check_witness(out, state, claim, change[side])
     _drop_stale_witnesses(out, versions, witnesses, say)
     for claim in claims:
         area, statement = areas.get(claim["id"], ("", ""))
@@ -251,13 +280,17 @@ def _cost(state: AlmanacState) -> dict[str, Any]:
     """What the builds cost, from the runs themselves (so a build killed mid-way counts):
     suite runs (distinct report folders), probe runs, screens and their seconds; installs
     and builds from each build's ``costs.ndjson`` line (written when a build ends)."""
-    records = state.records()  # superseded runs were paid for too
-    batches: dict[str, float] = {}
+    records = state.records()  # superseded and withdrawn runs were paid for too
+    # a suite run: its folder and its duration (two machines' builds before a240846 could
+    # give two suite runs one folder name; their durations tell them apart)
+    batches: dict[tuple[str, float, int], float] = {}
     for record in records:
-        batches[str(record.get("folder"))] = float(record.get("batch_s", 0.0))
+        took = float(record.get("batch_s", 0.0))
+        batches[(str(record.get("folder")), took, int(record.get("batch_probes", 0)))] = took
+    screens = sum("screen" in record for record in records)
     total: dict[str, Any] = {
-        "builds": 0, "suite_runs": len(batches), "screens": len(state.screens),
-        "probe_runs": len(records) - len(state.screens), "installs": 0,
+        "builds": 0, "suite_runs": len(batches), "screens": screens,
+        "probe_runs": len(records) - screens, "installs": 0,
         "wall_s": round(sum(batches.values()), 1)}
     path = state.folder / "costs.ndjson"
     text = read_bytes(path, within=state.folder).decode() if path.is_file() else ""

@@ -13,6 +13,12 @@ two runs of one cell that disagree are both kept, and the search reads that cell
 A run carries its probe's revision (``Probe.revision``; none written: the first). A run of
 another revision than the probe's now is superseded: it stays in its file (nothing recorded
 is lost, and it still counts in the cost) but no cell holds it, so the probe runs again.
+
+A retraction (``{"version", "retract": folder, "probe", "reason"}``, written by ``retract``)
+withdraws the runs made into one report folder (of one probe, or all of them, the screen too)
+when the harness is known to have been wrong there: a defect fixed since, or evidence
+another machine's run overwrote. Like a superseded run, a withdrawn run stays in its file
+and in the cost, its folder name stays taken, and no cell holds it: the search runs it again.
 """
 
 from __future__ import annotations
@@ -44,14 +50,19 @@ class AlmanacState:
         """``revisions``: probe -> its revision now (a probe not named: the first)."""
         self.folder = folder
         self.revisions = dict(revisions or {})
+        self.lines: set[str] = set()
+        self._runs: list[dict[str, Any]] = []  # every run line, in the order read or added
+        self.retractions: list[dict[str, Any]] = []
         self.cells: dict[tuple[str, str, int], list[dict[str, Any]]] = {}
         self.screens: dict[str, dict[str, Any]] = {}
         self.superseded: list[dict[str, Any]] = []  # runs of an earlier probe revision
-        self.lines: set[str] = set()
+        self.withdrawn: list[dict[str, Any]] = []  # runs a retraction names
+        self._retracted: set[tuple[str, str, str | None]] = set()
         cells = folder / _CELLS
         for path in sorted(cells.glob("*.jsonl")) if cells.is_dir() else []:
             for line in read_bytes(path, within=folder).decode().splitlines():
                 self._take(line)
+        self._index()
 
     def build(self) -> dict[str, Any] | None:
         path = self.folder / BUILD_FILE
@@ -80,33 +91,52 @@ class AlmanacState:
         if not isinstance(record, dict) or not isinstance(record.get("version"), str):
             return False
         self.lines.add(line)
-        if "screen" in record:
-            self.screens.setdefault(record["version"], record)
-        elif _revision(record) != self.revision_of(str(record.get("probe"))):
+        (self.retractions if "retract" in record else self._runs).append(record)
+        return True
+
+    def _index(self) -> None:
+        """Place every run: in its cell (or the version's screen), superseded or withdrawn;
+        whatever order the runs and the retractions were read in (a merge adds them after)."""
+        self._retracted = {(str(r["version"]), str(r["retract"]), r.get("probe"))
+                           for r in self.retractions}
+        self.cells, self.screens, self.superseded, self.withdrawn = {}, {}, [], []
+        for record in self._runs:
+            self._place(record)
+
+    def _place(self, record: dict[str, Any]) -> None:
+        version, folder = record["version"], str(record.get("folder"))
+        probe = None if "screen" in record else str(record.get("probe"))
+        if {(version, folder, None), (version, folder, probe)} & self._retracted:
+            self.withdrawn.append(record)
+        elif probe is None:
+            self.screens.setdefault(version, record)
+        elif _revision(record) != self.revision_of(probe):
             self.superseded.append(record)
         else:
-            key = (record["version"], str(record.get("probe")), int(record.get("attempt", 1)))
-            self.cells.setdefault(key, []).append(record)
-        return True
+            self.cells.setdefault((version, probe, int(record.get("attempt", 1))),
+                                  []).append(record)
 
     def revision_of(self, probe: str) -> int:
         return self.revisions.get(probe, 1)
 
     def records(self) -> list[dict[str, Any]]:
-        """Every run read or added: screens, cells and superseded runs."""
-        return [*self.screens.values(), *(r for rs in self.cells.values() for r in rs),
-                *self.superseded]
+        """Every run read or added (in cells, superseded or withdrawn); not the retractions."""
+        return list(self._runs)
 
     def add(self, record: Mapping[str, Any]) -> None:
-        """Append one finished run (one write, synced); a probe's run is stamped with the
-        probe's revision when it is past the first."""
+        """Append one finished run or a retraction (one write, synced); a probe's run is
+        stamped with the probe's revision when it is past the first."""
         record = dict(record)
-        if "probe" in record and "revision" not in record and \
+        if "probe" in record and "retract" not in record and "revision" not in record and \
                 (revision := self.revision_of(str(record["probe"]))) > 1:
             record["revision"] = revision
         line = json.dumps(record, sort_keys=True, ensure_ascii=False)
         if not self._take(line):
             return
+        if "retract" in record:
+            self._index()
+        else:
+            self._place(record)
         path = self.folder / _CELLS / f"{record['version']}{RUNS_SUFFIX}"
         path.parent.mkdir(parents=True, exist_ok=True)
         descriptor = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
@@ -116,6 +146,26 @@ class AlmanacState:
             os.fsync(descriptor)
         finally:
             os.close(descriptor)
+
+    def retract(self, version: str, folder: str, probe: str | None, reason: str) -> int:
+        """Withdraw the runs made into ``folder`` on ``version`` (of ``probe``; None: every run
+        there, the screen too), saying why; how many runs it withdrew. Refused (``StateError``)
+        without a reason, or when no run standing in a cell or screen matches."""
+        if not reason.strip():
+            raise StateError("retract: expected a reason (what the harness got wrong there), "
+                             "found none")
+        standing = [r for r in [*self.screens.values(),
+                                *(r for rs in self.cells.values() for r in rs)]
+                    if r["version"] == version and str(r.get("folder")) == folder
+                    and (probe is None or r.get("probe") == probe)]
+        if not standing:
+            ran = sorted({f"{r.get('folder')} ({r.get('probe') or 'screen'})"
+                          for r in self._runs if r["version"] == version})
+            raise StateError(f"retract: no standing run of {probe or 'any probe'} in folder "
+                             f"{folder!r} on {version}; found: {', '.join(ran) or 'no runs'}")
+        self.add({"version": version, "retract": folder, "reason": reason.strip(),
+                  **({"probe": probe} if probe else {})})
+        return len(standing)
 
     # the search's two lookups (probes.scale.almanac_search)
     def cell(self, version: str, probe: str, attempt: int) -> list[dict[str, str]] | None:
@@ -132,7 +182,7 @@ class AlmanacState:
     def binaries(self) -> dict[str, str]:
         """version -> the binary's SHA-256, from every run on it."""
         found: dict[str, str] = {}
-        for record in [*self.screens.values(), *(r for rs in self.cells.values() for r in rs)]:
+        for record in self._runs:
             if record.get("binary_sha256"):
                 found.setdefault(record["version"], record["binary_sha256"])
         return found
@@ -166,6 +216,7 @@ def merge_states(sources: Sequence[Path], out: Path) -> AlmanacState:
     assert first is not None
     merged.start(first)
     for source in sources:
-        for record in AlmanacState(source).records():
+        read = AlmanacState(source)
+        for record in [*read.records(), *read.retractions]:
             merged.add(record)
     return merged
