@@ -63,11 +63,7 @@ def test_the_almanac_page_works_in_a_real_browser(tmp_path: Path) -> None:
     path = _published(tmp_path)
     assert cli.main(["render", str(path)]) == cli.EXIT_PASSED
     page = path.parent / "almanac.html"
-    done = _browser(page, tmp_path / "profile", "--dump-dom")
-    assert done.returncode == 0, done.stderr[-2000:]
-    dom = _Elements(done.stdout)
-    body = next(e for e in dom.elements if e["tag"] == "body")
-    assert body.get("data-js") == "ready", "the page's script did not run"
+    dom = _shown(page, tmp_path / "profile")
     claims = [e for e in dom.elements if e["tag"] == "section" and "data-area" in e]
     assert dom.having("data-shown")[0]["data-shown"] == str(len(claims)) == "4"
     # #area=recovery: only that area's claims stay shown
@@ -78,6 +74,16 @@ def test_the_almanac_page_works_in_a_real_browser(tmp_path: Path) -> None:
     ARTEFACTS.mkdir(parents=True, exist_ok=True)
     _browser(page, tmp_path / "p3", f"--screenshot={ARTEFACTS / 'almanac.png'}",
              "--window-size=1200,900")
+
+
+def _shown(page: Path, profile: Path) -> _Elements:
+    """The page's DOM after its script ran in headless chromium."""
+    done = _browser(page, profile, "--dump-dom")
+    assert done.returncode == 0, done.stderr[-2000:]
+    dom = _Elements(done.stdout)
+    body = next(e for e in dom.elements if e["tag"] == "body")
+    assert body.get("data-js") == "ready", "the page's script did not run"
+    return dom
 
 
 def _browser_at(url: str, profile: Path) -> str:
@@ -108,11 +114,7 @@ def test_the_committed_almanac_page_is_current_works_and_links_only_committed_wi
     assert on_disk == linked | anchors
     copy = tmp_path / "almanac.html"
     copy.write_text(page)
-    done = _browser(copy, tmp_path / "profile", "--dump-dom")
-    assert done.returncode == 0, done.stderr[-2000:]
-    dom = _Elements(done.stdout)
-    body = next(e for e in dom.elements if e["tag"] == "body")
-    assert body.get("data-js") == "ready", "the page's script did not run"
+    dom = _shown(copy, tmp_path / "profile")
     shown = [e for e in dom.elements if e["tag"] == "section" and "data-area" in e]
     assert len(shown) == len(document["claims"])
     assert dom.having("data-shown")[0]["data-shown"] == str(len(document["claims"]))
