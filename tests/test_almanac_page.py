@@ -13,7 +13,7 @@ from probes.report.render import render_almanac_page
 from probes.scale.almanac_doc import publish
 from tests.test_almanac_publish import PUBLISHED, _state
 from tests.test_almanac_search import VERSIONS
-from tests.test_render import ARTEFACTS, _browser, _chromium, _Elements
+from tests.test_render import ARTEFACTS, ROOT, _browser, _chromium, _Elements
 
 
 def _published(tmp_path: Path) -> Path:
@@ -63,11 +63,7 @@ def test_the_almanac_page_works_in_a_real_browser(tmp_path: Path) -> None:
     path = _published(tmp_path)
     assert cli.main(["render", str(path)]) == cli.EXIT_PASSED
     page = path.parent / "almanac.html"
-    done = _browser(page, tmp_path / "profile", "--dump-dom")
-    assert done.returncode == 0, done.stderr[-2000:]
-    dom = _Elements(done.stdout)
-    body = next(e for e in dom.elements if e["tag"] == "body")
-    assert body.get("data-js") == "ready", "the page's script did not run"
+    dom = _shown(page, tmp_path / "profile")
     claims = [e for e in dom.elements if e["tag"] == "section" and "data-area" in e]
     assert dom.having("data-shown")[0]["data-shown"] == str(len(claims)) == "4"
     # #area=recovery: only that area's claims stay shown
@@ -80,9 +76,45 @@ def test_the_almanac_page_works_in_a_real_browser(tmp_path: Path) -> None:
              "--window-size=1200,900")
 
 
+def _shown(page: Path, profile: Path) -> _Elements:
+    """The page's DOM after its script ran in headless chromium."""
+    done = _browser(page, profile, "--dump-dom")
+    assert done.returncode == 0, done.stderr[-2000:]
+    dom = _Elements(done.stdout)
+    body = next(e for e in dom.elements if e["tag"] == "body")
+    assert body.get("data-js") == "ready", "the page's script did not run"
+    return dom
+
+
 def _browser_at(url: str, profile: Path) -> str:
     done = subprocess.run([_chromium(), "--headless=new", "--no-sandbox", "--disable-gpu",
                            f"--user-data-dir={profile}", "--dump-dom", url],
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr[-2000:]
     return done.stdout
+
+
+def test_the_committed_almanac_page_is_current_works_and_links_only_committed_witnesses(
+        tmp_path: Path) -> None:
+    """reports/almanac.html is the page of reports/almanac.json as rendered now; in a real
+    browser its script runs and shows every claim; every witness it links is committed, and
+    every committed witness folder is linked (a stale one would be evidence of nothing)."""
+    reports = ROOT / "reports"
+    document = json.loads((reports / "almanac.json").read_text())
+    page = render_almanac_page(reports / "almanac.json")
+    assert page == (reports / "almanac.html").read_text(), \
+        "reports/almanac.html is stale: run loopprobe render reports/almanac.json"
+    linked = {e["href"] for e in _Elements(page).elements if e.get("class") == "witness"}
+    assert linked and all((reports / href).is_dir() for href in linked), \
+        sorted(h for h in linked if not (reports / h).is_dir())
+    on_disk = {f"almanac/witnesses/{p.name}"
+               for p in (reports / "almanac" / "witnesses").iterdir()}
+    anchors = {f"almanac/witnesses/{v['version']}" for v in document["versions"]
+               if v.get("witness")}
+    assert on_disk == linked | anchors
+    copy = tmp_path / "almanac.html"
+    copy.write_text(page)
+    dom = _shown(copy, tmp_path / "profile")
+    shown = [e for e in dom.elements if e["tag"] == "section" and "data-area" in e]
+    assert len(shown) == len(document["claims"])
+    assert dom.having("data-shown")[0]["data-shown"] == str(len(document["claims"]))

@@ -376,3 +376,27 @@ def test_a_retraction_holds_whichever_shard_brings_it(tmp_path: Path) -> None:
         merged = merge_states(order, out)
         assert merged.withdrawn == [run] and not merged.runs("2.1.108", "p-a")
         assert AlmanacState(out).withdrawn == [run]
+
+
+def test_a_report_no_reader_takes_is_a_harness_error_never_the_end_of_the_build(
+        tmp_path: Path) -> None:
+    """Before: one report too large to read back (2.1.37's 53 MB) ended the whole build with
+    exit 2, and the suite run's verdicts were never recorded."""
+    truth = Truth(_verdict_changes({}))
+
+    def run(version: str, probes: list[str], folder: Path) -> str:
+        binary = truth.run(version, probes, folder)
+        if version == "2.1.108" and folder.name.startswith("a1-"):
+            (folder / "r.json").write_text("{" * 10)  # not JSON: refused as any oversized one
+        return binary
+
+    said: list[str] = []
+    state = AlmanacState(tmp_path / "state")
+    result = build(state, VERSIONS, CLAIMS, 8, "screen", run, work=tmp_path / "w",
+                   say=said.append)
+    assert result.complete
+    assert [r["claims"] for r in state.runs("2.1.108", "p-a")] == [{"claim.a": "error"}]
+    assert [r["claims"] for r in state.runs("2.1.108", "p-a", 2)] == [{"claim.a": "confirmed"}]
+    assert any(line.startswith(f"almanac: {tmp_path}/w/2.1.108/a1-1/r.json not read (")
+               and "harness errors" in line for line in said)
+    assert _segments(result, "claim.a") == [("2.1.100", "2.1.140", "confirmed")]

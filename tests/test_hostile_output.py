@@ -25,13 +25,13 @@ import pytest
 from mockapi import Scenario
 from probes.clients.base import Capabilities, ClientBinary, Command, RunContext
 from probes.core.checks import Checks
-from probes.core.evidence import MAX_EVENT_DEPTH, Evidence, Output, RunRecord
+from probes.core.evidence import MAX_EVENT_DEPTH, Evidence, Output, RunRecord, message_outline
 from probes.core.invocation import Invocation
 from probes.core.mcp import McpReply, McpServer, McpTool
 from probes.core.probe import Claim, Probe, ReportSpec
 from probes.core.streamed import PermissionAnswer, Step, StreamedInput, user_message
 from probes.core.verdicts import harness_checks
-from probes.report.build import build_report
+from probes.report.build import OUTLINE_HEAD, OUTLINE_TAIL, build_report, report_outline
 from probes.run.conversation import KEPT_FAULTS, KEPT_LINES, Conversation
 from probes.run.pipes import LINE_CAP, OUTPUT_CAP
 from probes.run.process import STOP_POLL, run_conversation, run_process
@@ -575,3 +575,23 @@ def test_a_line_separator_inside_a_printed_string_does_not_cut_the_event() -> No
     output = Output.from_json_lines(stdout)
     assert [e["result"] for e in output.events] == [text]
     assert not output.unparsed
+
+
+def test_a_looping_clients_requests_keep_a_bounded_outline_in_the_report() -> None:
+    """Before: each request's outline listed every message, so a client that asked 906 times,
+    each request one message longer (2.1.37 in a stop-hook loop), wrote a 53 MB report that
+    no reader accepts; the journal keeps every message."""
+    def request(count: int) -> dict[str, Any]:
+        return {"body": {"messages": [{"role": "user" if i % 2 == 0 else "assistant",
+                                       "content": f"m{i}"} for i in range(count)]}}
+
+    assert report_outline(request(OUTLINE_HEAD + OUTLINE_TAIL + 1)) == \
+        message_outline(request(OUTLINE_HEAD + OUTLINE_TAIL + 1))  # one left out: all listed
+    outline = report_outline(request(906))
+    assert len(outline) == OUTLINE_HEAD + 1 + OUTLINE_TAIL
+    assert outline[:OUTLINE_HEAD] == message_outline(request(906))[:OUTLINE_HEAD]
+    assert outline[OUTLINE_HEAD] == f"… {906 - OUTLINE_HEAD - OUTLINE_TAIL} messages not " \
+        "listed (the journal holds every one)"
+    assert outline[-1] == "assistant: text 'm905'"
+    sizes = [len(json.dumps(report_outline(request(n)))) for n in (100, 1000, 10_000)]
+    assert max(sizes) - min(sizes) < 100  # bounded, whatever the length of the conversation

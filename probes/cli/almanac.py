@@ -21,6 +21,7 @@ from typing import Any
 from probes.cli.catalogs import load_catalog
 from probes.cli.common import (
     EXIT_FAILED,
+    EXIT_HARNESS,
     EXIT_PASSED,
     JOBS_HELP,
     NO_SANDBOX_HELP,
@@ -36,7 +37,8 @@ from probes.clients.registry import CLIENT_KINDS, client_for, remove_install
 from probes.clients.specs import check_version
 from probes.core.files import write_text
 from probes.core.probe import ReportSpec
-from probes.core.safe_read import read_bytes, read_json
+from probes.core.safe_read import ReadRefused, read_bytes, read_json
+from probes.report.format import ReportError
 from probes.report.render import ALMANAC_PAGE, render_almanac_page
 from probes.scale.almanac_build import BuildStats, build, claims_of, revisions_of
 from probes.scale.almanac_doc import DEFAULT_GRID, DEFAULT_SCREEN, PublishError, publish
@@ -119,14 +121,21 @@ def cmd_almanac_build(args: argparse.Namespace) -> int:
     def run_batch(version: str, probes: list[str], folder: Path) -> str:
         before = {b.version for b in client.installed()}
         with _locked(args.lock, stats):
-            code = run_suite((client, version), folder, catalog=catalog, probe=probes,
-                             no_sandbox=args.no_sandbox, jobs=min(count, len(probes)),
-                             compress_journals=True)
+            try:
+                code = run_suite((client, version), folder, catalog=catalog, probe=probes,
+                                 no_sandbox=args.no_sandbox, jobs=min(count, len(probes)),
+                                 compress_journals=True)
+            except (ReadRefused, ReportError) as error:  # a report it wrote that no reader
+                say(f"almanac: {version}: {error}")  # takes: its claims are harness errors
+                code = EXIT_HARNESS
         if version not in before:
             stats_installs[0] += 1
         binary = ""
         for path in sorted(folder.glob("*.json")) if folder.is_dir() else []:
-            data = read_json(path, within=folder)
+            try:
+                data = read_json(path, within=folder)
+            except (ReadRefused, ValueError):
+                continue  # said when its verdicts are read
             if isinstance(data, dict) and isinstance(data.get("client"), dict):
                 binary = str(data["client"].get("binary_sha256") or "")
                 break

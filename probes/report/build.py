@@ -54,12 +54,17 @@ from probes.report.normalise import (
     run_timelines,
 )
 
-__all__ = ["JOURNAL_VOLATILE", "RANDOM_IDS", "REPORT_JOURNAL_OMITTED", "SHORT_AGENT_VALUE",
+__all__ = ["JOURNAL_VOLATILE", "OUTLINE_HEAD", "OUTLINE_TAIL", "RANDOM_IDS",
+           "REPORT_JOURNAL_OMITTED", "SHORT_AGENT_VALUE",
            "TEXT_DURATION", "TRUST_CHECK", "UPHELD", "VOLATILE_KEYS", "build_report",
-           "report_status", "write_fingerprint", "write_report"]
+           "report_outline", "report_status", "write_fingerprint", "write_report"]
 
 TRUST_CHECK = EGRESS_CHECK
-# claim verdicts that do not fail a report: nothing the source states was seen otherwise
+# a request's outline in the report lists its first and last messages only: a client that
+# loops (2.1.37 asked 906 times, each request one message longer) would otherwise make the
+# report grow with the square of its requests (53 MB, past what any reader accepts); the
+# journal holds every message
+OUTLINE_HEAD, OUTLINE_TAIL = 8, 16
 
 
 def _request_summary(record: Mapping[str, Any], run: str | None) -> dict[str, Any]:
@@ -73,8 +78,20 @@ def _request_summary(record: Mapping[str, Any], run: str | None) -> dict[str, An
         "status": record.get("status"), "error": record.get("error"),
         "tools": [t.get("name") for t in body.get("tools", []) if isinstance(t, dict)]
         if body else None,
-        "messages": message_outline(record) if body else None,
+        "messages": report_outline(record) if body else None,
     }
+
+
+def report_outline(record: Mapping[str, Any]) -> list[str]:
+    """The outline of a request's messages a report keeps: all of them, or the first
+    OUTLINE_HEAD and the last OUTLINE_TAIL around a line counting the others."""
+    outline = message_outline(record)
+    left_out = len(outline) - OUTLINE_HEAD - OUTLINE_TAIL
+    if left_out <= 1:
+        return outline
+    return [*outline[:OUTLINE_HEAD],
+            f"… {left_out} messages not listed (the journal holds every one)",
+            *outline[-OUTLINE_TAIL:]]
 
 
 def _change_kind(change: dict[str, str | None]) -> str:

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from probes.core.probe import ReportSpec
-from probes.core.safe_read import read_json
+from probes.core.safe_read import ReadRefused, read_json
 from probes.report.format import journal_path, read_journal_lines
 from probes.scale.almanac_search import SCREEN_ERROR, Need, SearchResult, search
 from probes.scale.almanac_state import AlmanacState
@@ -52,13 +52,20 @@ class BuildStats:
                 "wall_s": round(self.seconds, 1), "lock_wait_s": round(self.waited, 1)}
 
 
-def _reports(folder: Path) -> list[dict[str, Any]]:
+def _reports(folder: Path, say: Callable[[str], None] = lambda _: None) -> list[dict[str, Any]]:
+    """The reports a run wrote into ``folder``; one no reader accepts (too large, not JSON) is
+    said and left out, so its probes' claims are harness errors (run again, then skipped),
+    never the end of the build."""
     found = []
     for path in sorted(folder.glob("*.json")) if folder.is_dir() else []:
         if path.name.endswith(".timing.json") or path.name in ("fingerprint.json",
                                                                 "counterfactuals.json"):
             continue
-        data = read_json(path, within=folder)
+        try:
+            data = read_json(path, within=folder)
+        except (ReadRefused, ValueError) as error:
+            say(f"almanac: {path} not read ({error}): its probes count as harness errors")
+            continue
         if isinstance(data, dict) and "claims" in data and "report" in data:
             found.append({**data, "_path": path})
     return found
@@ -76,13 +83,14 @@ def revisions_of(catalog: Sequence[ReportSpec]) -> dict[str, int]:
 
 
 def cells_from_folder(folder: Path, claims_of: Mapping[str, Sequence[str]],
-                      probes: Sequence[str]) -> dict[str, dict[str, Any]]:
+                      probes: Sequence[str],
+                      say: Callable[[str], None] = lambda _: None) -> dict[str, dict[str, Any]]:
     """Per probe run into ``folder``: its claims' verdicts and, per claim, its checks'
     statuses; a claim
     no report holds is ``error`` (the harness did not finish it)."""
     statuses: dict[str, str] = {}
     checks: dict[str, dict[str, str]] = {}
-    for report in _reports(folder):
+    for report in _reports(folder, say):
         for claim in report["claims"]:
             statuses[claim["id"]] = str(claim.get("status"))
         for check in report.get("checks", []):
@@ -191,7 +199,7 @@ def build(state: AlmanacState, versions: Sequence[str], claims_of: Mapping[str, 
                 if screen:
                     stats.screens += 1
                     state.add({**common, "screen": screen_digest(folder, screen_probe)})
-                cells = cells_from_folder(folder, claims_of, probes)
+                cells = cells_from_folder(folder, claims_of, probes, say)
                 for probe in probes:
                     if probe == screen_probe and screen and attempt == 1 and \
                             not any(n.probe == probe for n in needs) and \
