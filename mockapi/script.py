@@ -137,7 +137,7 @@ class Script:
         streamed = self._streamed_kinds.get((facts.path, fingerprint))
         if not facts.stream and streamed is not None:
             # a non-streaming re-send of a streamed conversation is the client's fallback and
-            # keeps its kind (2.0.x's fallback adds a temperature, which reads as a side request)
+            # keeps its kind (2.0.x's fallback adds a temperature; it is the same turn)
             kind = streamed
         elif facts.stream:
             self._streamed_kinds[(facts.path, fingerprint)] = kind

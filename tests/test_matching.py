@@ -168,8 +168,11 @@ def title_request() -> dict[str, Any]:
         pytest.param(main_body(tools=[]), None, "side", id="side-empty-tools"),
         pytest.param(main_body(thinking={"type": "disabled"}), None, "side",
                      id="side-thinking-disabled"),
-        pytest.param(main_body(temperature=1), None, "side", id="side-temperature"),
-        pytest.param(main_body(temperature=0), None, "side", id="side-temperature-zero"),
+        # 2.1.31-2.1.37: temperature 1 on every main request (as side, the loop got "OK")
+        pytest.param(main_body(temperature=1), None, "main", id="main-temperature"),
+        pytest.param(main_body(temperature=0), None, "main", id="main-temperature-zero"),
+        pytest.param({**main_body(tools=[]), "temperature": 1}, None, "side",
+                     id="side-temperature-no-tools"),
         # the order of the tests: compaction > warmup > subagent > side > main
         pytest.param(main_body(messages=with_turns("Warmup", COMPACTION_INSTRUCTION)), None,
                      "compaction", id="compaction-before-warmup"),
