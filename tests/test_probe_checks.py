@@ -290,7 +290,7 @@ def _unscripted_request(ev: Evidence) -> None:
 
 
 def _loop_request_read_as_side(ev: Evidence) -> None:
-    """The mock took the loop's first request for a side request (2.1.31-2.1.37 send a
+    """The mock took the loop's first request for a side request (2.1.31-2.1.45 send a
     temperature) and answered it with its built-in reply."""
     first = next(r for r in ev.journal if r["type"] == "request" and r.get("kind") == "main")
     first.update(kind="side", builtin_reply="side-request", rule="builtin:side")

@@ -178,7 +178,7 @@ def harness_checks(evidence: Evidence, checks: Checks) -> None:
                     passed=False, expected=[],
                     observed=[f"{f.get('stream')}: {f.get('fault')}" for f in posers],
                     evidence="the collector's refusals (a second or stray reporter)")
-    # the classifier read a request of the loop's own as a side request (2.1.31-2.1.37 sent
+    # the classifier read a request of the loop's own as a side request (2.1.31-2.1.45 sent
     # temperature 1, then read as side): answered with the mock's built-in "OK", the script
     # never reached the client, and every check would conclude on nothing
     misread = [r.get("seq") for r in evidence.all_requests()
