@@ -134,7 +134,7 @@ def classify_claude_code(facts: RequestFacts) -> str:
             or SUBAGENT_SYSTEM in facts.system_text or SUBAGENT_NOTES in facts.system_text):
         return "subagent"
     # a side request (title, topic, summary) offers no tools, and from 2.1.x on disables
-    # thinking. A temperature says nothing: 2.1.31 to 2.1.37 at least send temperature 1
+    # thinking. A temperature says nothing: 2.1.31 to 2.1.45 send temperature 1
     # with every main request (read as side, the whole loop got the built-in "OK" and no
     # rule of the script), and side requests carry one with or without tools.
     if not facts.tool_names or facts.thinking_type == "disabled":

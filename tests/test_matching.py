@@ -168,7 +168,7 @@ def title_request() -> dict[str, Any]:
         pytest.param(main_body(tools=[]), None, "side", id="side-empty-tools"),
         pytest.param(main_body(thinking={"type": "disabled"}), None, "side",
                      id="side-thinking-disabled"),
-        # 2.1.31-2.1.37: temperature 1 on every main request (as side, the loop got "OK")
+        # 2.1.31-2.1.45: temperature 1 on every main request (as side, the loop got "OK")
         pytest.param(main_body(temperature=1), None, "main", id="main-temperature"),
         pytest.param(main_body(temperature=0), None, "main", id="main-temperature-zero"),
         pytest.param({**main_body(tools=[]), "temperature": 1}, None, "side",

@@ -289,6 +289,13 @@ def _unscripted_request(ev: Evidence) -> None:
                        "outcome": "no_rule", "error": "no scenario rule matched request #999"})
 
 
+def _loop_request_read_as_side(ev: Evidence) -> None:
+    """The mock took the loop's first request for a side request (2.1.31-2.1.45 send a
+    temperature) and answered it with its built-in reply."""
+    first = next(r for r in ev.journal if r["type"] == "request" and r.get("kind") == "main")
+    first.update(kind="side", builtin_reply="side-request", rule="builtin:side")
+
+
 def _launch_without_background(ev: Evidence) -> None:
     """The version's Agent/Task tool declares no run_in_background."""
     for record in ev.requests("parent", kind=None):
@@ -378,6 +385,8 @@ ALTERATIONS: list[tuple[str, str, Callable[[Evidence], Any], set[str]]] = [
     ("tool-result-resume", "a run timed out", _timed_out("initial"), {"harness.initial.finished"}),
     ("tool-result-resume", "a request found no rule", _unscripted_request,
      {"harness.script-covered"}),
+    ("tool-result-resume", "the loop's request read as a side request",
+     _loop_request_read_as_side, {"harness.side-replies-offered-no-tools"}),
     ("stop-hook-reentry", "the hook's calls are swapped", _stop_hook_never_reenters,
      {"first-call-inactive", "second-call-active"}),
     ("stop-hook-reentry", "the hook ran once", _stop_hook_once,
@@ -675,4 +684,4 @@ def test_alterations_reach_every_claim_check(real_outcomes: dict[str, ProbeOutco
     assert sorted(claim_checks - reached) == [], sorted(claim_checks - reached)
     # the harness's own checks are the same code in every probe: one of each kind suffices
     assert {check.rsplit(".", 1)[-1] for _, check in reached if check.startswith("harness.")} \
-        == {"finished", "script-covered"}
+        == {"finished", "script-covered", "side-replies-offered-no-tools"}

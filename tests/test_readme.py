@@ -4,6 +4,7 @@ docs/ is run or checked by tests/test_docs_snippets.py.)"""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -92,3 +93,20 @@ def test_a_version_range_never_spans_two_client_kinds() -> None:
     chosen = ["claude-agent-sdk@0.2.140", "claude-code@2.0.77", "claude-code@2.1.54",
               "claude-code@2.1.117"]
     assert _ranges(chosen, order, "claude-code") == "claude-agent-sdk@0.2.140, 2.0.77–2.1.117"
+
+
+def test_its_almanac_numbers_are_the_committed_almanacs() -> None:
+    """What the README says is built is what reports/almanac.json holds (range, changes,
+    what is not built yet): a rebuild that changes them must change the README too."""
+    almanac = json.loads((ROOT / "reports" / "almanac.json").read_text())
+    text = " ".join(README.split())
+    first, last, count = (almanac["range"][k] for k in ("first", "last", "count"))
+    assert f"Built so far: {first}–{last} ({count} releases)" in text
+    changes = [c for claim in almanac["claims"] for c in claim["changes"]]
+    located = [c for c in changes if c["located"] and c["verified"]]
+    assert f"{len(changes)} changes, every one located" in text and located == changes
+    cost = almanac["cost"]
+    assert f"{cost['probe_runs']:,} probe runs (in {cost['suite_runs']:,} suite runs" in text
+    for gap in almanac["not_built"]:
+        assert f"The remaining {gap['count']} 2.x releases ({gap['first']}–{gap['last']})" \
+            in text

@@ -216,7 +216,7 @@ def test_turns_are_counted_per_kind_and_per_path() -> None:
     side_1 = player.send(body_for("a", thinking={"type": "disabled"}))
     main_2 = player.send(body_for("a", "b"))
     counted = player.send(body_for("a", "b"), path="/v1/messages/count_tokens")
-    side_2 = player.send(body_for("a", "b", temperature=0))
+    side_2 = player.send(body_for("a", "b", tools=[], temperature=0))
     assert [(d.kind, d.turn, d.attempt) for d in (main_1, side_1, main_2, counted, side_2)] == [
         ("main", 1, 1), ("side", 1, 1), ("main", 2, 1), ("main", 1, 1), ("side", 2, 1)]
 
@@ -334,9 +334,9 @@ def test_title_request_gets_a_json_object_with_the_schema_properties() -> None:
 def test_a_side_rule_wins_over_the_builtin_reply() -> None:
     player = Player(Scenario(classifier="claude-code", rules=[Rule(id="side", match=Match(kind="side"),
                                          reply=text("scripted side"))]))
-    decision = player.send(body_for("x", temperature=0.5))
+    decision = player.send(body_for("x", thinking={"type": "disabled"}))
     assert (decision.rule, reply_text(decision)) == ("side", "scripted side")
-    after = player.send(body_for("x", "y", temperature=0.5))
+    after = player.send(body_for("x", "y", thinking={"type": "disabled"}))
     assert after.rule == "builtin:side"
 
 
@@ -450,13 +450,14 @@ def test_explicit_stop_reason_none_survives_into_the_script() -> None:
 
 
 def test_a_non_streaming_fallback_keeps_the_kind_of_the_streamed_turn() -> None:
-    # 2.0.x's fallback re-sends the conversation with a temperature and a smaller max_tokens,
-    # which alone would read as a side request
+    # a fallback re-sends the conversation non-streaming, changed (2.0.x adds a temperature and
+    # a smaller max_tokens): here in a way that alone would read as a side request
     player = Player(Scenario(classifier="claude-code", rules=[Rule(id="main", reply=text("answer"))]))
     streamed = player.send(body_for("hi"))
-    fallback = player.send(body_for("hi", stream=False, temperature=1, max_tokens=50))
+    fallback = player.send(body_for("hi", stream=False, temperature=1, max_tokens=50,
+                                    thinking={"type": "disabled"}))
     assert summary(streamed) == ("main", 1, 1, "main", 0)
     assert summary(fallback) == ("main", 1, 2, "main", 0)
     assert fallback.replay_of == 1  # the streamed request's seq
-    side = player.send(body_for("hi", temperature=1))  # streamed: classified as it reads
+    side = player.send(body_for("hi", thinking={"type": "disabled"}))  # streamed: as it reads
     assert side.kind == "side"

@@ -178,6 +178,16 @@ def harness_checks(evidence: Evidence, checks: Checks) -> None:
                     passed=False, expected=[],
                     observed=[f"{f.get('stream')}: {f.get('fault')}" for f in posers],
                     evidence="the collector's refusals (a second or stray reporter)")
+    # the classifier read a request of the loop's own as a side request (2.1.31-2.1.45 sent
+    # temperature 1, then read as side): answered with the mock's built-in "OK", the script
+    # never reached the client, and every check would conclude on nothing
+    misread = [r.get("seq") for r in evidence.all_requests()
+               if r.get("builtin_reply") == "side-request" and _offers_tools(r)]
+    checks.that("harness.side-replies-offered-no-tools", None,
+                "the mock's built-in side answer went only to requests offering no tools (one "
+                "offering tools is the loop's own, and the script never reached it)",
+                passed=not misread, expected=[], observed=misread,
+                evidence="journal: requests answered with builtin_reply side-request")
     unmatched = [r for r in evidence.all_requests()
                  if r.get("outcome") in ("no_rule", "mock_error")]
     checks.that("harness.script-covered", None,
@@ -187,6 +197,11 @@ def harness_checks(evidence: Evidence, checks: Checks) -> None:
                 evidence="journal outcome")
 
 
+
+
+def _offers_tools(request: Mapping[str, Any]) -> bool:
+    body = request.get("body")
+    return isinstance(body, dict) and isinstance(body.get("tools"), list) and bool(body["tools"])
 
 
 def claim_change(before: str | None, after: str | None) -> str:

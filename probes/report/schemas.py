@@ -48,6 +48,7 @@ __all__ = [
     "AlmanacCost",
     "AlmanacFile",
     "AlmanacFlip",
+    "AlmanacLine",
     "AlmanacMethod",
     "AlmanacRange",
     "AlmanacRetraction",
