@@ -26,6 +26,7 @@ from probes.core.files import write_json, write_text
 from probes.core.probe import ReportSpec
 from probes.core.safe_read import read_bytes, read_json
 from probes.core.verdicts import claim_change
+from probes.scale.almanac_build import claims_of
 from probes.scale.almanac_search import grid_indices, search
 from probes.scale.almanac_state import AlmanacState
 from probes.scale.bisect import transition_kind
@@ -138,12 +139,18 @@ def _copy_witness(work: Path, out: Path, version: str, folders: Mapping[str, set
     return str(target.relative_to(out)) if copied else None
 
 
+def _witness_run(state: AlmanacState, version: str, probe: str) -> list[dict[str, Any]]:
+    """The run a change side's witness comes from: the first attempt (the second where the
+    first was a harness error run again), as a list of none or one."""
+    return (state.runs(version, probe) or state.runs(version, probe, 2))[:1]
+
+
 def _check_witness(out: Path, state: AlmanacState, claim: Mapping[str, Any],
                    version: str) -> None:
     """Refuse a witness that does not show what its run recorded: a folder published before
     under the same name by another run (two machines' builds) holds other evidence."""
     probe = claim["probe"]
-    for run in (state.runs(version, probe) or state.runs(version, probe, 2))[:1]:
+    for run in _witness_run(state, version, probe):
         folder = out / WITNESS_DIR / "witnesses" / version / Path(str(run["folder"])).name
         if not folder.is_dir():
             continue  # not here to copy: said when copying
@@ -194,9 +201,7 @@ def publish(state: AlmanacState, work: Path, out: Path, published: Sequence[str]
     if build is None:
         raise PublishError(f"{state.folder}: no almanac build there")
     since, grid = build["since"], int(build["grid"])
-    claims_of: Mapping[str, Sequence[str]] = {probe.name: [c.id for c in probe.claims]
-                                              for spec in catalog for probe in spec.probes} \
-        or build.get("claims") or {}
+    probe_claims: Mapping[str, Sequence[str]] = claims_of(catalog) or build.get("claims") or {}
     if since not in published or until not in published:
         raise PublishError(f"{since}–{until}: not published versions")
     versions = list(published[published.index(since):published.index(until) + 1])
@@ -208,26 +213,24 @@ def publish(state: AlmanacState, work: Path, out: Path, published: Sequence[str]
             raise PublishError(f"--from {start}: not a version of {since}–{until}")
         versions = versions[max(i for i in grid_indices(len(versions), grid)
                                 if i <= versions.index(start)):]
-    result = search(versions, claims_of, grid, state.cell, state.screen)
+    result = search(versions, probe_claims, grid, state.cell, state.screen)
     if not result.complete:
         first = result.needs[0]
         raise PublishError(f"{len(result.needs)} run(s) still needed over {since}–{until} "
                            f"(first: {first.probe or 'the screen'} on {first.version}); "
                            "run almanac build to go on")
     areas = _areas(catalog)
-    claims = result.claims(claims_of)
+    claims = result.claims(probe_claims)
     # version -> run folder -> the probes whose reports are kept (None: the whole folder)
     witnesses: dict[str, dict[str, set[str] | None]] = {}
     for anchor in [v for v in anchors if v in versions] or versions[:1]:
-        for probe in claims_of:
+        for probe in probe_claims:
             for run in state.runs(anchor, probe)[:1]:
                 witnesses.setdefault(anchor, {})[str(run["folder"])] = None
     for claim in claims:
         for change in claim["changes"]:
             for side in ("before", "after"):
-                runs = state.runs(change[side], claim["probe"]) or \
-                    state.runs(change[side], claim["probe"], 2)
-                for run in runs[:1]:
+                for run in _witness_run(state, change[side], claim["probe"]):
                     kept = witnesses.setdefault(change[side], {})
                     if kept.get(str(run["folder"]), set()) is not None:
                         kept.setdefault(str(run["folder"]), set()).add(claim["probe"])  # type: ignore[union-attr]
@@ -255,7 +258,7 @@ def publish(state: AlmanacState, work: Path, out: Path, published: Sequence[str]
                 introduced = change["after"]
         claim["introduced"] = introduced
     binaries = state.binaries()
-    probed = {v: sorted(p for p in claims_of if state.cell(v, p, 1)) for v in versions}
+    probed = {v: sorted(p for p in probe_claims if state.cell(v, p, 1)) for v in versions}
     document: dict[str, Any] = {
         "schema_version": ALMANAC_SCHEMA_VERSION, "kind": "almanac",
         "generator": f"loopprobe {__version__}", "client": build["client"],
