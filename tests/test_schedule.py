@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import threading
-import time
 from pathlib import Path
 
 import pytest
@@ -38,19 +37,28 @@ def test_probes_really_overlap_and_come_back_in_order() -> None:
     probes = [Probe(**{**READ.__dict__, "name": f"p{i}"}) for i in range(4)]
     running, most = 0, 0
     lock = threading.Lock()
+    others_done = threading.Event()
 
     def run(probe: Probe) -> ProbeOutcome:
         nonlocal running, most
         with lock:
             running += 1
             most = max(most, running)
-        time.sleep(0.2 if probe.name == "p0" else 0.05)  # p0 finishes last
+        if probe.name == "p0":  # finishes last: only once the other three have come back,
+            # which they can only do beside it (no sleep: a loaded machine cannot reorder it)
+            assert others_done.wait(60), "the other probes never came back beside p0"
         with lock:
             running -= 1
         return ProbeOutcome(probe, None, [], None)
 
     finished: list[str] = []
-    scheduled = run_scheduled(probes, run, 2, lambda o: finished.append(o.probe.name))
+
+    def came_back(outcome: ProbeOutcome) -> None:
+        finished.append(outcome.probe.name)
+        if {"p1", "p2", "p3"} <= set(finished):
+            others_done.set()
+
+    scheduled = run_scheduled(probes, run, 2, came_back)
     assert most == 2 and not scheduled.interrupted
     assert [o.probe.name for o in scheduled.outcomes if o] == ["p0", "p1", "p2", "p3"]
     assert finished[-1] == "p0"
