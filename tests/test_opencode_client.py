@@ -9,6 +9,7 @@ JSON lines as the drivers' protocol. client tier: one catalog probe on the real 
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -87,6 +88,9 @@ def test_a_run_is_opencode_run_with_its_config_file(tmp_path: Path) -> None:
                                 "-m", "anthropic/claude-sonnet-4-5", "Add 2+3."]
     config_path = str(box.inputs / "opencode" / "loop.json")
     assert command.env["OPENCODE_CONFIG"] == config_path
+    # inline too: merged after a workspace's own opencode.json, so the harness's keys win
+    assert json.loads(command.env["OPENCODE_CONFIG_CONTENT"]) == \
+        json.loads(command.files[config_path])
     assert OPENCODE_ENV.items() <= command.env.items()
     assert command.env["HOME"] == str(box.home) and command.cwd == box.workspace
     config = json.loads(command.files[config_path])
@@ -156,3 +160,22 @@ def test_the_parallel_calls_probe_passes_on_the_real_install(tmp_path: Path) -> 
     assert outcome.error is None
     failed = [c for c in outcome.checks if not c.passed]
     assert failed == [], failed
+
+
+# a workspace's own config that would send the run elsewhere: another provider address and
+# another model (a project config outranks the file OPENCODE_CONFIG names)
+_ELSEWHERE = {"model": "anthropic/claude-elsewhere",
+              "provider": {"anthropic": {"options": {"baseURL": "http://127.0.0.1:9/v1"}}}}
+
+
+@pytest.mark.client
+def test_a_workspace_opencode_json_cannot_move_the_run_off_the_mock(tmp_path: Path) -> None:
+    client, binary = installed_client(f"opencode@{VERSION}")
+    probe = replace(PARALLEL_PROBE, fixtures={**PARALLEL_PROBE.fixtures,
+                                              "opencode.json": json.dumps(_ELSEWHERE)})
+    outcome = run_probe(probe, client, binary, tmp_path)
+    assert outcome.error is None and outcome.evidence is not None
+    assert "opencode.json" in outcome.evidence.workspace_files
+    failed = [c for c in outcome.checks if not c.passed]
+    assert failed == [], failed
+    assert {r["body"]["model"] for r in outcome.evidence.requests()} == {"claude-sonnet-4-5"}

@@ -4,7 +4,8 @@ Each version is installed from npm into its own cache folder; what runs (and wha
 cite, its SHA-256) is the native executable of the optional dependency
 ``opencode-linux-x64`` (``bin/opencode``). A run is ``opencode run --format json --title T
 -m anthropic/MODEL PROMPT`` in the workspace, its config file (``OPENCODE_CONFIG``, written
-into the run's inputs) saying:
+into the run's inputs, and the same inline, ``OPENCODE_CONFIG_CONTENT``, which OpenCode merges
+after a workspace's own ``opencode.json``, so a user's setup cannot outrank it) saying:
 
 - the ``anthropic`` provider's ``baseURL`` is the mock's ``/v1`` and its ``apiKey`` a dummy;
   the model is declared there, so the catalog of models.dev is never fetched
@@ -267,9 +268,14 @@ class OpenCode:
         argv = [*binary.launcher, "run", "--format", "json", "--title", TITLE,
                 "-m", f"anthropic/{invocation.model}", *invocation.extra_args,
                 invocation.prompt]
+        # the file is the run's record; the same config inline is what OpenCode merges last,
+        # so a workspace's own opencode.json (a user's setup) cannot move the provider off
+        # the mock or the model off the invocation's (a project config outranks OPENCODE_CONFIG)
         env: dict[str, str | None] = {**base_environment(box), **OPENCODE_ENV,
-                                      "OPENCODE_CONFIG": str(path), **context.extra_env,
-                                      **invocation.env}
+                                      "OPENCODE_CONFIG": str(path),
+                                      "OPENCODE_CONFIG_CONTENT": json.dumps(config,
+                                                                            sort_keys=True),
+                                      **context.extra_env, **invocation.env}
         return Command(argv, {k: v for k, v in env.items() if v is not None}, box.workspace,
                        {str(spec): json.dumps(LOOP_TOOLS.to_json(), indent=2),
                         str(path): json.dumps(config, indent=2, sort_keys=True)})
