@@ -81,6 +81,7 @@ def _contained(tmp_path: Path, bounds: Bounds, argv: list[str], timeout: float =
         command = place.wrap(Command(argv, {"PATH": BASE_PATH, "HOME": "/sandbox/home"},
                                      box.workspace))
         collector.begin_run("run")
+        collector.launched("run", os.getpid())  # what it starts descends from this test
         with place.confine() as run:
             process = subprocess.Popen(run.wrap(command.argv), env=command.env,
                                        cwd=command.cwd, stdout=subprocess.PIPE,
@@ -210,6 +211,7 @@ def test_rlimit_nproc_bounds_a_user_in_bwrap_but_not_root(user: str, tmp_path: P
         with Collector(tools / "record.sock", tools) as collector:
             (tools / "record.sock").chmod(0o777)  # nobody reports its egress here too
             collector.begin_run("run")
+            collector.launched("run", os.getpid())  # what it starts descends from this test
             done = subprocess.run([*as_user, _bubblewrap(Bounds()).path, "--unshare-all",
                                    "--die-with-parent", "--ro-bind", "/", "/", "--proc",
                                    "/proc", "--dev", "/dev", "--", SYSTEM_PYTHON, "-I", "-S",
@@ -419,6 +421,7 @@ def test_claude_code_runs_well_inside_the_default_bounds(  # type: ignore[no-unt
                                      {"PATH": BASE_PATH, "HOME": "/sandbox/home"},
                                      box.workspace))
         collector.begin_run("run")
+        collector.launched("run", os.getpid())  # what it starts descends from this test
         with place.confine() as run:
             done = subprocess.run(run.wrap(command.argv), env=command.env, cwd=command.cwd,
                                   capture_output=True, text=True, timeout=120)

@@ -7,7 +7,10 @@ process speak to it, including as a hostile process inside a run would.
 from __future__ import annotations
 
 import json
+import os
 import socket
+import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -83,12 +86,14 @@ def test_one_egress_reporter_per_run_the_next_is_refused_and_listed(served: Coll
                "host": "evil.example:443"}
     _send(served, _line({"stream": "egress"}), _line(attempt))  # before any run: refused
     served.begin_run("run1")
+    served.launched("run1", os.getpid())  # this test is the run's launch
     _send(served, _line({"stream": "egress"}), _line(attempt), _line({"end": 0}))
     _send(served, _line({"stream": "egress"}), _line({**attempt, "host": "forged"}))
     served.end_run()
     assert [a["host"] for a in served.egress] == ["evil.example:443"]
     faults = [f["fault"] for f in served.faults]
-    assert faults[0] == "an egress reporter outside a run was refused"
+    # no run under way, and this test had launched none: not of any run of this collector
+    assert faults[0].startswith("an egress reporter from outside the run")
     assert faults[1].startswith("a second egress reporter")
     assert served.run_end("run1") == {"end": 0}
 
@@ -100,6 +105,7 @@ def test_the_egress_stream_is_claimed_for_the_run_under_way_and_said_so(
     assert json.loads(_send(served, _line({"stream": "egress"}), answer=True)) == \
         {"claimed": None}  # no run under way
     served.begin_run("run1")
+    served.launched("run1", os.getpid())
     assert not served.claimed("run1")
     assert json.loads(_send(served, _line({"stream": "egress"}), answer=True)) == \
         {"claimed": "run1"}
@@ -130,10 +136,78 @@ def test_the_first_process_waits_for_the_claim_and_gives_up_in_time(tmp_path: Pa
 
 def test_a_reporter_cut_off_before_its_end_is_a_fault(served: Collector) -> None:
     served.begin_run("run1")
+    served.launched("run1", os.getpid())
     _send(served, _line({"stream": "egress"}))
     served.end_run()
     assert served.run_end("run1") == {}
     assert [(f["kind"], f["run"]) for f in served.faults] == [("cut_off", "run1")]
+
+
+# a reporter in its own process: it connects, says it is the egress stream, prints the answer
+_REPORTER = """\
+import socket, sys
+s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); s.sendall(b'{"stream": "egress"}\\n')
+print(s.makefile("rb").readline().decode().strip(), flush=True)
+s.sendall(b'{"end": 0}\\n')
+"""
+
+
+def _reporter(kept: Collector) -> subprocess.Popen[str]:
+    return subprocess.Popen([sys.executable, "-c", _REPORTER, str(kept.socket_path)],
+                            stdout=subprocess.PIPE, text=True)
+
+
+def test_only_a_process_of_the_runs_launch_claims_its_egress_stream(served: Collector) -> None:
+    """A process elsewhere on the host (here: this test, which launched nothing of the run)
+    is refused as an outsider before it could claim the run; the run's own first process
+    (here: the process the run launched) claims it after."""
+    served.begin_run("run1")
+    own = _reporter(served)
+    served.launched("run1", own.pid)
+    outsider = _send(served, _line({"stream": "egress"}), answer=True)
+    assert json.loads(outsider) == {"claimed": None}
+    out, _ = own.communicate(timeout=30)
+    assert json.loads(out) == {"claimed": "run1"}, out
+    served.end_run()
+    assert served.claimed("run1") and served.run_end("run1") == {"end": 0}
+    assert [(f["kind"], f["stream"]) for f in served.faults] == [("outsider", "egress")]
+    assert f"pid {os.getpid()}" in served.faults[0]["fault"]
+
+
+def test_a_claim_waits_for_the_runner_to_name_its_launch(served: Collector,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """The first process may connect before the runner's Popen has returned: the claim
+    waits for the launch to be named, and refuses only when it never is."""
+    served.begin_run("run1")
+    early = _reporter(served)
+    time.sleep(0.3)  # connected and waiting; the launch is named only now
+    served.launched("run1", early.pid)
+    assert json.loads(early.communicate(timeout=30)[0]) == {"claimed": "run1"}
+    served.end_run()
+    monkeypatch.setattr(collector_module, "LAUNCH_WAIT", 0.3)
+    served.begin_run("run2")  # a launch never named: nobody can be shown to belong to it
+    unnamed = _reporter(served)
+    assert json.loads(unnamed.communicate(timeout=30)[0]) == {"claimed": None}
+    assert not served.claimed("run2")
+    assert [f["kind"] for f in served.faults] == ["outsider"]
+
+
+def test_a_process_is_known_by_its_parents() -> None:
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        assert collector_module.descends_from(child.pid, {os.getpid()})
+        assert collector_module.descends_from(child.pid, {child.pid})
+        assert not collector_module.descends_from(os.getpid(), {child.pid})
+        assert not collector_module.descends_from(None, {os.getpid()})
+        assert not collector_module.descends_from(child.pid, set())
+        assert collector_module._unproven(child.pid) == \
+            "not started by the process the run launched"
+    finally:
+        child.kill()
+        child.wait()
+    # a reporter that left before it was checked cannot be shown to be of the run
+    assert not collector_module.descends_from(child.pid, {os.getpid()})
+    assert collector_module._unproven(child.pid) == "gone before its parents could be read"
 
 
 @pytest.mark.parametrize(("lines", "fault"), [

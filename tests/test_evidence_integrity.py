@@ -7,13 +7,22 @@ the mock recorded, the attempt stays recorded, and the forged reporter is refuse
 (``client.reporter-posers`` fails naming it; ``harness.evidence-intact`` holds: nothing was
 lost). Uncontained (``--no-sandbox``, where no first
 process claims the egress stream), the forged report is accepted: the assertions can fail.
-The real client runs the same attack in ``tests/test_sandbox_attacks.py``.
+A process outside the run (elsewhere on the host) that reaches the collector's socket is
+refused as an outsider: it claims nothing and forges nothing. The real client runs the same
+attack in ``tests/test_sandbox_attacks.py``.
 """
 
 from __future__ import annotations
 
 import json
+import socket
+import tempfile
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -85,12 +94,85 @@ def test_forging_from_inside_fails_and_is_recorded(tmp_path: Path) -> None:
     json.loads((tmp_path / "report" / "forge.json").read_text())
 
 
-def test_uncontained_the_forged_report_is_taken(tmp_path: Path) -> None:
+def test_uncontained_the_forged_report_is_taken(tmp_path: Path,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
     """The counterfactual: with no first process claiming the egress stream (no sandbox),
-    a forged reporter's attempt lands in the evidence."""
-    outcome = _forge(tmp_path, NoContainment())
+    a forged reporter's attempt lands in the evidence. The forger runs on the host here, so
+    its run's folder is made in a folder of this test's own, and it looks for sockets there
+    alone: the sockets of other runs on this machine (another test's) are not its target."""
+    with tempfile.TemporaryDirectory(prefix="lp-") as own:  # short: sockets live in it
+        monkeypatch.setattr(tempfile, "tempdir", own)
+        client = FakeLoopClient()
+        probe = attack_probe(forge_script(f"127.0.0.1:{PROXY_PORT}",
+                                          sockets=f"{own}/loopprobe-*/record.sock"), runs=1)
+        outcome = run_probe(probe, client, client.install("1"), tmp_path,
+                            containment=NoContainment())
     assert outcome.evidence is not None
     assert "forged.example:443" in [a.get("host") for a in outcome.evidence.egress]
+
+
+class _Watched:
+    """A containment that tells which places it made (to reach a run's socket from outside)."""
+
+    def __init__(self, inner: Bubblewrap) -> None:
+        self.inner = inner
+        self.places: list[Any] = []
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+    @contextmanager
+    def enter(self, *args: Any, **kwargs: Any) -> Iterator[Any]:
+        with self.inner.enter(*args, **kwargs) as place:
+            self.places.append(place)
+            yield place
+
+
+def test_a_process_outside_the_run_claims_nothing_and_forges_nothing(tmp_path: Path) -> None:
+    """While a contained run is under way, a process elsewhere on the host (this test)
+    reaches the run's collector socket and poses as its egress reporter. It is refused as an
+    outsider: the run's own first process claims the run, no forged attempt is kept, the
+    evidence is intact, and the client is not blamed (no ``client.reporter-posers``). Before
+    the collector knew a run's launch, the first such reporter claimed the run, the run's own
+    first process was refused, and the client was never started."""
+    watched = _Watched(_bubblewrap())
+    client = FakeLoopClient()
+    probe = attack_probe("sleep 4\necho attack:done\n", runs=1)
+    answers: list[bytes] = []
+
+    def pose() -> None:
+        deadline = time.monotonic() + 60
+        while not watched.places and time.monotonic() < deadline:
+            time.sleep(0.05)
+        path = watched.places[0].record_socket()
+        while not path.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        time.sleep(1)  # the run is under way (its Bash tool sleeps)
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as channel:
+            channel.settimeout(30)
+            channel.connect(str(path))
+            channel.sendall(b'{"stream": "egress"}\n{"time": 0, "method": "FORGED", '
+                            b'"target": "forged.example:443", "host": "forged.example:443"}\n')
+            answers.append(channel.makefile("rb").readline())
+
+    poser = threading.Thread(target=pose, daemon=True)
+    poser.start()
+    outcome = run_probe(probe, client, client.install("1"), tmp_path, containment=watched)
+    poser.join(60)
+    assert answers == [b'{"claimed": null}\n']
+    assert outcome.evidence is not None, outcome.error
+    assert "attack:done" in _bash_output(outcome)
+    assert "forged.example:443" not in [a.get("host") for a in outcome.evidence.egress]
+    assert [f["kind"] for f in outcome.evidence.evidence_faults] == ["outsider"]
+    checks = {c.id.split(".", 1)[1]: c for c in outcome.checks}
+    assert not checks["host.outside-reporters"].passed
+    assert "from outside the run" in json.dumps(checks["host.outside-reporters"].observed)
+    assert checks["harness.evidence-intact"].passed
+    assert checks["harness.run1.finished"].passed
+    assert "client.reporter-posers" not in checks
+    report, _, _ = build_report(ReportSpec("outsider", "outsider", (outcome.probe,)),
+                                [outcome], outcome_binary())
+    assert [c["status"] for c in report["claims"]] == ["confirmed"]
 
 
 @pytest.mark.parametrize("containment", ["bubblewrap", "none"])

@@ -21,11 +21,14 @@ from mockapi.records import JournalRecord, RequestRecord
 from probes.core.invocation import Invocation
 from probes.core.safe_read import json_lines, nested_deeper_than
 
-__all__ = ["MAX_EVENT_DEPTH", "POSER_FAULT", "Evidence", "Location", "Output", "RunRecord", "block_text",
-           "blocks_of_type", "locate", "message_outline", "messages"]
+__all__ = ["MAX_EVENT_DEPTH", "OUTSIDER_FAULT", "POSER_FAULT", "Evidence", "Location", "Output",
+           "RunRecord", "block_text", "blocks_of_type", "locate", "message_outline", "messages"]
 
 # a collector fault that is a process posing as a reporter, refused (Evidence.evidence_faults)
 POSER_FAULT = "poser"
+# a collector fault that is a process outside the run (elsewhere on the host) reaching the
+# run's collector, refused: not the client's act, and it cost no evidence
+OUTSIDER_FAULT = "outsider"
 # a printed line nested deeper is kept unparsed: reports recurse into events, and a client's
 # line must not exhaust that recursion (real events nest a few tens of levels at most)
 MAX_EVENT_DEPTH = 128
@@ -150,9 +153,10 @@ class Evidence:
     # invocations never started, and why (a path their files go to made unusable by the
     # client in an earlier run)
     runs_not_started: dict[str, str] = field(default_factory=dict)
-    # what the collector refused or cut (a second egress reporter, an oversized line)
-    # what the collector refused; kind POSER_FAULT: a process posing as a reporter (the
-    # client's act, costing no evidence), any other kind: evidence lost or cut off
+    # what the collector refused or cut, by kind: POSER_FAULT, a process posing as a reporter
+    # (the client's act, costing no evidence); OUTSIDER_FAULT, a process outside the run
+    # reaching its collector (refused, costing none); any other, evidence lost or cut off
+    # (a reporter cut off, an oversized line)
     evidence_faults: list[dict[str, Any]] = field(default_factory=list)
     # static evidence, for the strings the probe names (Probe.client_mentions): whether the
     # installed client's files mention each ({"binary_sha256", "files", "found": {s: bool}})

@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from probes.core.checks import CheckResult, Checks
-from probes.core.evidence import POSER_FAULT, Evidence
+from probes.core.evidence import OUTSIDER_FAULT, POSER_FAULT, Evidence
 from probes.core.probe import Probe
 
 __all__ = ["AGAINST", "CHANGES", "CLAIM_VERDICTS", "EGRESS_CHECK", "LABELS", "NOT_SHOWN",
@@ -164,8 +164,10 @@ def harness_checks(evidence: Evidence, checks: Checks) -> None:
                     "the client connected to nothing but the mock (the proxy refused the rest)",
                     passed=not hosts, expected=[], observed=hosts,
                     evidence="egress guard: connections made through the refusing proxy")
-    lost = [f for f in evidence.evidence_faults if f.get("kind") != POSER_FAULT]
+    lost = [f for f in evidence.evidence_faults
+            if f.get("kind") not in (POSER_FAULT, OUTSIDER_FAULT)]
     posers = [f for f in evidence.evidence_faults if f.get("kind") == POSER_FAULT]
+    outsiders = [f for f in evidence.evidence_faults if f.get("kind") == OUTSIDER_FAULT]
     checks.that("harness.evidence-intact", None,
                 "the collector kept every report of the runs whole (no stream cut off, no "
                 "line refused or dropped)",
@@ -178,6 +180,13 @@ def harness_checks(evidence: Evidence, checks: Checks) -> None:
                     passed=False, expected=[],
                     observed=[f"{f.get('stream')}: {f.get('fault')}" for f in posers],
                     evidence="the collector's refusals (a second or stray reporter)")
+    if outsiders:  # neither the client's act nor evidence lost: reported, deciding nothing
+        checks.that("host.outside-reporters", None,
+                    "no process outside the runs (elsewhere on this machine) reached the "
+                    "collector of their evidence",
+                    passed=False, expected=[],
+                    observed=[f"{f.get('stream')}: {f.get('fault')}" for f in outsiders],
+                    evidence="the collector's refusals (a reporter no run's launch started)")
     # the classifier read a request of the loop's own as a side request (2.1.31-2.1.45 sent
     # temperature 1, then read as side): answered with the mock's built-in "OK", the script
     # never reached the client, and every check would conclude on nothing

@@ -15,7 +15,11 @@ What the reports can be trusted for, and what not:
   one already received;
 - egress: the sandbox's first process connects before the client starts, and one egress
   reporter is accepted per run; a later one is refused and recorded as a forging attempt.
-  Killing the first process ends the run (its PID namespace dies with it);
+  Only a process the run's own launch started may claim the stream (its PID, from the
+  socket, descends from the PID the runner registered, ``launched``): a process elsewhere on
+  the host (another run's uncontained client, say) is refused and recorded as an outsider,
+  before it could claim a run and keep its client from starting. Killing the first process
+  ends the run (its PID namespace dies with it);
 - hook calls and MCP events are reported by processes the client itself starts, so a client
   could add records of its own: they are the client's account, as its transcripts are.
 
@@ -40,16 +44,22 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from probes.core.evidence import POSER_FAULT
+from probes.core.evidence import OUTSIDER_FAULT, POSER_FAULT
 from probes.run.hook_policy import decide
 
-__all__ = ["CONNECTION_LIMIT", "LINE_LIMIT", "STREAM_LIMIT", "TOTAL_LIMIT", "Collector"]
+__all__ = ["CONNECTION_LIMIT", "LAUNCH_WAIT", "LINE_LIMIT", "STREAM_LIMIT", "TOTAL_LIMIT",
+           "Collector", "descends_from"]
 
 LINE_LIMIT = 1024 * 1024
 STREAM_LIMIT = 32 * 1024 * 1024
 TOTAL_LIMIT = 128 * 1024 * 1024
 CONNECTION_LIMIT = 128
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+# how long a claim waits for the runner to say which process it started (the first process
+# can connect before Popen has returned in the runner's thread)
+LAUNCH_WAIT = 10.0
+# how many parents are followed up from a reporter (bwrap, its init, the first process: 3)
+_ANCESTRY_DEPTH = 32
 
 
 def _peer_pid(sock: socket.socket) -> int | None:
@@ -59,6 +69,40 @@ def _peer_pid(sock: socket.socket) -> int | None:
         return None
     pid: int = struct.unpack("3i", raw)[0]
     return pid
+
+
+def _parent(pid: int) -> int | None:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_bytes()
+    except OSError:
+        return None
+    # "pid (comm) state ppid ...": comm is the process's own choice, so read after its end
+    fields = stat[stat.rfind(b")") + 1:].split()
+    try:
+        return int(fields[1])
+    except (IndexError, ValueError):
+        return None
+
+
+def descends_from(pid: int | None, ancestors: set[int]) -> bool:
+    """Whether process ``pid`` is one of ``ancestors`` or started by one (its parents read
+    from /proc, as this process's PID namespace numbers them)."""
+    for _ in range(_ANCESTRY_DEPTH):
+        if pid is None or pid <= 1:
+            return False
+        if pid in ancestors:
+            return True
+        pid = _parent(pid)
+    return False
+
+
+def _unproven(pid: int | None) -> str:
+    """Why a reporter could not be shown to be of the run's launch."""
+    if pid is None:
+        return "the socket did not say which process it is"
+    if _parent(pid) is None:
+        return "gone before its parents could be read"
+    return "not started by the process the run launched"
 
 
 def _read_line(stream: BufferedIOBase) -> tuple[bytes, bool]:
@@ -136,6 +180,8 @@ class Collector:
         self._dropped: dict[str, int] = {}
         self._run: str | None = None
         self._claimed_runs: set[str] = set()  # runs whose egress stream is claimed
+        self._launchers: dict[str, int] = {}  # run -> the PID its runner started
+        self._launched = threading.Condition(self._lock)
         self._server: _Server | None = None
         self._thread: threading.Thread | None = None
 
@@ -177,6 +223,13 @@ class Collector:
         with self._lock:
             self._run = name
             self._reporter_done[name] = threading.Event()
+
+    def launched(self, name: str, pid: int) -> None:
+        """The runner started run ``name`` as process ``pid``: its egress reporter must be that
+        process or one it started."""
+        with self._launched:
+            self._launchers[name] = pid
+            self._launched.notify_all()
 
     def run_end(self, name: str, timeout: float = 3.0) -> dict[str, Any]:
         """What the run's egress reporter said last (its ``end`` line), once its stream is
@@ -297,19 +350,32 @@ class Collector:
 
     def _egress_reports(self, rfile: BufferedIOBase, wfile: BufferedIOBase,
                         pid: int | None) -> None:
-        with self._lock:
+        with self._launched:
             run = self._run
-            claimed = run in self._claimed_runs
             if run is not None:
+                self._launched.wait_for(lambda: run in self._launchers, LAUNCH_WAIT)
+            launchers = {self._launchers[run]} if run in self._launchers \
+                else set(self._launchers.values()) if run is None else set()
+        outsider = not descends_from(pid, launchers)
+        with self._lock:
+            claimed = run in self._claimed_runs
+            if run is not None and not outsider:
                 self._claimed_runs.add(run)
         # the answer the reporter waits for before it starts the client: the stream is
         # claimed for this run while the run is under way, however late this thread is
         # scheduled (a machine under load), never for the run after it
         try:
-            wfile.write((json.dumps({"claimed": None if claimed else run}) + "\n").encode())
+            wfile.write((json.dumps({"claimed": None if claimed or outsider else run})
+                     + "\n").encode())
             wfile.flush()
         except OSError:
             pass
+        if outsider:
+            # not of this run's launch: nothing the client did, and refused before it could
+            # claim the run (which would keep the run's own first process from starting it)
+            self._fault("egress", f"an egress reporter from outside the run (pid {pid}: "
+                                  f"{_unproven(pid)}) was refused", kind=OUTSIDER_FAULT)
+            return
         if run is None or claimed:
             # the client's act, refused: the run's own stream stays the first one's (whose
             # end line the runner requires), so it costs no evidence

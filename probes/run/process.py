@@ -141,16 +141,19 @@ def _wait(done: Callable[[], bool], deadline: float,
 
 def run_process(argv: list[str], *, env: dict[str, str], cwd: Path, timeout: float,
                 stdin: str | None = None, output_cap: int = OUTPUT_CAP,
-                should_stop: Callable[[], str | None] | None = None) -> ProcessResult:
+                should_stop: Callable[[], str | None] | None = None,
+                on_start: Callable[[int], None] | None = None) -> ProcessResult:
     """Run ``argv`` in a new session; at ``timeout``, or once ``should_stop`` (asked every
     STOP_POLL seconds) gives a reason, the whole process group is killed. The first
     ``output_cap`` bytes of stdout and of stderr are kept, the rest counted.
 
     The group is also killed after a normal exit, so nothing the client started
-    in the background outlives its run.
+    in the background outlives its run. ``on_start`` is told the started process's PID.
     """
     started = time.monotonic()
     process = _start(argv, env, cwd, piped_stdin=stdin is not None)
+    if on_start is not None:
+        on_start(process.pid)
     stdout, stderr = _pipes(process)
     out, err = Capture(stdout, output_cap), Capture(stderr, output_cap)
     writer = None
@@ -210,7 +213,8 @@ def run_conversation(argv: list[str], *, env: dict[str, str], cwd: Path, timeout
                      start: Callable[[Callable[[str], None], Callable[[], None]], Dialogue],
                      new_requests: Callable[[], list[Mapping[str, Any]]],
                      output_cap: int = OUTPUT_CAP,
-                     should_stop: Callable[[], str | None] | None = None) -> ProcessResult:
+                     should_stop: Callable[[], str | None] | None = None,
+                     on_start: Callable[[int], None] | None = None) -> ProcessResult:
     """Run ``argv`` with a caller that talks to it: ``start(write, close)`` gives the dialogue
     that is fed every stdout line (parsed; others are kept but not fed) and every request
     record ``new_requests`` returns (polled). The same guarantees as ``run_process``: a new
@@ -220,6 +224,8 @@ def run_conversation(argv: list[str], *, env: dict[str, str], cwd: Path, timeout
     its stdin cannot hold the run past its timeout."""
     started = time.monotonic()
     process = _start(argv, env, cwd, piped_stdin=True)
+    if on_start is not None:
+        on_start(process.pid)
     assert process.stdin is not None
     stdout, stderr = _pipes(process)
     out, err = Capture(stdout, output_cap, lines=True), Capture(stderr, output_cap)

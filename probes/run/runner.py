@@ -285,12 +285,17 @@ def _run_one(probe: Probe, invocation: Invocation, client: Client, binary: Clien
     conversation: list[Conversation] = []
     with place.confine() as bounds:  # the run's own memory, process and disk bounds
         argv = bounds.wrap(command.argv)
+        # the run's egress reporter must descend from this process (Collector.launched)
+        def launched(pid: int) -> None:
+            collector.launched(invocation.name, pid)
         if invocation.streamed is None:
             result = run_process(argv, env=command.env, cwd=command.cwd,
-                                 timeout=invocation.timeout, should_stop=bounds.should_stop)
+                                 timeout=invocation.timeout, should_stop=bounds.should_stop,
+                                 on_start=launched)
         else:
             result = _converse(invocation, replace(command, argv=argv), box, mock, first_seq,
-                               started, placeholders, conversation, bounds.should_stop)
+                               started, placeholders, conversation, bounds.should_stop,
+                               launched)
         # /tmp full is said by the sandbox's first process, to the collector (not stderr)
         bounds_hit = bounds.hits(str(collector.run_end(invocation.name).get("tmp_full") or ""),
                                  result.exit_code)
@@ -344,7 +349,8 @@ def _write_input(box: Sandbox, path: Path, content: str) -> None:
 def _converse(invocation: Invocation, command: Command, box: Sandbox, mock: Served,
               first_seq: int, started: float, context: Mapping[str, str],
               kept: list[Conversation],
-              should_stop: Callable[[], str | None] | None = None) -> ProcessResult:
+              should_stop: Callable[[], str | None] | None = None,
+              on_start: Callable[[int], None] | None = None) -> ProcessResult:
     """A streamed run: the invocation's script is written as its moments come (each new
     request record of the run is shown to it as the mock journals it)."""
     script = invocation.streamed
@@ -369,7 +375,7 @@ def _converse(invocation: Invocation, command: Command, box: Sandbox, mock: Serv
 
     return run_conversation(command.argv, env=command.env, cwd=command.cwd,
                             timeout=invocation.timeout, start=start, new_requests=new_requests,
-                            should_stop=should_stop)
+                            should_stop=should_stop, on_start=on_start)
 
 
 def _gather(probe: Probe, client: Client, binary: ClientBinary, box: Sandbox,

@@ -4,7 +4,7 @@ compaction off), structured output still invalid after its retries.
 
 from __future__ import annotations
 
-from mockapi import Match, Rule, Scenario, text, tool_use
+from mockapi import Match, Rule, Scenario, api_error, text, tool_use
 from mockapi.replies import Usage
 from probes.catalog.common import check_terminal, result_of
 from probes.catalog.variants import answering, with_rules
@@ -48,6 +48,12 @@ BLOCKING_PROBE = Probe(
         Rule(id="huge-turn", match=Match(last_user_text_contains="BLOCKING_PROMPT"),
              reply=tool_use("Read", {"file_path": "{workspace}/blocking.txt"},
                             usage=Usage(input_tokens=190000))),
+        # "no compaction succeeded" holds by construction: a client that compacts although
+        # DISABLE_AUTO_COMPACT is set (2.0.53-2.0.76 do, at the blocking line) is refused
+        # (400, not retried) instead of left without a scripted answer
+        Rule(id="compaction-fails", match=Match(kind="compaction"),
+             reply=api_error(400, "Scripted: this compaction fails",
+                             type="invalid_request_error"), repeat="always"),
         Rule(id="after", match=Match(), reply=text("SHOULD_NOT_BE_ASKED"), repeat="always"),
     ]),
     fixtures={"blocking.txt": "BLOCKING\n"},
@@ -56,7 +62,10 @@ BLOCKING_PROBE = Probe(
                                  "DISABLE_AUTO_COMPACT": "1"}),),
     check=check_blocking,
     boundaries=("The context size is the scripted usage (190000 input tokens) against a "
-                "100000 window; automatic compaction is switched off with DISABLE_AUTO_COMPACT.",),
+                "100000 window; automatic compaction is switched off with DISABLE_AUTO_COMPACT, "
+                "and a compaction the client tries all the same is answered with a 400 error, "
+                "so none succeeds.",),
+    revision=2,  # compaction answered with an error (it had no rule: a harness error)
     counterfactuals=(
         Counterfactual(
             "small-context",
