@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import ipaddress
+import math
 import os
 import secrets
 import socket
@@ -110,6 +111,11 @@ def uvicorn_config(app: Any, *, limits: Limits | None = None,
         timeout_graceful_shutdown=1, ws="none", server_header=False, date_header=False,
         http=bounded_protocol(limits, on_refused),
         limit_concurrency=cap.max,
+        # An idle keep-alive connection is closed by the head timer (header_timeout, 30 s),
+        # never by uvicorn's 5 s default. undici, under node's fetch, keeps an idle connection
+        # 4 s by default: a client held up for a second reused a connection the mock was
+        # closing, and got a reset for a request the mock never read.
+        timeout_keep_alive=math.ceil(limits.header_timeout),  # uvicorn's is a whole number
     )
 
 

@@ -65,7 +65,9 @@ class Limits:
 
     max_header_bytes: int = 32 * 1024  # request line and headers together
     max_headers: int = 100
-    header_timeout: float = 30.0  # from connect (or the head's first byte) to its end
+    # from connect, from the end of the last reply (an idle keep-alive connection), or from
+    # the head's first byte, to the head's end
+    header_timeout: float = 30.0
     body_timeout: float = 30.0  # the longest pause between two parts of a body
     max_connections: int = 1000  # beyond it 503 overloaded_error
 
