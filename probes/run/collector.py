@@ -354,8 +354,12 @@ class Collector:
             run = self._run
             if run is not None:
                 self._launched.wait_for(lambda: run in self._launchers, LAUNCH_WAIT)
-            launchers = {self._launchers[run]} if run in self._launchers \
-                else set(self._launchers.values()) if run is None else set()
+            if run is None:  # between runs: any run's launch may still be reporting
+                launchers = set(self._launchers.values())
+            elif run in self._launchers:
+                launchers = {self._launchers[run]}
+            else:  # the run's launch was never named: nothing descends from it
+                launchers = set()
         outsider = not descends_from(pid, launchers)
         with self._lock:
             claimed = run in self._claimed_runs
