@@ -153,6 +153,23 @@ def test_a_change_that_does_not_reproduce_is_flaky_never_a_change(tmp_path: Path
                       "probed": ["2.1.120"], "outcomes": ["contradicted", "confirmed"]}]
 
 
+def test_a_flaky_cell_is_flaky_only_for_the_claims_whose_verdicts_differed(
+        tmp_path: Path) -> None:
+    # p-b's re-run on 2.1.120 answers otherwise for claim.b1 only: the cell is flaky for
+    # claim.b1; claim.b2, confirmed in both attempts, stands there (seen on real 2.0.27: a
+    # claim shown flaky with the outcomes confirmed and confirmed)
+    verdict = _verdict_changes({"claim.b1": [(20, "contradicted"), (21, "confirmed")]})
+    truth = Truth(verdict, screen=lambda i: "s1" if i == 20 else "s0",
+                  flaky={("2.1.120", "claim.b1"): "confirmed"})
+    _, result = _run(tmp_path, truth)
+    assert result.complete
+    assert ("2.1.120", "2.1.120", FLAKY) in _segments(result, "claim.b1")
+    assert _segments(result, "claim.b2") == [(VERSIONS[0], VERSIONS[-1], "confirmed")]
+    claim = next(c for c in result.claims(CLAIMS) if c["id"] == "claim.b2")
+    assert "2.1.120" in claim["segments"][0]["probed"]
+    assert _changes(result, "claim.b1") == _changes(result, "claim.b2") == []
+
+
 def test_a_harness_error_is_run_again_and_its_retry_decides(tmp_path: Path) -> None:
     # 2.1.116's first run is a harness error; run again fresh it answers as its neighbours
     # after it do, so the change is located there and verified by a third attempt

@@ -17,7 +17,9 @@ The method, in rounds until nothing is needed:
    middle; repeat until each change lies between adjacent releases.
 4. **Verify**: run the probe again, in a fresh sandbox (attempt 2), on both versions of each
    located change. A version whose two attempts differ is flaky: it leaves the probed
-   versions (both outcomes are kept), and the search goes on around it.
+   versions (both outcomes are kept), and the search goes on around it. It is flaky for
+   the claims whose verdicts differ; a claim of the same probe whose verdict was the same
+   in both attempts stands there, verified.
 
 A version where the probe ended in a harness error is run once more in a fresh sandbox
 (attempt 2; a located change there is then verified by attempt 3); when that errs too, it
@@ -209,11 +211,20 @@ def _next_runs(versions: Sequence[str], probe: str, state: ProbeState,
 
 def _claim_result(claim: str, probe: str, versions: Sequence[str],
                   state: ProbeState) -> dict[str, Any]:
+    # A cell is flaky for the probe when any of its claims differed between the attempts; a
+    # claim whose verdict was the same in every attempt stands there, and is verified.
+    agreed: dict[int, str] = {}
+    for index, attempts in state.flaky.items():
+        same = {o.get(claim, "missing") for o in attempts}
+        if len(attempts) > 1 and len(same) == 1 and not same & {_ERROR, "missing"}:
+            agreed[index] = same.pop()
+    standing = {i: o.get(claim, "missing") for i, o in state.probed.items()} | agreed
+    verified = state.verified | set(agreed)
     verdicts: list[tuple[str, list[str] | None, bool]] = []  # verdict, outcomes, probed
-    known = sorted(state.probed)
+    known = sorted(standing)
     for index in range(len(versions)):
-        if index in state.probed:
-            verdicts.append((state.probed[index].get(claim, "missing"), None, True))
+        if index in standing:
+            verdicts.append((standing[index], None, True))
         elif index in state.flaky:
             verdicts.append((FLAKY, [o.get(claim, "missing") for o in state.flaky[index]],
                              True))
@@ -222,9 +233,10 @@ def _claim_result(claim: str, probe: str, versions: Sequence[str],
         else:
             before = [i for i in known if i < index]
             after = [i for i in known if i > index]
-            a = state.probed[before[-1]].get(claim) if before else None
-            b = state.probed[after[0]].get(claim) if after else None
-            verdicts.append((a if a is not None and a == b else UNRESOLVED, None, False))
+            a = standing[before[-1]] if before else None
+            b = standing[after[0]] if after else None
+            verdicts.append((a if a is not None and a != "missing" and a == b else UNRESOLVED,
+                             None, False))
     segments: list[dict[str, Any]] = []
     for version, (verdict, outcomes, probed) in zip(versions, verdicts, strict=True):
         last = segments[-1] if segments else None
@@ -240,10 +252,10 @@ def _claim_result(claim: str, probe: str, versions: Sequence[str],
         segments.append(segment)
     changes: list[dict[str, Any]] = []
     for low, high in pairwise(known):
-        a, b = state.probed[low].get(claim, "missing"), state.probed[high].get(claim, "missing")
+        a, b = standing[low], standing[high]
         if a == b:
             continue
-        located = high == low + 1 and {low, high} <= state.verified
+        located = high == low + 1 and {low, high} <= verified
         changes.append({"before": versions[low], "after": versions[high], "from": a, "to": b,
                         "located": located,
                         **({} if located else {"candidates": list(versions[low + 1:high + 1])})})
