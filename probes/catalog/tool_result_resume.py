@@ -39,12 +39,17 @@ CLAIMS = (
     Claim(FEEDBACK, "A tool_use from the model is executed by the client, and its result "
                     "returns in the next request as a tool_result with the same id; the file "
                     "content reaches the model only through that tool_result; the run ends "
-                    "with success and exit 0 after two model requests.",
+                    "with success and exit 0 after two model requests, which its result "
+                    "counts as two turns (num_turns 2).",
           source=from_analysis(
               "模型结束任务:CLI 返回成功结果",
               "对 2.1.235 精确二进制验证了首个请求声明 Read 工具、第二个请求"
               "含同 ID 的调用与结果、结果包含文件 marker,并记录最终文本、"
-              "success subtype 和退出状态", 61)),
+              "success subtype 和退出状态", 61),
+          beyond_source="The turn count is the analysis's turnCount (section "
+                        "“先区分四个容易混淆的“轮次””, line 84: “第一次模型请求的 turnCount "
+                        "是 1;如果模型调用工具,工具执行完后准备第二次模型请求时计数变为 2”); "
+                        "that the result's num_turns reports it is expected, not stated."),
     Claim(RESUMED, "--resume of the session sends a request holding the first prompt, the "
                    "tool exchange, the first final text and the new prompt, in the same "
                    "session.",
