@@ -265,6 +265,7 @@ def test_the_check_step_checks_a_plugin_of_another_folder_on_three_real_versions
     theirs = tmp_path / "their-repo"
     shutil.copytree(ROOT / "examples" / "plugin", theirs / "plugin", symlinks=True)
     shutil.copytree(ROOT / "examples" / "plugin-cases", theirs / "cases", symlinks=True)
+    (theirs / ".git").mkdir()  # their repository: its cases reach the plugin beside them
     loopprobe = tmp_path / "bin"
     loopprobe.mkdir()
     (loopprobe / "loopprobe").write_text(f'#!/usr/bin/env bash\nexec "{sys.executable}" '

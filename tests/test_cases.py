@@ -97,7 +97,8 @@ def test_a_setup_folder_that_is_missing_is_refused_before_any_run(
     path = _write(tmp_path, {**CASE, "setup": {"plugin_dirs": ["nowhere"]}})
     said = one_line_error(["check", str(path), "--versions", "2.1.235",
                            "--out", str(tmp_path / "out")], capsys)
-    assert f"the plugin nowhere folder {tmp_path / 'nowhere'} is missing" in said
+    assert f"setup.plugin_dirs[0]: expected a folder, but {tmp_path / 'nowhere'} is missing" \
+        in said, said
 
 
 @pytest.mark.parametrize("which", ["cases", "baseline"])

@@ -50,7 +50,9 @@ def test_the_example_plugin_holds_its_contract(claude_code_binary: Any, tmp_path
 
 
 def _broken_copy(tmp_path: Path) -> Path:
-    """The example's plugin and cases, the PreToolUse script no longer executable."""
+    """The example's plugin and cases, the PreToolUse script no longer executable; the
+    folder a repository (its ``.git``), so the cases reach the plugin beside them."""
+    (tmp_path / ".git").mkdir()
     shutil.copytree(ROOT / "examples" / "plugin", tmp_path / "plugin", symlinks=True)
     shutil.copytree(ROOT / "examples" / "plugin-cases", tmp_path / "plugin-cases", symlinks=True)
     (tmp_path / "plugin" / "scripts" / "block-rm-rf.py").chmod(0o644)
@@ -79,3 +81,46 @@ def test_a_hook_that_cannot_run_fails_what_rests_on_it_and_a_baseline_decides_th
     baseline.write_text(yaml.safe_dump({"loopprobe": "baseline/1", "expected_failures": stale}))
     code, check = _check(cases, tmp_path / "stale", "--baseline", str(baseline))
     assert code == 1 and "stale" in _outcomes(check).values()
+
+
+SECRET = "host-secret-3f9c1e"
+
+
+@pytest.mark.parametrize("named_by", ["setup.workspace", "--workspace"])
+def test_a_workspace_committed_as_a_link_to_a_host_folder_is_refused_and_nothing_leaks(
+        claude_code_binary: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        named_by: str) -> None:
+    """A fork's pull request commits ``ws`` as a link to a folder of the runner holding a
+    secret; its case file names it (``setup.workspace``), or the workflow's ``workspace:``
+    input does (the action passes it as ``--workspace``). The scripted model has the real
+    client's Bash print the file and an expectation keeps its text: copied, the secret lands
+    in the journal and check.json, which the action uploads. It is refused when the case
+    file loads, naming the field and the root, and no file of the evidence holds it."""
+    host = tmp_path / "runner-home"
+    host.mkdir()
+    (host / "secret.txt").write_text(SECRET + "\n")
+    fork = tmp_path / "fork"
+    (fork / ".git").mkdir(parents=True)
+    (fork / "ws").symlink_to(host)
+    cases = fork / "cases.yaml"
+    cases.write_text(yaml.safe_dump({
+        "loopprobe": "cases/1", "name": "leak", "title": "A fork's case file",
+        "setup": {"workspace": "ws"} if named_by == "setup.workspace" else {},
+        "cases": [{"name": "read", "title": "print the secret", "prompt": "show it",
+                   "tools": ["Bash"],
+                   "model": [{"content": [{"type": "tool_use", "name": "Bash",
+                                           "input": {"command": "cat secret.txt"}}]},
+                             {"text": "done"}],
+                   "expect": [{"tool_called": {"name": "Bash"}},
+                              {"file_contains": {"path": "secret.txt", "text": "nothing"}}]}]}))
+    out = tmp_path / "evidence"
+    given = ["--workspace", str(fork / "ws")] if named_by == "--workspace" else []
+    code = main(["check", str(cases), "--versions", DEFAULT_CLIENT_VERSION, "--out", str(out),
+                 "--junit", str(tmp_path / "junit.xml"), "-j", "1", *given])
+    err = capsys.readouterr().err
+    leaked = [str(p) for p in [*out.rglob("*"), tmp_path / "junit.xml"]
+              if p.is_file() and not p.is_symlink() and SECRET.encode() in p.read_bytes()]
+    assert not leaked, f"the host's secret reached the evidence: {leaked}"
+    assert code == 2, err
+    assert named_by in err and str(fork) in err and "outside it" in err, err
+    assert "internal error" not in err and len(err.strip().splitlines()) == 1, err

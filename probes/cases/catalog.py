@@ -6,39 +6,67 @@ same sandbox, evidence, verdicts, EVIDENCE.md, HTML page, matrix, diff and bisec
 
 from __future__ import annotations
 
+import os
 from functools import partial
 from pathlib import Path
 
 from mockapi.scenario import Scenario
 from probes.cases.expectations import check_expectation, statement
 from probes.cases.format import Case, CaseFile, CaseFileError, expectation_ids, load_case_file
+from probes.cases.paths import given_path, repository_root, setup_path
 from probes.core.checks import Checks
 from probes.core.evidence import Evidence
 from probes.core.invocation import Invocation
-from probes.core.probe import Claim, Probe, ReportSpec
+from probes.core.probe import CatalogError, Claim, Probe, ReportSpec
 from probes.core.provenance import project_expectation
 from probes.core.setup import UserSetup
 
 __all__ = ["case_catalog", "case_report", "user_setup"]
 
 
-def user_setup(cases: CaseFile, folder: Path, *, workspace: Path | None = None,
+def user_setup(cases: CaseFile, path: Path, *, workspace: Path | None = None,
                home_config: Path | None = None,
                plugin_dirs: tuple[Path, ...] = ()) -> UserSetup:
-    """The setup the case file names (paths relative to its folder), each given folder
-    replacing its own (plugin folders are added); every folder must exist."""
+    """The setup the case file at ``path`` names (paths relative to its folder, inside its
+    repository: ``probes.cases.paths``), each folder given on the command line replacing its
+    own (plugin folders are added); every folder must exist."""
+    root = repository_root(path)
     named = cases.setup
-    chosen = UserSetup(
-        workspace=workspace or (folder / named.workspace if named.workspace else None),
-        home_config=home_config or (folder / named.home_config if named.home_config else None),
-        plugin_dirs=tuple(dict.fromkeys([*(folder / p for p in named.plugin_dirs),
-                                         *plugin_dirs])))
-    for what, path in chosen.folders():
-        if not path.is_dir():
-            raise CaseFileError(f"setup: the {what} folder {path} is "
-                                f"{'not a folder' if path.exists() else 'missing'}; expected "
-                                "a folder (paths in the case file are relative to it)")
-    return chosen
+
+    def one(flag: str, given: Path | None, field: str, own: str | None) -> tuple[str, Path] | None:
+        if given is not None:
+            return flag, given_path(root, flag, given)
+        return (field, setup_path(path, root, field, own)) if own is not None else None
+
+    chosen_workspace = one("--workspace", workspace, "setup.workspace", named.workspace)
+    chosen_home = one("--home-config", home_config, "setup.home_config", named.home_config)
+    plugins: dict[str, tuple[str, Path]] = {}  # each real folder once: where it was named
+    for field, folder in [*((f"setup.plugin_dirs[{i}]",
+                             setup_path(path, root, f"setup.plugin_dirs[{i}]", given))
+                            for i, given in enumerate(named.plugin_dirs)),
+                          *((f"--plugin-dir {given}", given_path(root, "--plugin-dir", given))
+                            for given in plugin_dirs)]:
+        plugins.setdefault(os.path.realpath(folder), (field, folder))
+    names: dict[str, str] = {}
+    for field, folder in plugins.values():
+        if (first := names.setdefault(folder.name, field)) != field:
+            raise CaseFileError(f"{path}: {field}: expected plugin folders of distinct names "
+                                f"(each is shown to the client under its name), found "
+                                f"{folder.name!r} again (first named by {first})")
+    for field, folder in [c for c in (chosen_workspace, chosen_home) if c] + [*plugins.values()]:
+        if not _is_dir(folder):
+            raise CaseFileError(f"{path}: {field}: expected a folder, but {folder} is "
+                                f"{'not a folder' if os.path.lexists(folder) else 'missing'}")
+    return UserSetup(workspace=chosen_workspace[1] if chosen_workspace else None,
+                     home_config=chosen_home[1] if chosen_home else None,
+                     plugin_dirs=tuple(folder for _, folder in plugins.values()))
+
+
+def _is_dir(path: Path) -> bool:
+    try:
+        return path.is_dir()
+    except (OSError, ValueError):
+        return False
 
 
 def _check(case: Case, claims: list[str], evidence: Evidence, checks: Checks) -> None:
@@ -70,7 +98,12 @@ def case_report(cases: CaseFile, source_name: str, setup: UserSetup) -> ReportSp
 
 
 def case_catalog(path: Path, **folders: object) -> tuple[ReportSpec, ...]:
-    """The catalog of the case file at ``path``; ``folders`` as ``user_setup`` takes them."""
+    """The catalog of the case file at ``path``; ``folders`` as ``user_setup`` takes them.
+    Everything refused is a ``CaseFileError`` naming the file."""
+    given_path(repository_root(path), "the case file", path)  # not a link out of its repository
     cases = load_case_file(path)
-    setup = user_setup(cases, path.resolve().parent, **folders)  # type: ignore[arg-type]
-    return (case_report(cases, path.name, setup),)
+    setup = user_setup(cases, path, **folders)  # type: ignore[arg-type]
+    try:
+        return (case_report(cases, path.name, setup),)
+    except CatalogError as error:  # what the format lets through and a probe refuses
+        raise CaseFileError(f"{path}: {error}") from None

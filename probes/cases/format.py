@@ -11,12 +11,13 @@ The expectations are a closed set (``EXPECTATION_KINDS``), each checked by
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from mockapi.replies import Message, Reply
 from mockapi.scenario import Rule
+from mockapi.scenario_errors import ScenarioError
 from probes.core.safe_read import read_yaml
 
 __all__ = ["CASES_FORMAT", "DEFAULT_REPLY", "DEFAULT_RULE", "EXPECTATION_KINDS", "Case",
@@ -29,6 +30,7 @@ CASES_FORMAT = "cases/1"
 DEFAULT_RULE = "loopprobe-default"
 DEFAULT_REPLY = Message(text="OK")
 _NAME = r"^[a-z0-9][a-z0-9-]{0,62}$"
+_SENTENCE = r"\S"  # a title holds more than spaces
 
 
 class CaseFileError(ValueError):
@@ -39,12 +41,18 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
+_PATH = "a path relative to the case file's folder, inside its repository"
+
+
 class Setup(_Strict):
-    workspace: str | None = Field(default=None, description="a folder copied into the "
-                                  "sandbox's workspace (modes, binary files, links kept)")
-    home_config: str | None = Field(default=None, description="a folder copied as ~/.claude")
-    plugin_dirs: list[str] = Field(default_factory=list, description="plugin folders, each "
-                                   "copied read-only and passed as --plugin-dir")
+    workspace: str | None = Field(default=None, min_length=1, description="a folder copied "
+                                  "into the sandbox's workspace (modes, binary files, links "
+                                  f"kept): {_PATH}")
+    home_config: str | None = Field(default=None, min_length=1, description="a folder copied "
+                                    f"as ~/.claude: {_PATH}")
+    plugin_dirs: list[Annotated[str, Field(min_length=1)]] = Field(
+        default_factory=list, description="plugin folders, each copied read-only and passed "
+        f"as --plugin-dir: {_PATH}")
 
 
 class ToolSpec(_Strict):
@@ -163,7 +171,7 @@ class Case(_Strict):
         {"required": ["prompt"]}, {"required": ["command"]}]})
 
     name: str = Field(pattern=_NAME, description="the probe's name")
-    title: str = Field(min_length=1)
+    title: str = Field(min_length=1, pattern=_SENTENCE)
     prompt: str | None = None
     command: str | None = Field(default=None, pattern=r"^/\S", description="a slash command "
                                 "and its arguments, sent as the prompt")
@@ -213,7 +221,7 @@ def expectation_ids(case: Case) -> list[str]:
 class CaseFile(_Strict):
     loopprobe: Literal["cases/1"] = Field(description="the format's version")
     name: str = Field(pattern=_NAME, description="the report's name")
-    title: str = Field(min_length=1)
+    title: str = Field(min_length=1, pattern=_SENTENCE)
     summary: str = ""
     setup: Setup = Field(default_factory=Setup)
     cases: list[Case] = Field(min_length=1)
@@ -231,10 +239,26 @@ def _where(error: dict[str, Any]) -> str:
     return ".".join(str(part) for part in error.get("loc", ())) or "the file"
 
 
+def _read(path: Path) -> Any:
+    """The YAML of ``path``; a file that cannot be read or is not YAML in one line."""
+    try:
+        return read_yaml(path)
+    except FileNotFoundError:
+        raise CaseFileError(f"{path}: expected a case file, but there is no such file"
+                            ) from None
+    except ScenarioError as error:  # not YAML (a refused file is a ReadRefused, said as is)
+        said = " ".join("; ".join(error.problems).split())
+        raise CaseFileError(f"{path}: expected a YAML case file, found {said}") from None
+    except (OSError, ValueError) as error:  # a name too long or holding a NUL, an I/O error
+        cause = error.strerror if isinstance(error, OSError) and error.strerror else error
+        raise CaseFileError(f"{path!s:.300}: expected a readable case file, but {cause}"
+                            ) from None
+
+
 def load_case_file(path: Path) -> CaseFile:
     """``path`` read and validated; a ``CaseFileError`` naming the file, the place, what was
     expected and what arrived."""
-    data = read_yaml(path)
+    data = _read(path)
     if not isinstance(data, dict) or data.get("loopprobe") != CASES_FORMAT:
         found = data.get("loopprobe") if isinstance(data, dict) else type(data).__name__
         raise CaseFileError(f"{path}: expected a case file (a mapping with loopprobe: "

@@ -15,6 +15,7 @@ from probes.cli.common import HarnessInputError, did_you_mean
 from probes.clients import parse_client_spec
 from probes.core.probe import CatalogError, ReportSpec
 from probes.sandbox.folders import fixture_problem
+from probes.sandbox.user_setup import SetupError, check_tree
 
 __all__ = ["catalog_for", "load_cases", "load_catalog", "names", "select"]
 
@@ -40,7 +41,7 @@ def load_catalog(name: str | None) -> tuple[ReportSpec, ...]:
             module = importlib.import_module(name)
     except CatalogError as error:  # a declaration's mistake, found as the module loaded
         raise HarnessInputError(f"--catalog {name!r}: {error}") from None
-    except Exception as error:  # the user's module: any failure of it is their input's
+    except (Exception, SystemExit) as error:  # the user's module: its failure is their input's
         where = f" (line {error.lineno})" if isinstance(error, SyntaxError) else ""
         raise HarnessInputError(f"--catalog {name!r}: expected a module defining REPORTS, "
                                 f"but importing it failed{where}: {type(error).__name__}: "
@@ -54,13 +55,19 @@ def load_catalog(name: str | None) -> tuple[ReportSpec, ...]:
 
 def load_cases(path: str, workspace: str | None = None, home_config: str | None = None,
                plugin_dirs: list[str] | None = None) -> tuple[ReportSpec, ...]:
-    """The catalog of a case file, its setup's folders checked; a one-line error otherwise."""
+    """The catalog of a case file, its setup's folders checked (where they lead, and what
+    they hold); a one-line error otherwise."""
     try:
-        return case_catalog(Path(path), workspace=Path(workspace) if workspace else None,
-                            home_config=Path(home_config) if home_config else None,
-                            plugin_dirs=tuple(Path(p) for p in plugin_dirs or ()))
-    except CaseFileError as error:
-        raise HarnessInputError(str(error)) from None
+        catalog = case_catalog(Path(path), workspace=Path(workspace) if workspace else None,
+                               home_config=Path(home_config) if home_config else None,
+                               plugin_dirs=tuple(Path(p) for p in plugin_dirs or ()))
+        setup = catalog[0].probes[0].setup
+        for what, folder in setup.folders() if setup is not None else ():
+            check_tree(folder, what)
+    except (CaseFileError, SetupError) as error:
+        raise HarnessInputError(f"{error}" if isinstance(error, CaseFileError)
+                                else f"{path}: setup: {error}") from None
+    return catalog
 
 
 def catalog_for(client_spec: str, name: str | None) -> tuple[ReportSpec, ...]:

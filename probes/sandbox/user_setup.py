@@ -2,10 +2,12 @@
 plugin folders, each as it is (file modes, binary files, the links inside it), and each of
 their ``command`` hooks wrapped so that the harness sees every run of it.
 
-The user hands these folders over on purpose; nothing else of theirs is read. They are read
-once, before any run, without following a link (a link is copied as a link, and resolves
-inside the sandbox, where nothing of the caller is); a FIFO, a device or a socket in them is
-refused, and so is a tree over ``TREE_LIMIT`` entries or ``BYTES_LIMIT`` bytes. The
+The user hands these folders over on purpose; nothing else of theirs is read (which folders
+a case file may name is decided when it loads: ``probes.cases.paths``). They are read once,
+before any run, without following a link: a link inside is copied as a link, its target as
+written, and resolves inside the sandbox, where nothing of the caller is; the harness never
+reads through it. A FIFO, a device or a socket in them is refused, and so is a tree over
+``TREE_LIMIT`` entries or ``BYTES_LIMIT`` bytes (``check_tree`` says so at load). The
 workspace and the config folder go into the client's part through ``SandboxFiles``; a plugin
 folder goes beside it (``inputs/plugins/<name>``), shown to the client read-only.
 """
@@ -34,6 +36,7 @@ __all__ = [
     "Item",
     "SetupError",
     "Wrap",
+    "check_tree",
     "install_setup",
     "read_tree",
     "wrap_hooks",
@@ -69,34 +72,49 @@ def read_tree(source: Path, what: str) -> list[Item]:
     """Every entry under ``source``, parents first, no link followed (but ``source`` itself:
     the folder the user named)."""
     source = source.resolve()
-    try:
-        top = os.lstat(source)
-    except OSError as error:
-        raise SetupError(f"{what} {source}: expected a folder, but {error.strerror}") from None
-    if not stat.S_ISDIR(top.st_mode):
-        raise SetupError(f"{what} {source}: expected a folder, found {kind_of(top.st_mode)}")
     items: list[Item] = []
-    total = 0
-    for relative, info in _entries(source):
-        if len(items) >= TREE_LIMIT:
-            raise SetupError(f"{what} {source}: expected at most {TREE_LIMIT} entries, found more")
+    for relative, info in _checked(source, what):
         mode = stat.S_IMODE(info.st_mode) & 0o777  # no set-id bits into the sandbox
         if stat.S_ISDIR(info.st_mode):
             items.append(Item(relative, "dir", mode, info.st_mtime))
         elif stat.S_ISLNK(info.st_mode):
             items.append(Item(relative, "link", mode, info.st_mtime,
                               target=os.readlink(source / relative)))
-        elif stat.S_ISREG(info.st_mode):
+        else:
+            items.append(Item(relative, "file", mode, info.st_mtime,
+                              data=(source / relative).read_bytes()))
+    return items
+
+
+def check_tree(source: Path, what: str) -> None:
+    """A ``SetupError`` now for what ``read_tree`` would refuse (a FIFO, too many entries or
+    bytes), without reading any file: so a setup is refused before any client starts."""
+    for _ in _checked(source.resolve(), what):
+        pass
+
+
+def _checked(source: Path, what: str) -> Iterator[tuple[str, os.stat_result]]:
+    """The entries of ``read_tree``, each a folder, a regular file or a link, within bounds."""
+    try:
+        top = os.lstat(source)
+    except OSError as error:
+        raise SetupError(f"{what} {source}: expected a folder, but {error.strerror}") from None
+    if not stat.S_ISDIR(top.st_mode):
+        raise SetupError(f"{what} {source}: expected a folder, found {kind_of(top.st_mode)}")
+    count = total = 0
+    for relative, info in _entries(source):
+        count += 1
+        if count > TREE_LIMIT:
+            raise SetupError(f"{what} {source}: expected at most {TREE_LIMIT} entries, found more")
+        if stat.S_ISREG(info.st_mode):
             total += info.st_size
             if total > BYTES_LIMIT:
                 raise SetupError(f"{what} {source}: expected at most {BYTES_LIMIT} bytes of "
                                  "files, found more")
-            items.append(Item(relative, "file", mode, info.st_mtime,
-                              data=(source / relative).read_bytes()))
-        else:
+        elif not (stat.S_ISDIR(info.st_mode) or stat.S_ISLNK(info.st_mode)):
             raise SetupError(f"{what} {source / relative}: expected a file, a folder or a link, "
                              f"found {kind_of(info.st_mode)}")
-    return items
+        yield relative, info
 
 
 def _entries(root: Path, prefix: str = "") -> Iterator[tuple[str, os.stat_result]]:
