@@ -342,5 +342,5 @@ def test_a_wrong_baseline_is_refused_in_one_line(tmp_path: Path, text: str, said
 
 
 def test_a_missing_baseline_is_named(tmp_path: Path) -> None:
-    with pytest.raises(BaselineError, match="no such baseline file"):
+    with pytest.raises(BaselineError, match="expected a baseline file, but there is no such file"):
         load_baseline(tmp_path / "nope.yaml")

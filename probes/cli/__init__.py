@@ -16,6 +16,7 @@ import os
 import sys
 
 from probes import __version__
+from probes.cases.format import CaseFileError
 from probes.cli import (
     almanac,
     cases,
@@ -47,7 +48,9 @@ from probes.cli.suite import SuiteResult, execute_suite, run_suite
 from probes.clients import InstallError
 from probes.clients.registry import CLIENT_KINDS
 from probes.core.safe_read import ReadRefused
+from probes.gate.baseline import BaselineError
 from probes.report.format import ReportError
+from probes.sandbox.user_setup import SetupError
 
 __all__ = [
     "COMMITTED_SESSION_VERSIONS",
@@ -98,9 +101,11 @@ def main(argv: list[str] | None = None) -> int:
             check_given_once(args)
             check_output_files(args)
             return int(args.func(args))
-        except (HarnessInputError, ReportError, InstallError, ReadRefused) as error:
+        except (HarnessInputError, ReportError, InstallError, ReadRefused, CaseFileError,
+                BaselineError, SetupError) as error:
             # InstallError: a client spec that names no client, or an install that failed;
-            # ReadRefused: a file that must not be read (a pipe, a bomb, a symlink out)
+            # ReadRefused: a file that must not be read (a pipe, a bomb, a symlink out); the
+            # case file's, the baseline's and the setup folders' refusals: the user's files
             print(f"loopprobe: {error}", file=sys.stderr)
             return EXIT_HARNESS
         except Exception as error:

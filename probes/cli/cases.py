@@ -10,11 +10,16 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+from probes.cases.format import CaseFileError
+from probes.cases.paths import given_path, repository_root
 from probes.cli.catalogs import load_cases
 from probes.cli.common import (
     EXIT_CODES,
     JOBS_HELP,
     NO_SANDBOX_HELP,
+    HarnessInputError,
+    check_out,
+    check_out_file,
     command,
     jobs,
     say,
@@ -24,7 +29,7 @@ from probes.cli.versions import claim_verdict
 from probes.clients import DEFAULT_KIND, client_for
 from probes.clients.registry import CLIENT_KINDS
 from probes.clients.specs import resolve_versions
-from probes.gate.baseline import load_baseline
+from probes.gate.baseline import Baseline, BaselineError, check_names, load_baseline
 from probes.gate.ctrf import write_check_ctrf
 from probes.gate.gate import judge, write_check
 from probes.gate.github_outputs import append_github_outputs
@@ -36,10 +41,17 @@ __all__ = ["add_check", "cmd_check"]
 
 def cmd_check(args: argparse.Namespace) -> int:
     catalog = load_cases(args.cases, args.workspace, args.home_config, args.plugin_dir)
-    baseline = load_baseline(Path(args.baseline)) if args.baseline else None
+    baseline = _baseline(args.cases, args.baseline, catalog) if args.baseline else None
+    out = Path(args.out)
+    # each checked before any client runs (--out made first: the files often go in it), so
+    # a file that cannot be written wastes no run
+    check_out(out)
+    for flag, given in (("--junit", args.junit), ("--ctrf", args.ctrf),
+                        ("--summary", args.summary), ("--github-output", args.github_output)):
+        if given:
+            check_out_file(Path(given), flag)
     client = client_for(args.client)
     versions = resolve_versions(args.versions, client.published())
-    out = Path(args.out)
     folders = []
     started = int(time.time() * 1000)
     for version in versions:
@@ -65,6 +77,21 @@ def cmd_check(args: argparse.Namespace) -> int:
         append_github_outputs(Path(args.github_output), result)
     print(summary_markdown(result))
     return result.exit_code
+
+
+def _baseline(cases: str, given: str, catalog: tuple[Any, ...]) -> Baseline:
+    """The baseline file, read where it is (not through a link of the case file's
+    repository leading out of it), each entry naming a case and expectation of the file."""
+    try:
+        path = given_path(repository_root(Path(cases)), "--baseline", given)
+        baseline = load_baseline(path)
+        check_names(baseline, {probe.name: [claim.id.split(".", 1)[1] for claim in probe.claims]
+                               for spec in catalog for probe in spec.probes})
+    except BaselineError as error:
+        raise HarnessInputError(f"--baseline {error}") from None
+    except CaseFileError as error:  # a link of the repository leading out: named by the flag
+        raise HarnessInputError(str(error)) from None
+    return baseline
 
 
 def _bisect(args: argparse.Namespace, catalog: tuple[Any, ...], result: Any, out: Path) -> None:

@@ -101,6 +101,7 @@ def did_you_mean(given: str | None, known: list[str]) -> str:
 
 def check_out(out: Path, flag: str = "--out") -> None:
     """Make ``out`` a directory this process can write into, or say why it cannot."""
+    _no_nul(out, flag)
     if out.exists() and not out.is_dir():
         raise HarnessInputError(f"{flag} {out}: expected a directory, found a file")
     try:
@@ -112,9 +113,15 @@ def check_out(out: Path, flag: str = "--out") -> None:
                                 f"{error.strerror or error}") from None
 
 
+def _no_nul(path: Path, flag: str) -> None:
+    if "\0" in str(path):  # no file can have it: every call would raise ValueError
+        raise HarnessInputError(f"{flag} {str(path)!r}: expected a path, found a NUL byte in it")
+
+
 def check_out_file(path: Path, flag: str) -> None:
     """Say in one line why ``path`` cannot be written, before any work: the writers replace
     the file by a temporary one made beside it, so its folder must take a new file."""
+    _no_nul(path, flag)
     if path.is_dir():
         raise HarnessInputError(f"{flag} {path}: expected a file to write, found a directory")
     folder = path.parent

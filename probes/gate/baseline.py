@@ -17,21 +17,26 @@ file loopprobe is given (``probes.core.safe_read``: bounded, no YAML aliases).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from mockapi.scenario_errors import problems_of
+from mockapi.scenario_errors import ScenarioError
 from probes.core.safe_read import ReadRefused, read_yaml
 
 __all__ = ["ANY_EXPECTATION", "ANY_VERSION", "BASELINE_FORMAT", "Baseline", "BaselineError",
-           "ExpectedFailure", "load_baseline"]
+           "ExpectedFailure", "check_names", "load_baseline"]
 
 BASELINE_FORMAT = "baseline/1"
 ANY_EXPECTATION = "*"
 ANY_VERSION = "*"  # every version (an empty specifier set says the same, less plainly)
+_VERSIONS = ("expected a PEP 440 specifier set such as '<2.1.94' or '>=2.1.90,<2.1.240', a "
+             "list of versions, or \"*\"")
+# the keys a baseline file and each of its entries hold, as the user writes them
+_KEYS = ("loopprobe", "expected_failures")
+_ENTRY_KEYS = ("case", "expectation", "versions", "reason")
 
 
 class BaselineError(ValueError):
@@ -49,19 +54,23 @@ class ExpectedFailure(BaseModel):
     versions: str | list[str]
     reason: str = Field(min_length=1)
 
-    @field_validator("versions")
+    @field_validator("versions", mode="before")
     @classmethod
-    def _versions_parse(cls, value: str | list[str]) -> str | list[str]:
+    def _versions_parse(cls, value: Any) -> str | list[str]:
         if isinstance(value, str) and value != ANY_VERSION:
             try:
                 SpecifierSet(value)
             except InvalidSpecifier:
-                raise ValueError(f"expected a PEP 440 specifier set such as '<2.1.94' or "
-                                 f"'>=2.1.90,<2.1.240', a list of versions, or \"*\", found "
-                                 f"{value!r}") from None
+                raise ValueError(f"{_VERSIONS}, found {value!r}") from None
         elif isinstance(value, list) and not value:
             raise ValueError("expected at least one version in the list, found none")
-        return value
+        elif isinstance(value, list) and not all(isinstance(v, str) for v in value):
+            raise ValueError(f"{_VERSIONS}, found a list holding "
+                             f"{next(v for v in value if not isinstance(v, str))!r} (quote a "
+                             "version that YAML reads as a number)")
+        elif not isinstance(value, str | list):
+            raise ValueError(f"{_VERSIONS}, found {value!r}")
+        return value  # type: ignore[no-any-return]
 
     def covers(self, case: str, expectation: str, version: str) -> bool:
         """Whether this entry lists ``expectation`` of ``case`` on client ``version``."""
@@ -108,22 +117,65 @@ def load_baseline(path: Path) -> Baseline:
     try:
         data = read_yaml(path)
     except FileNotFoundError:
-        raise BaselineError(f"{path}: no such baseline file") from None
+        raise BaselineError(f"{path}: expected a baseline file, but there is no such file"
+                            ) from None
     except ReadRefused as error:
         raise BaselineError(str(error)) from None
-    except ValueError as error:  # a ScenarioError: the YAML does not parse
-        said = " ".join(str(error).split())
-        raise BaselineError(f"{path}: expected a YAML baseline file, found: {said}") from None
+    except ScenarioError as error:  # the YAML does not parse
+        said = " ".join("; ".join(error.problems).split())
+        raise BaselineError(f"{path}: expected a YAML baseline file, found {said}") from None
+    except (OSError, ValueError) as error:  # a name too long or holding a NUL, an I/O error
+        cause = error.strerror if isinstance(error, OSError) and error.strerror else error
+        raise BaselineError(f"{path!s:.300}: expected a readable baseline file, but {cause}"
+                            ) from None
     if not isinstance(data, dict):
+        found = "an empty file" if data is None else f"a {type(data).__name__}"
         raise BaselineError(f"{path}: expected a mapping with loopprobe: {BASELINE_FORMAT} and "
-                            f"expected_failures, found {type(data).__name__}")
+                            f"expected_failures, found {found}")
     if data.get("loopprobe") != BASELINE_FORMAT:
         raise BaselineError(f"{path}: loopprobe: expected {BASELINE_FORMAT!r}, found "
                             f"{data.get('loopprobe')!r}")
+    unknown = [key for key in data if key not in _KEYS]
+    if unknown:
+        raise BaselineError(f"{path}: {unknown[0]}: unknown key; expected only "
+                            f"{', '.join(_KEYS)}")
     try:
         baseline = Baseline.model_validate(data)
     except ValidationError as error:
-        problems = problems_of(error, Baseline)
+        problems = [_problem(e) for e in error.errors(include_url=False)]
         more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
         raise BaselineError(f"{path}: {problems[0]}{more}") from None
     return baseline.model_copy(update={"source": str(path)})
+
+
+def _problem(error: Any) -> str:
+    """One pydantic error as the user wrote the place: ``expected_failures[0].versions``."""
+    where = ""
+    for part in error["loc"]:
+        where += f"[{part}]" if isinstance(part, int) else f".{part}" if where else str(part)
+    found = " ".join(repr(error.get("input"))[:120].split())
+    if error["type"] == "extra_forbidden":
+        return f"{where}: unknown key; expected only {', '.join(_ENTRY_KEYS)}"
+    if error["type"] in ("model_type", "dict_type"):
+        keys = ", ".join(_ENTRY_KEYS if len(error["loc"]) > 1 else _KEYS)
+        return f"{where}: expected a mapping of {keys}, found {found}"
+    if error["type"] == "missing":
+        return f"{where}: expected this key, found none"
+    said = str(error["msg"]).removeprefix("Value error, ")
+    return f"{where}: {said}" if said.startswith("expected") else f"{where}: {said} (found {found})"
+
+
+def check_names(baseline: Baseline, known: dict[str, list[str]]) -> None:
+    """A BaselineError for the first entry naming a case, or an expectation of its case,
+    that ``known`` (each case's expectation ids) does not hold: a name mistyped would
+    otherwise list nothing and be silently unused."""
+    for index, entry in enumerate(baseline.expected_failures):
+        where = f"{baseline.source}: expected_failures[{index}]"
+        if entry.case not in known:
+            raise BaselineError(f"{where}.case: expected a case of the case file ("
+                                f"{', '.join(known)}), found {entry.case!r}")
+        ids = known[entry.case]
+        if entry.expectation != ANY_EXPECTATION and entry.expectation not in ids:
+            raise BaselineError(f"{where}.expectation: expected \"*\" or an expectation id of "
+                                f"case {entry.case} ({', '.join(ids)}), found "
+                                f"{entry.expectation!r}")

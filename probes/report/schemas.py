@@ -607,8 +607,13 @@ def validate_path(target: Path) -> tuple[int, list[Problem]]:
     its schema: how many files were checked, and every problem found. A file that must not
     be read (a pipe, a symlink out of the folder, too large, too deep, a gzip or YAML bomb)
     is refused: ``ReadRefused``."""
-    if not target.exists() and not target.is_symlink():
+    try:
+        os.lstat(target)
+    except FileNotFoundError:
         return 0, [Problem(target, "(file)", "no such file or folder")]
+    except (OSError, ValueError) as error:  # a name too long, a NUL in it
+        said = error.strerror if isinstance(error, OSError) and error.strerror else error
+        return 0, [Problem(target, "(file)", f"cannot be read: {said}")]
     within = target if target.is_dir() else None
     checked, problems = 0, []
     for path in _files(target):
@@ -643,6 +648,9 @@ def _validate_file(path: Path, *, explicit: bool, within: Path | None) -> Iterat
             data = loads(read_bytes(path, within=within), str(path))
     except ScenarioError as error:
         yield Problem(path, "(file)", f"not YAML: {'; '.join(error.problems)}")
+        return
+    except OSError as error:  # a link to nothing, an I/O error
+        yield Problem(path, "(file)", f"cannot be read: {error.strerror or error}")
         return
     except ValueError as error:
         yield Problem(path, "(file)", f"not JSON: {error}")
