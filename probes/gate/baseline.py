@@ -11,7 +11,9 @@ expected_failures:
 
 The semantics are the MCP conformance suite's: a listed failure passes the gate, a listed
 entry that passed is stale and fails it (``probes.gate.gate``). The file is read as every
-file loopprobe is given (``probes.core.safe_read``: bounded, no YAML aliases).
+file loopprobe is given (``probes.core.safe_read``: bounded, no YAML aliases); each mistake
+is one line naming the file, the entry's field and what was expected, and ``check_names``
+refuses an entry naming a case or expectation the case file does not hold.
 """
 
 from __future__ import annotations
