@@ -145,7 +145,8 @@ def test_the_nightly_almanac_steps_extend_the_almanac_only_when_every_shard_succ
            "ALMANAC_STATE": str(reports / "almanac" / "state"),
            "ALMANAC_SHARDS": str(tmp_path / "shards"), "ALMANAC_MERGED": str(tmp_path / "merged"),
            "ALMANAC_OUT": str(tmp_path / "published"), "GITHUB_OUTPUT": str(outputs),
-           "GITHUB_STEP_SUMMARY": str(tmp_path / "summary.md"), "SHARDS": "2", "GRID": "4", "SCREEN_PROBE": "read-file", "LOOPPROBE_LOCK": ""}
+           "GITHUB_STEP_SUMMARY": str(tmp_path / "summary.md"), "SHARDS": "2", "GRID": "4",
+           "SCREEN_PROBE": "read-file", "LOOPPROBE_LOCK": ""}
     setup = "source() { :; }\n"  # the venv is this one: scripts/_setup.sh is not needed here
     done = _bash(setup + _step(workflow, "almanac-plan", "plan"), env)
     assert done.returncode == 0, done.stderr
