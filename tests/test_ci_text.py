@@ -340,3 +340,23 @@ def test_a_torn_state_line_is_still_read_past(tmp_path: Path,
     """A kill mid-write leaves a torn line: the build resumes past it (not refused)."""
     state = _state(tmp_path, '{"version": "1", "folder": "1/a1-2", "probe": "p", "cla')
     assert cli.main(["almanac", "merge", str(state), "--state", str(tmp_path / "m")]) == 0
+
+
+@pytest.mark.parametrize("command", [
+    ["almanac", "retract", "--version", "1", "--folder", "1/a1-1", "--reason", "r"],
+    ["almanac", "publish", "--until", "1"],
+], ids=["retract", "publish"])
+@pytest.mark.parametrize("build", ["[1]", '{"client": "fake-loop", "grid": "4"}', "{"],
+                         ids=["a-list", "grid-a-string", "truncated"])
+def test_a_malformed_build_file_is_the_users_file_in_one_line(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], command: list[str],
+        build: str) -> None:
+    """Before: an AttributeError or a JSON error escaped as an "internal error"."""
+    state = _state(tmp_path, "")
+    (state / "build.json").write_text(build)
+    code = cli.main([*command, "--state", str(state), "--work", str(tmp_path / "w"),
+                     "--out", str(tmp_path / "o")] if command[1] == "publish"
+                    else [*command, "--state", str(state)])
+    err = capsys.readouterr().err
+    assert code == 2 and "internal error" not in err and err.count("\n") == 1, err
+    assert f"{state / 'build.json'}: expected" in err, err

@@ -35,6 +35,7 @@ from typing import Any
 
 from probes.core.files import write_json
 from probes.core.safe_read import loads, read_bytes, read_json
+from probes.report.format import ReportError
 
 __all__ = ["BUILD_FILE", "RUNS_SUFFIX", "AlmanacState", "StateError", "merge_states"]
 
@@ -43,8 +44,9 @@ RUNS_SUFFIX = ".runs.jsonl"  # validated as almanac-run lines (probes.report.sch
 _CELLS = "cells"
 
 
-class StateError(ValueError):
-    """A state that cannot be used for this build (said in one line)."""
+class StateError(ReportError):
+    """A state that cannot be used for this build (said in one line; a ReportError, so a
+    command that meets one says it as the user's file, exit 2)."""
 
 
 class AlmanacState:
@@ -76,8 +78,10 @@ class AlmanacState:
             found = read_json(path, within=self.folder)
         except ValueError as error:
             raise StateError(f"{path}: expected JSON, found {error}: refused") from None
-        if not isinstance(found, dict) or not isinstance(found.get("grid", 1), int):
-            raise StateError(f"{path}: expected an object with an integer grid: refused")
+        if not isinstance(found, dict) or not isinstance(found.get("grid", 1), int) \
+                or not isinstance(found.get("client", ""), str):
+            raise StateError(f"{path}: expected an object of the build's client (a name) and "
+                             "grid (an integer): refused")
         return found
 
     def start(self, build: Mapping[str, Any]) -> None:
