@@ -360,3 +360,40 @@ def test_a_malformed_build_file_is_the_users_file_in_one_line(
     err = capsys.readouterr().err
     assert code == 2 and "internal error" not in err and err.count("\n") == 1, err
     assert f"{state / 'build.json'}: expected" in err, err
+
+
+HOSTILE_CASES = """\
+loopprobe: cases/1
+name: fork
+title: A fork's case file
+cases:
+  - name: answers
+    title: The client answers
+    prompt: say hello
+    model:
+      - text: "<img src=x onerror=alert(1)> [x](javascript:alert(1))"
+    expect:
+      - result: {subtype: "<img src=x onerror=alert(1)><!-- all passed -->"}
+"""
+
+
+def test_the_actions_check_step_writes_a_fork_case_files_text_escaped(tmp_path: Path) -> None:
+    """The action's own check step, as a runner runs it, on the fake loop: the expectation
+    a fork wrote reaches the job summary as text. Before: `<img onerror>` as it was."""
+    from tests.test_action import FAKE_LOOP, run_step
+    cases = tmp_path / "cases-repo" / "cases.yaml"
+    cases.parent.mkdir()
+    cases.write_text(HOSTILE_CASES)
+    loopprobe = tmp_path / "bin"
+    loopprobe.mkdir()
+    (loopprobe / "loopprobe").write_text(f'#!/usr/bin/env bash\nexec "{sys.executable}" '
+                                         '-m probes "$@"\n')
+    (loopprobe / "loopprobe").chmod(0o755)
+    done = run_step("check", tmp_path, {"cases": str(cases), "versions": "1",
+                                        "client": "fake-loop", "out": "evidence"}, loopprobe,
+                    {"LOOPPROBE_CLIENTS": FAKE_LOOP})
+    assert done.returncode == 1, done.stdout[-3000:] + done.stderr[-3000:]
+    summary = (tmp_path / "summary.md").read_text()
+    assert "onerror=alert(1)" in summary and "<" not in summary
+    _assert_inert(summary)
+    assert "failed=true" in (tmp_path / "github-output").read_text().splitlines()
