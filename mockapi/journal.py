@@ -14,7 +14,8 @@ raises ``JournalUnavailable`` before anything is written (writing on would lose
 the lines into an unlinked file). Lines that could not be written when a
 reply had already been sent (its ``response_end``) are kept and written first
 once the journal can be written again. Readers skip unreadable lines wherever
-they are, and report them.
+they are, and report them. The file is opened, and the files beside it made, never
+through a link (``mockapi.journal_file``): a link, a pipe or a device at its name is refused.
 
 What is secret is never written: the writers pass every line's headers through
 ``redact_headers`` (``x-api-key``, ``authorization``...) and its query string through
@@ -32,7 +33,6 @@ is ``mockapi.journal_read``'s (``read_journal``, ``JournalContents`` and
 
 from __future__ import annotations
 
-import fcntl
 import mmap
 import os
 import sys
@@ -56,6 +56,16 @@ from mockapi.journal_blobs import (
     blob_line,
     parse_blob_line,
 )
+from mockapi.journal_file import (
+    JournalError,
+    JournalInUse,
+    JournalRefused,
+    open_journal,
+    read_at,
+    remove_pid_file,
+    set_aside_torn_tail,
+    write_pid_file,
+)
 from mockapi.journal_read import (
     JournalContents,
     TornLine,
@@ -66,8 +76,8 @@ from mockapi.journal_read import (
 from mockapi.records import fits_in_a_record, spliced_fields
 
 __all__ = ["REDACTED", "SECRET_HEADERS", "Journal", "JournalContents", "JournalError",
-           "JournalInUse", "JournalUnavailable", "JournalWriteFailed", "TornLine",
-           "is_secret_query_name", "read_journal", "redact_headers", "redact_query"]
+           "JournalInUse", "JournalRefused", "JournalUnavailable", "JournalWriteFailed",
+           "TornLine", "is_secret_query_name", "read_journal", "redact_headers", "redact_query"]
 
 REDACTED = "[redacted]"
 SECRET_HEADERS = frozenset({"x-api-key", "authorization", "proxy-authorization", "cookie",
@@ -113,14 +123,6 @@ def redact_query(query: str) -> str:
     return "&".join(parts)
 
 
-class JournalError(RuntimeError):
-    """The journal cannot take a line now; nothing of the line is on disk."""
-
-
-class JournalInUse(JournalError):
-    """Another server holds the journal's lock (two servers would write duplicate seqs)."""
-
-
 class JournalWriteFailed(JournalError):
     """A write failed (e.g. the disk is full); the file was cut back to its last whole line."""
 
@@ -136,19 +138,13 @@ class Journal:
         self.path = Path(path)
         self._path = os.fsencode(self.path)  # stat on every write: skip Path's conversion
         self.fsync = fsync
+        self._fd = -1
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-        try:
-            fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            os.close(self._fd)
-            self._fd = -1
-            raise JournalInUse(f"the journal {self.path} is being written by another mock "
-                               f"({_holder(self.path)}); give each server its own --journal"
-                               ) from None
+        # never through a link: JournalRefused, JournalInUse (mockapi.journal_file)
+        self._fd = open_journal(self.path)
         self._identity = _identity(os.fstat(self._fd))
-        self._pid_file().write_text(f"{os.getpid()}\n")
-        torn_tail = _set_aside_torn_tail(self.path)
+        write_pid_file(self.path)
+        torn_tail = set_aside_torn_tail(self._fd, self.path)
         # per line: its offset, and the largest seq of any line up to it (for reads after a seq)
         self._offsets = array("q")
         self._max_seq = array("q")
@@ -174,7 +170,7 @@ class Journal:
                          "offsets": [t.offset for t in unreadable[:100]]})
 
     def _index_existing(self) -> list[TornLine]:
-        data = self.path.read_bytes()
+        data = read_at(self._fd, os.fstat(self._fd).st_size, 0)
         torn: list[TornLine] = []
         offset = max_seq = 0
         lines = data.split(b"\n")
@@ -269,26 +265,23 @@ class Journal:
         span = self._blob_spans.get(digest)
         if span is None:
             return self._find_blob(digest)  # forgotten by the index, or never written
-        with self.path.open("rb") as handle:
-            handle.seek(span[0])
-            return handle.read(span[1])
+        return read_at(self._fd, span[1], span[0])
 
     def _find_blob(self, digest: str) -> bytes | None:
         """A blob's value found by reading the file (mapped, not loaded), its hash checked."""
         head = BLOB_LINE_HEAD + digest.encode() + b'"'
-        with self.path.open("rb") as handle:
-            if os.fstat(handle.fileno()).st_size == 0:
-                return None
-            with mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as data:
-                at = data.find(head)
-                while at >= 0:
-                    if at == 0 or data[at - 1] == 0x0A:  # where a line starts
-                        end = data.find(b"\n", at)
-                        try:
-                            return parse_blob_line(data[at:end if end >= 0 else len(data)])[1]
-                        except BlobError:
-                            pass  # altered: another copy may be whole
-                    at = data.find(head, at + 1)
+        if os.fstat(self._fd).st_size == 0:
+            return None
+        with mmap.mmap(self._fd, 0, access=mmap.ACCESS_READ) as data:
+            at = data.find(head)
+            while at >= 0:
+                if at == 0 or data[at - 1] == 0x0A:  # where a line starts
+                    end = data.find(b"\n", at)
+                    try:
+                        return parse_blob_line(data[at:end if end >= 0 else len(data)])[1]
+                    except BlobError:
+                        pass  # altered: another copy may be whole
+                at = data.find(head, at + 1)
         return None
 
     def append_or_keep(self, record: Mapping[str, Any]) -> bool:
@@ -395,17 +388,12 @@ class Journal:
     def read_after(self, seq: int) -> JournalContents:
         """The records with a seq above ``seq``, reading only the lines from the first of them."""
         start, end = self.offset_after(seq), self._size
-        with self.path.open("rb") as handle:
-            handle.seek(start)
-            data = handle.read(end - start)
+        data = read_at(self._fd, end - start, start)
         contents = parse_journal(data, str(self.path), base_offset=start,
                                  blob_elsewhere=self.blob)
         contents.records = [r for r in contents.records
                             if r["type"] == "journal_note" or r["seq"] > seq]
         return contents
-
-    def _pid_file(self) -> Path:
-        return _pid_file(self.path)
 
     def close(self) -> None:
         if self._fd < 0:
@@ -420,7 +408,7 @@ class Journal:
                           f"{self.path}:", file=sys.stderr)
                     for line in self._pending:
                         sys.stderr.write(line.decode("utf-8", "replace"))
-        self._pid_file().unlink(missing_ok=True)
+        remove_pid_file(self.path)
         os.close(self._fd)  # releases the lock
         self._fd = -1
 
@@ -455,45 +443,3 @@ def _seq_of(line: bytes) -> int:
 
 def _identity(stat: os.stat_result) -> tuple[int, int]:
     return stat.st_dev, stat.st_ino
-
-
-def _pid_file(path: Path) -> Path:
-    return path.with_name(path.name + ".pid")
-
-
-def _holder(path: Path) -> str:
-    try:
-        return f"pid {_pid_file(path).read_text().strip()}"
-    except OSError:
-        return "another process"
-
-
-def _set_aside_torn_tail(path: Path) -> dict[str, Any] | None:
-    """Move a last line without a newline (a write cut by a kill) to a side file.
-
-    Appending after it would glue the next record onto the fragment and make the
-    journal unreadable; the fragment is kept, never dropped.
-    """
-    try:
-        handle = path.open("rb+")
-    except FileNotFoundError:
-        return None
-    with handle:
-        size = end = handle.seek(0, os.SEEK_END)
-        keep = 0
-        while end > 0:
-            start = max(0, end - 65536)
-            handle.seek(start)
-            newline = handle.read(end - start).rfind(b"\n")
-            if newline >= 0:
-                keep = start + newline + 1
-                break
-            end = start
-        if keep == size:
-            return None
-        handle.seek(keep)
-        fragment = handle.read()
-        side = path.with_name(f"{path.name}.torn-at-{keep}")
-        side.write_bytes(fragment)
-        handle.truncate(keep)
-        return {"offset": keep, "bytes": len(fragment), "moved_to": side.name}

@@ -6,7 +6,8 @@
         ...
         assert mock.requests()[0]["body"]["messages"][0]["content"] == "hello"
 
-Each call starts a server on 127.0.0.1 with its journal in the test's tmp_path;
+Each call starts a server on 127.0.0.1 with its journal in the test's tmp_path
+(``mockapi-journal-<n>.jsonl``: a name planted there as a link is refused, ``JournalRefused``);
 all are stopped when the test ends. ``mock.assert_all_used()`` fails naming every scripted
 reply that was never served; ``mock_api(scenario, require_all_used=True)`` checks that when
 the test ends.

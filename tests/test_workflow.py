@@ -145,7 +145,8 @@ def test_the_nightly_almanac_steps_extend_the_almanac_only_when_every_shard_succ
            "ALMANAC_STATE": str(reports / "almanac" / "state"),
            "ALMANAC_SHARDS": str(tmp_path / "shards"), "ALMANAC_MERGED": str(tmp_path / "merged"),
            "ALMANAC_OUT": str(tmp_path / "published"), "GITHUB_OUTPUT": str(outputs),
-           "SHARDS": "2", "GRID": "4", "SCREEN_PROBE": "read-file", "LOOPPROBE_LOCK": ""}
+           "GITHUB_STEP_SUMMARY": str(tmp_path / "summary.md"), "SHARDS": "2", "GRID": "4",
+           "SCREEN_PROBE": "read-file", "LOOPPROBE_LOCK": ""}
     setup = "source() { :; }\n"  # the venv is this one: scripts/_setup.sh is not needed here
     done = _bash(setup + _step(workflow, "almanac-plan", "plan"), env)
     assert done.returncode == 0, done.stderr
@@ -168,6 +169,9 @@ def test_the_nightly_almanac_steps_extend_the_almanac_only_when_every_shard_succ
     assert all(v["binary_sha256"] for v in document["versions"])
     assert (tmp_path / "published" / "almanac.html").is_file()
     assert "<!-- almanac: start -->" in (tmp_path / "published" / "MATRIX.md").read_text()
+    # the job summary holds the almanac's section, through the summary writer: no markers
+    shown = (tmp_path / "summary.md").read_text()
+    assert "## Almanac" in shown and "<" not in shown
 
     # committed, the next night's plan goes on from its end; after a probe's revision went
     # up, from its beginning (the probe's runs over the whole range are superseded)

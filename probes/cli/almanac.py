@@ -218,8 +218,9 @@ def _publish(state_dir: Path, work: Path, out: Path, until: str | None,
     check_out(out)
     state = AlmanacState(state_dir, revisions_of(catalog))
     found = state.build()
-    if found is None:
-        raise HarnessInputError(f"--state {state_dir}: no almanac build there")
+    if found is None or "client" not in found:
+        raise HarnessInputError(f"--state {state_dir}: no almanac build there (expected a "
+                                "build.json naming its client)")
     client = client_for(found["client"])
     try:
         published = order_versions(client.published())

@@ -34,7 +34,7 @@ from probes.gate.ctrf import write_check_ctrf
 from probes.gate.gate import judge, write_check
 from probes.gate.github_outputs import append_github_outputs
 from probes.gate.junit import write_check_junit
-from probes.gate.summary import summary_markdown
+from probes.gate.summary import append_gate_summary, summary_markdown
 
 __all__ = ["add_check", "cmd_check"]
 
@@ -71,8 +71,7 @@ def cmd_check(args: argparse.Namespace) -> int:
                                    stop_ms=int(time.time() * 1000))
         say(f"wrote {written}")
     if args.summary:
-        with open(args.summary, "a", encoding="utf-8") as summary:
-            summary.write(summary_markdown(result) + "\n")
+        append_gate_summary(Path(args.summary), result)
     if args.github_output:
         append_github_outputs(Path(args.github_output), result)
     print(summary_markdown(result))

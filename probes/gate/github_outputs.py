@@ -1,8 +1,9 @@
 """The gate's step outputs, appended to the file $GITHUB_OUTPUT names (``key=value`` lines).
 
 ``failed`` and ``regressed`` are ``true``/``false``; ``first-bad-version`` is empty when
-nothing failed. Values are versions and booleans, never multi-line, but a value with a line
-break would forge another output: it is refused.
+nothing failed. Written by the one writer of step outputs
+(``probes.report.github_ci.append_github_outputs``), which refuses a value that would forge
+another output.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from probes.gate.gate import GateResult
+from probes.report import github_ci
 
 __all__ = ["append_github_outputs", "github_outputs"]
 
@@ -20,10 +22,4 @@ def github_outputs(result: GateResult) -> dict[str, str]:
 
 
 def append_github_outputs(path: Path, result: GateResult) -> Path:
-    outputs = github_outputs(result)
-    for key, value in outputs.items():
-        if "\n" in value or "\r" in value:
-            raise ValueError(f"output {key}: expected one line, found {value!r}")
-    with path.open("a", encoding="utf-8") as handle:  # appended: other steps' outputs stay
-        handle.writelines(f"{key}={value}\n" for key, value in outputs.items())
-    return path
+    return github_ci.append_github_outputs(path, github_outputs(result))

@@ -3,32 +3,24 @@
 A table of cases × versions (each cell the worst outcome with counts), then every row that
 did not pass with what was expected, what was observed and why, and apart from those the
 harness's problems: they are loopprobe's to fix, never the case file owner's failures.
+Every text of a case file, a baseline, a report or the client's output goes through
+``probes.report.github_ci.markdown_inline``: it shows as written and renders as nothing else.
 """
 
 from __future__ import annotations
 
-import json
 from collections import Counter
-from typing import Any
+from pathlib import Path
 
 from probes.gate.gate import OUTCOMES, GateResult, GateRow
+from probes.report.github_ci import append_summary, markdown_inline
 
-__all__ = ["LABELS", "summary_markdown"]
+__all__ = ["LABELS", "append_gate_summary", "summary_markdown"]
 
 LABELS = {"passed": "✅ passed", "failed": "❌ failed", "stale": "⚠️ stale",
           "expected_failure": "☑️ expected failure", "skipped": "⏭️ skipped",
           "harness_problem": "🛠️ harness problem"}
-_SHOWN = 300
-
-
-def _cell(text: Any) -> str:
-    """A value fit for one table cell: one line, pipes escaped, cut short."""
-    shown = text if isinstance(text, str) else json.dumps(text, ensure_ascii=False,
-                                                          sort_keys=True)
-    shown = " ".join(shown.split())
-    if len(shown) > _SHOWN:
-        shown = shown[:_SHOWN] + "…"
-    return shown.replace("\\", "\\\\").replace("|", "\\|").replace("`", "'")
+_cell = markdown_inline
 
 
 def _counts_cell(rows: list[GateRow]) -> str:
@@ -45,7 +37,7 @@ def _verdict_line(result: GateResult) -> str:
         return "**Nothing could be judged**: every run was a harness problem (exit 2)."
     if result.failed:
         failed, stale = len(result.of("failed")), len(result.of("stale"))
-        first = f"; first bad version **{result.first_bad_version}**" \
+        first = f"; first bad version **{_cell(result.first_bad_version)}**" \
             if result.first_bad_version else ""
         regressed = " A regression: it passed on an older version." if result.regressed else ""
         return f"**Failed**: {failed} failed, {stale} stale baseline entr" \
@@ -54,9 +46,9 @@ def _verdict_line(result: GateResult) -> str:
 
 
 def summary_markdown(result: GateResult, title: str = "loopprobe check") -> str:
-    lines = [f"## {title}", "", _verdict_line(result), ""]
+    lines = [f"## {_cell(title)}", "", _verdict_line(result), ""]
     if result.rows:
-        lines += ["| case | " + " | ".join(result.versions) + " |",
+        lines += ["| case | " + " | ".join(map(_cell, result.versions)) + " |",
                   "|---|" + "---|" * len(result.versions)]
         for case in result.cases():
             cells = [_counts_cell([r for r in result.rows if r.case == case and r.version == v])
@@ -94,3 +86,8 @@ def summary_markdown(result: GateResult, title: str = "loopprobe check") -> str:
                   f"{_cell(e.reason)}" for e in result.unused_baseline]
         lines.append("")
     return "\n".join(lines)
+
+
+def append_gate_summary(path: Path, result: GateResult) -> Path:
+    """Append the gate's summary to the job summary file (``--summary``)."""
+    return append_summary(path, summary_markdown(result))

@@ -15,10 +15,13 @@ none is); their journals' blobs moved into one store shared by all of them
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
+
+import jsonschema
 
 from probes import __version__
 from probes.core.blob_store import store_blobs
@@ -26,6 +29,8 @@ from probes.core.files import write_json, write_text
 from probes.core.probe import ReportSpec
 from probes.core.safe_read import read_bytes, read_json
 from probes.core.verdicts import claim_change
+from probes.report.format import ReportError, load_json_file
+from probes.report.schemas import schema
 from probes.scale.almanac_build import claims_of
 from probes.scale.almanac_search import grid_indices, search
 from probes.scale.almanac_state import AlmanacState
@@ -33,7 +38,7 @@ from probes.scale.bisect import transition_kind
 
 __all__ = ["ALMANAC_FILE", "ALMANAC_SCHEMA_VERSION", "ANCHOR_EVERY", "DEFAULT_GRID", "DEFAULT_SCREEN",
            "GUARANTEE", "WITNESS_DIR", "PublishError", "almanac_text", "load_almanac", "publish",
-           "with_almanac_text"]
+           "read_almanac", "with_almanac_text"]
 
 ALMANAC_FILE = "almanac.json"
 ALMANAC_SCHEMA_VERSION = 1
@@ -353,12 +358,28 @@ def with_almanac_text(text: str, document: Mapping[str, Any]) -> str:
 
 
 def load_almanac(folder: Path) -> dict[str, Any] | None:
-    """The ``almanac.json`` of a folder, if it holds one."""
+    """The ``almanac.json`` of a folder, if it holds one (``read_almanac``)."""
     path = folder / ALMANAC_FILE
-    if not path.is_file():
-        return None
-    found = read_json(path, within=folder)
-    return found if isinstance(found, dict) and found.get("kind") == "almanac" else None
+    return read_almanac(path, within=folder) if path.is_file() else None
+
+
+_VERSION_NAME = re.compile(r"[0-9A-Za-z][0-9A-Za-z.+_@-]*")
+
+
+def read_almanac(path: Path, *, within: Path | None = None) -> dict[str, Any]:
+    """An ``almanac.json`` as its schema has it, its range's ends version names; else a
+    ``ReportError`` in one line naming the file, the field and what was expected."""
+    document = load_json_file(path, "almanac", (ALMANAC_SCHEMA_VERSION,), within=within)
+    validator = jsonschema.Draft202012Validator(schema("almanac"))
+    for error in sorted(validator.iter_errors(document), key=lambda e: list(e.absolute_path)):
+        where = "/".join(str(part) for part in error.absolute_path) or "(top level)"
+        raise ReportError(f"{path}: {where}: {' '.join(error.message.split())[:200]} "
+                          "(expected by the almanac schema): refused")
+    for end in ("first", "last"):
+        if not _VERSION_NAME.fullmatch(found := document["range"][end]):
+            raise ReportError(f"{path}: range/{end}: expected a version name (letters, digits, "
+                              f"'.', '-', '+', '_', '@'), found {found[:80]!r}: refused")
+    return document
 
 
 def _write_text(out: Path, document: Mapping[str, Any]) -> None:

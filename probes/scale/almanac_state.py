@@ -10,6 +10,10 @@ most the run in progress: a torn last line is ignored, and the next build runs i
 States of several shards merge by union (``merge_states``): the same run twice is kept once;
 two runs of one cell that disagree are both kept, and the search reads that cell as flaky.
 
+A line that is JSON but not a run or a retraction (a field of another type, a version that is
+no file name, a line nested past ``MAX_DEPTH``) was not torn by a kill: the state is refused
+(``StateError`` or ``ReadRefused``, one line naming the file, the line and what was expected).
+
 A run carries its probe's revision (``Probe.revision``; none written: the first). A run of
 another revision than the probe's now is superseded: it stays in its file (nothing recorded
 is lost, and it still counts in the cost) but no cell holds it, so the probe runs again.
@@ -30,7 +34,8 @@ from pathlib import Path
 from typing import Any
 
 from probes.core.files import write_json
-from probes.core.safe_read import read_bytes, read_json
+from probes.core.safe_read import loads, read_bytes, read_json
+from probes.report.format import ReportError
 
 __all__ = ["BUILD_FILE", "RUNS_SUFFIX", "AlmanacState", "StateError", "merge_states"]
 
@@ -39,8 +44,9 @@ RUNS_SUFFIX = ".runs.jsonl"  # validated as almanac-run lines (probes.report.sch
 _CELLS = "cells"
 
 
-class StateError(ValueError):
-    """A state that cannot be used for this build (said in one line)."""
+class StateError(ReportError):
+    """A state that cannot be used for this build (said in one line; a ReportError, so a
+    command that meets one says it as the user's file, exit 2)."""
 
 
 class AlmanacState:
@@ -60,13 +66,23 @@ class AlmanacState:
         self._retracted: set[tuple[str, str, str | None]] = set()
         cells = folder / _CELLS
         for path in sorted(cells.glob("*.jsonl")) if cells.is_dir() else []:
-            for line in read_bytes(path, within=folder).decode().splitlines():
-                self._take(line)
+            for number, line in enumerate(_text(path, folder).split("\n"), 1):
+                self._take(line, f"{path}: line {number}")
         self._index()
 
     def build(self) -> dict[str, Any] | None:
         path = self.folder / BUILD_FILE
-        return read_json(path, within=self.folder) if path.is_file() else None
+        if not path.is_file():
+            return None
+        try:
+            found = read_json(path, within=self.folder)
+        except ValueError as error:
+            raise StateError(f"{path}: expected JSON, found {error}: refused") from None
+        if not isinstance(found, dict) or not isinstance(found.get("grid", 1), int) \
+                or not isinstance(found.get("client", ""), str):
+            raise StateError(f"{path}: expected an object of the build's client (a name) and "
+                             "grid (an integer): refused")
+        return found
 
     def start(self, build: Mapping[str, Any]) -> None:
         """Record what the build is, or check it is the one already recorded."""
@@ -80,16 +96,18 @@ class AlmanacState:
                              f"(found {', '.join(f'{k}={found.get(k)!r}' for k in differs)}"
                              "): expected the same build to resume; use another --state")
 
-    def _take(self, line: str) -> bool:
+    def _take(self, line: str, source: str) -> bool:
         line = line.strip()
         if not line or line in self.lines:
             return False
         try:
-            record = json.loads(line)
+            record = loads(line, source)  # ReadRefused when nested too deep
         except ValueError:
-            return False  # a torn last line: that run is run again
-        if not isinstance(record, dict) or not isinstance(record.get("version"), str):
-            return False
+            return False  # a torn line (a write cut by a kill): that run is run again
+        problem = _malformed(record)
+        if problem is not None:
+            raise StateError(f"{source}: {problem}: refused (expected an almanac-run line: "
+                             "a finished run or a retraction)")
         self.lines.add(line)
         (self.retractions if "retract" in record else self._runs).append(record)
         return True
@@ -131,7 +149,7 @@ class AlmanacState:
                 (revision := self.revision_of(str(record["probe"]))) > 1:
             record["revision"] = revision
         line = json.dumps(record, sort_keys=True, ensure_ascii=False)
-        if not self._take(line):
+        if not self._take(line, f"{self.folder}: a run to add"):
             return
         if "retract" in record:
             self._index()
@@ -186,6 +204,47 @@ class AlmanacState:
             if record.get("binary_sha256"):
                 found.setdefault(record["version"], record["binary_sha256"])
         return found
+
+
+def _text(path: Path, folder: Path) -> str:
+    data = read_bytes(path, within=folder)
+    try:
+        return data.decode()
+    except UnicodeDecodeError as error:
+        raise StateError(f"{path}: expected UTF-8 JSON lines, found byte "
+                         f"{data[error.start]:#04x} at offset {error.start}: refused") from None
+
+
+# the fields a state line may hold and their types (probes.report.schemas.AlmanacLine)
+_TEXT_FIELDS = ("binary_sha256", "folder", "screen", "probe", "retract", "reason")
+_INT_FIELDS = ("attempt", "revision", "batch_probes")
+
+
+def _malformed(record: Any) -> str | None:
+    """What makes ``record`` no run and no retraction, or None."""
+    if not isinstance(record, dict):
+        return f"expected an object, found {type(record).__name__}"
+    version = record.get("version")
+    if not isinstance(version, str) or not version or "/" in version \
+            or version in (".", "..") or not version.isprintable():
+        return f"version: expected a version name, found {str(version)[:80]!r}"
+    for name in _TEXT_FIELDS:
+        if name in record and not isinstance(record[name], str):
+            return f"{name}: expected a string, found {type(record[name]).__name__}"
+    for name in _INT_FIELDS:
+        if name in record and (not isinstance(record[name], int)
+                               or isinstance(record[name], bool)):
+            return f"{name}: expected an integer, found {type(record[name]).__name__}"
+    for name in ("claims", "checks"):
+        if name in record and not isinstance(record[name], dict):
+            return f"{name}: expected an object, found {type(record[name]).__name__}"
+    if "retract" in record:
+        return None if record.get("reason") else "reason: expected why the runs are withdrawn"
+    if "screen" not in record and "probe" not in record:
+        return "expected a screen or a probe's run (a screen or probe field), found neither"
+    if any(not isinstance(v, str) for v in record.get("claims", {}).values()):
+        return "claims: expected a verdict (a string) for each claim"
+    return None
 
 
 def _revision(record: Mapping[str, Any]) -> int:
