@@ -228,23 +228,9 @@ def run(args: argparse.Namespace) -> int:
     document: dict[str, Any] = {"schema": "loopprobe-bench/1"}
     with tempfile.TemporaryDirectory(prefix="loopprobe-bench-") as tmp, \
             contextlib.ExitStack() as stack:
-        servers: dict[str, Server] = {}
         try:
-            print(f"starting our mock, aimock {args.aimock_version} (npm install into the "
-                  "cache on first use) and the floor", flush=True)
-            servers[OURS] = start_ours(Path(tmp), server_cpus)
-            stack.callback(servers[OURS].stop)
-            servers[PEER] = start_aimock(Path(tmp), server_cpus, args.aimock_version)
-            stack.callback(servers[PEER].stop)
-            servers[FLOOR] = start_floor(Path(tmp), server_cpus, bodies.streaming[0])
-            stack.callback(servers[FLOOR].stop)
-            replies = {name: {mode: verify_reply(server.url, bodies.variant(stream)[0], stream)
-                              for mode, stream in (("stream", True), ("json", False))}
-                       for name, server in servers.items()}
-            for mode, stream in (("stream", True), ("json", False)):
-                size = verify_same_bytes(servers[OURS].port, servers[FLOOR].port,
-                                         bodies.variant(stream)[0])
-                replies[FLOOR][mode]["same_bytes_as_ours"] = size
+            servers, replies = _start_servers(Path(tmp), stack, server_cpus, args.aimock_version,
+                                              bodies)
         except (InstallError, ServerError, VerifyError, OSError) as error:
             print(f"bench: {error}", file=sys.stderr)
             return 2
@@ -253,13 +239,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"measuring {len(cases)} cases x {len(servers)} servers x {args.rounds} round(s), "
               f"{args.warmup:g} s warm-up + {args.duration:g} s each", flush=True)
         measured = _measure(servers, bodies, cases, args, Path(tmp) / "ours.journal.jsonl")
-        profile = None
-        if args.profile:
-            try:
-                profile = profile_ours(servers[OURS], bodies, measured, max(args.concurrency),
-                                       args.profile_seconds, args.out)
-            except (ProfileError, OSError, subprocess.SubprocessError) as error:
-                print(f"bench: profiling failed: {error}", file=sys.stderr)
+        profile = _profile(args, servers[OURS], bodies, measured)
         journal = Path(tmp) / "ours.journal.jsonl"
         if journal.is_file():
             servers[OURS].config["journal_bytes_written"] = journal.stat().st_size
@@ -269,19 +249,8 @@ def run(args: argparse.Namespace) -> int:
             "errors": errors,
             "started_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(started)),
             "seconds": round(time.time() - started, 1),
-            "settings": {"quick": args.quick, "duration_s": args.duration,
-                         "warmup_s": args.warmup, "settle_s": args.settle,
-                         "rounds": args.rounds,
-                         "order_by_round": [list(_order(n)) for n in range(args.rounds)],
-                         "concurrency": args.concurrency,
-                         "server_cpus": sorted(server_cpus) if server_cpus else None,
-                         "generator_cpus": sorted(generator_cpus) if generator_cpus else None,
-                         "headers": ["host", "x-api-key", "anthropic-version", "content-type",
-                                     "content-length"]},
-            "machine": {"cpus": os.cpu_count(), "platform": platform.platform(),
-                        "python": platform.python_version(), "node": _node_version(),
-                        "load_average_before": [round(v, 2) for v in load_before],
-                        "load_average_after": [round(v, 2) for v in os.getloadavg()]},
+            "settings": _settings(args, server_cpus, generator_cpus),
+            "machine": _machine(load_before),
             "bodies": bodies.describe(),
             "servers": {name: {**server.describe(), "replies": replies[name]}
                         for name, server in servers.items()},
@@ -299,6 +268,63 @@ def run(args: argparse.Namespace) -> int:
         print(f"bench: {errors} request(s) failed; see error_kinds in {args.out}", file=sys.stderr)
         return 1
     return 0
+
+
+def _start_servers(tmp: Path, stack: contextlib.ExitStack, server_cpus: set[int] | None,
+                   aimock_version: str,
+                   bodies: Bodies) -> tuple[dict[str, Server], dict[str, dict[str, Any]]]:
+    """Our mock, aimock and the floor started (each stopped when ``stack`` closes), and the
+    reply each gives in both modes checked, the floor's byte for byte against ours."""
+    servers: dict[str, Server] = {}
+    print(f"starting our mock, aimock {aimock_version} (npm install into the "
+          "cache on first use) and the floor", flush=True)
+    servers[OURS] = start_ours(tmp, server_cpus)
+    stack.callback(servers[OURS].stop)
+    servers[PEER] = start_aimock(tmp, server_cpus, aimock_version)
+    stack.callback(servers[PEER].stop)
+    servers[FLOOR] = start_floor(tmp, server_cpus, bodies.streaming[0])
+    stack.callback(servers[FLOOR].stop)
+    replies = {name: {mode: verify_reply(server.url, bodies.variant(stream)[0], stream)
+                      for mode, stream in (("stream", True), ("json", False))}
+               for name, server in servers.items()}
+    for mode, stream in (("stream", True), ("json", False)):
+        size = verify_same_bytes(servers[OURS].port, servers[FLOOR].port,
+                                 bodies.variant(stream)[0])
+        replies[FLOOR][mode]["same_bytes_as_ours"] = size
+    return servers, replies
+
+
+def _profile(args: argparse.Namespace, ours: Server, bodies: Bodies,
+             measured: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """Our mock profiled under the heaviest load (``--profile``); None when not asked for or
+    when profiling failed (said, the measurements stand)."""
+    if not args.profile:
+        return None
+    try:
+        return profile_ours(ours, bodies, measured, max(args.concurrency),
+                            args.profile_seconds, args.out)
+    except (ProfileError, OSError, subprocess.SubprocessError) as error:
+        print(f"bench: profiling failed: {error}", file=sys.stderr)
+        return None
+
+
+def _settings(args: argparse.Namespace, server_cpus: set[int] | None,
+              generator_cpus: set[int] | None) -> dict[str, Any]:
+    return {"quick": args.quick, "duration_s": args.duration, "warmup_s": args.warmup,
+            "settle_s": args.settle, "rounds": args.rounds,
+            "order_by_round": [list(_order(n)) for n in range(args.rounds)],
+            "concurrency": args.concurrency,
+            "server_cpus": sorted(server_cpus) if server_cpus else None,
+            "generator_cpus": sorted(generator_cpus) if generator_cpus else None,
+            "headers": ["host", "x-api-key", "anthropic-version", "content-type",
+                        "content-length"]}
+
+
+def _machine(load_before: tuple[float, float, float]) -> dict[str, Any]:
+    return {"cpus": os.cpu_count(), "platform": platform.platform(),
+            "python": platform.python_version(), "node": _node_version(),
+            "load_average_before": [round(v, 2) for v in load_before],
+            "load_average_after": [round(v, 2) for v in os.getloadavg()]}
 
 
 def main(argv: list[str] | None = None) -> int:

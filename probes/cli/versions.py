@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +24,7 @@ from probes.cli.common import (
     say,
 )
 from probes.cli.suite import run_suite
-from probes.clients import InstallError, report_folder
+from probes.clients import Client, InstallError, report_folder
 from probes.clients.base import ClientKey
 from probes.clients.registry import CLIENT_KINDS, client_for, remove_install
 from probes.clients.specs import check_version
@@ -98,21 +99,7 @@ def cmd_bisect(args: argparse.Namespace) -> int:
             check_version(client, version, exact=True)
     except InstallError as error:
         raise HarnessInputError(str(error)) from None
-    catalog = load_catalog(args.catalog)
-    if bool(args.claim) == bool(args.probe):
-        raise HarnessInputError("expected exactly one of --claim ID or --probe NAME")
-    if args.claim:
-        needed = tuple(ReportSpec(spec.name, spec.title, chosen, spec.summary)
-                       for spec in catalog if (chosen := tuple(
-                           p for p in spec.probes if args.claim in {c.id for c in p.claims})))
-        claims = [args.claim]
-        if not needed:
-            known = sorted({c.id for spec in catalog for p in spec.probes for c in p.claims})
-            raise HarnessInputError(f"--claim {args.claim!r}: no probe makes it; expected one "
-                                    f"of {', '.join(known)}")
-    else:
-        needed = tuple(select(catalog, args.probe, None))
-        claims = [c.id for spec in needed for p in spec.probes for c in p.claims]
+    needed, claims = _followed(load_catalog(args.catalog), args.claim, args.probe)
     try:
         versions = versions_between(client.published(), args.good, args.bad)
     except (InstallError, BisectError) as error:
@@ -122,10 +109,61 @@ def cmd_bisect(args: argparse.Namespace) -> int:
         versions.reverse()  # the search runs from the trusted end
     out = Path(args.out)
     check_out(out)
-    installed_before = {b.version for b in client.installed()}
+    verdict_at = _verdict_at(args, client, needed, claims, out)
     target = args.claim or f"probe-{args.probe}"
     say(f"bisect {target} on {client.name}: {len(versions)} versions from {args.good} "
          f"(good) to {args.bad}, following {kind if kind == ANY else f'a {kind} transition'}")
+    try:
+        result = bisect_versions(versions, verdict_at, kind)
+    except BisectError as error:
+        raise HarnessInputError(str(error)) from None
+    summary: dict[str, Any] = {"client": client.name, "target": target, "claims": claims,
+                               **result.to_json()}
+    if result.first_changed:
+        summary.update(_where_it_changed(out, client, result.last_same, result.first_changed,
+                                         needed, claims))
+        say(f"bisect: {target} changed in {result.first_changed}, a {result.transition} "
+             f"transition ({result.change}: {result.tested[result.last_same]} on "
+             f"{result.last_same} -> {result.changed_verdict})")
+        for check in summary["flipped_checks"]:
+            say(f"  flipped: {check.get('id')}")
+    else:
+        say(f"bisect: the change is in one of {', '.join(result.candidates)} (skipped: "
+             f"{', '.join(result.skipped)})")
+    write_json(out / f"bisect-{target}.json", summary)
+    say(f"wrote {out / f'bisect-{target}.json'}")
+    code = EXIT_PASSED if result.first_changed else EXIT_FAILED
+    if args.json:
+        print(json.dumps({"command": "bisect", "exit_code": code,
+                          "result": str(out / f"bisect-{target}.json"), **summary}, indent=2))
+    return code
+
+
+def _followed(catalog: tuple[ReportSpec, ...], claim: str | None,
+              probe: str | None) -> tuple[tuple[ReportSpec, ...], list[str]]:
+    """The reports a bisect runs on each version (only the probes making ``claim``, or the
+    probe named) and the claims whose verdict it follows."""
+    if bool(claim) == bool(probe):
+        raise HarnessInputError("expected exactly one of --claim ID or --probe NAME")
+    if not claim:
+        needed = tuple(select(catalog, probe, None))
+        return needed, [c.id for spec in needed for p in spec.probes for c in p.claims]
+    needed = tuple(ReportSpec(spec.name, spec.title, chosen, spec.summary)
+                   for spec in catalog if (chosen := tuple(
+                       p for p in spec.probes if claim in {c.id for c in p.claims})))
+    if not needed:
+        known = sorted({c.id for spec in catalog for p in spec.probes for c in p.claims})
+        raise HarnessInputError(f"--claim {claim!r}: no probe makes it; expected one "
+                                f"of {', '.join(known)}")
+    return needed, [claim]
+
+
+def _verdict_at(args: argparse.Namespace, client: Client, needed: tuple[ReportSpec, ...],
+                claims: list[str], out: Path) -> Callable[[str], str]:
+    """How a version is probed: the reports run into its folder, the claims' verdict read
+    back, and its install removed after unless it was there before, is an end of the range
+    or ``--keep-installs`` is given."""
+    installed_before = {b.version for b in client.installed()}
 
     def verdict_at(version: str) -> str:
         folder = out / report_folder(ClientKey(client.name, version))
@@ -139,39 +177,24 @@ def cmd_bisect(args: argparse.Namespace) -> int:
             remove_install(client, version)
         return found
 
-    try:
-        result = bisect_versions(versions, verdict_at, kind)
-    except BisectError as error:
-        raise HarnessInputError(str(error)) from None
-    summary: dict[str, Any] = {"client": client.name, "target": target, "claims": claims,
-                               **result.to_json()}
-    if result.first_changed:
-        same = out / report_folder(ClientKey(client.name, result.last_same))
-        changed = out / report_folder(ClientKey(client.name, result.first_changed))
-        claim_checks = {check["id"] for spec in needed
-                        if (changed / f"{spec.name}.json").is_file()
-                        for check in load_report(changed / f"{spec.name}.json",
-                                                 within=changed)["checks"]
-                        if check.get("claim") in claims}
-        flipped = [check for check in diff_directories(same, changed)["checks_flipped"]
-                   if check["id"] in claim_checks]
-        summary["reports"] = {"last_same": str(same), "first_changed": str(changed)}
-        summary["flipped_checks"] = flipped
-        say(f"bisect: {target} changed in {result.first_changed}, a {result.transition} "
-             f"transition ({result.change}: {result.tested[result.last_same]} on "
-             f"{result.last_same} -> {result.changed_verdict})")
-        for check in flipped:
-            say(f"  flipped: {check.get('id')}")
-    else:
-        say(f"bisect: the change is in one of {', '.join(result.candidates)} (skipped: "
-             f"{', '.join(result.skipped)})")
-    write_json(out / f"bisect-{target}.json", summary)
-    say(f"wrote {out / f'bisect-{target}.json'}")
-    code = EXIT_PASSED if result.first_changed else EXIT_FAILED
-    if args.json:
-        print(json.dumps({"command": "bisect", "exit_code": code,
-                          "result": str(out / f"bisect-{target}.json"), **summary}, indent=2))
-    return code
+    return verdict_at
+
+
+def _where_it_changed(out: Path, client: Client, last_same: str, first_changed: str,
+                      needed: tuple[ReportSpec, ...], claims: list[str]) -> dict[str, Any]:
+    """The report folders on both sides of the change, and the checks of the followed claims
+    that flipped between them."""
+    same = out / report_folder(ClientKey(client.name, last_same))
+    changed = out / report_folder(ClientKey(client.name, first_changed))
+    claim_checks = {check["id"] for spec in needed
+                    if (changed / f"{spec.name}.json").is_file()
+                    for check in load_report(changed / f"{spec.name}.json",
+                                             within=changed)["checks"]
+                    if check.get("claim") in claims}
+    flipped = [check for check in diff_directories(same, changed)["checks_flipped"]
+               if check["id"] in claim_checks]
+    return {"reports": {"last_same": str(same), "first_changed": str(changed)},
+            "flipped_checks": flipped}
 
 
 

@@ -152,6 +152,18 @@ def render_guide(reports: list[Report],
     is the folder's counterfactuals.json (None: not run on this binary)."""
     if not reports:
         return "# Evidence guide\n\nNo reports in this directory.\n"
+    analysis = _analysis(reports)
+    shared = Shared(common_env(reports), common_args(reports), common_spec(reports))
+    out = [*_heading(reports), *_sources(analysis), *_egress(reports), *_endings(reports),
+           *_shared(shared)]
+    for report in reports:
+        out += _report_part(report, shared, (journal_lines or {}).get(report["report"], {}),
+                            counterfactuals, analysis)
+    return "\n".join(out) + "\n"
+
+
+def _heading(reports: list[Report]) -> list[str]:
+    """The binary, how to read the folder's files, and each report's status."""
     client = reports[0]["client"]
     plugin = client.get("plugin")
     out = [f"# Evidence guide: {client['name']} {client['version']}", "",
@@ -177,20 +189,31 @@ def render_guide(reports: list[Report],
         out.append(f"| [{report['report']}]({report['report']}.json) | {report['status']} | "
                    f"{passed}/{len(report['claims'])} |")
     out.append("")
-    analysis = _analysis(reports)
-    if analysis:
-        out += [f"**Sources.** \"The analysis\" is “{analysis[0]}”, the published analysis of "
-                f"Claude Code {analysis[1]}; each claim citing it gives the section, the line and "
-                "the words quoted.", ""]
+    return out
+
+
+def _sources(analysis: tuple[str, str] | None) -> list[str]:
+    if not analysis:
+        return []
+    return [f"**Sources.** \"The analysis\" is “{analysis[0]}”, the published analysis of "
+            f"Claude Code {analysis[1]}; each claim citing it gives the section, the line and "
+            "the words quoted.", ""]
+
+
+def _egress(reports: list[Report]) -> list[str]:
     refused = sorted({h for r in reports for h in r.get("trust", {}).get("egress_refused", [])})
-    out += ["**Egress:** " + (f"the client tried to reach {', '.join(refused)}; the egress guard "
+    return ["**Egress:** " + (f"the client tried to reach {', '.join(refused)}; the egress guard "
                               "refused every attempt (see each probe's `egress_attempts`)."
                               if refused else "the client connected to nothing but the mock."), ""]
-    out += ["## How every run ended", "",
-            "The final `result` of every client run in these reports (terminal reasons the "
-            "loop reached in print mode):", "",
-            "| report | probe | run | terminal_reason | subtype | is_error | exit | result |",
-            "|---|---|---|---|---|---|---|---|"]
+
+
+def _endings(reports: list[Report]) -> list[str]:
+    """How every run ended: its terminal reason and final result."""
+    out = ["## How every run ended", "",
+           "The final `result` of every client run in these reports (terminal reasons the "
+           "loop reached in print mode):", "",
+           "| report | probe | run | terminal_reason | subtype | is_error | exit | result |",
+           "|---|---|---|---|---|---|---|---|"]
     results = {(report["report"], probe["name"], run["name"]): (run.get("result") or {}).get(
         "result") for report in reports for probe in report["probes"]
         for run in dict(probe).get("runs", [])}
@@ -202,40 +225,48 @@ def render_guide(reports: list[Report],
                        f"{row.get('is_error')} | {exit_code} | "
                        f"{short(results.get((report['report'], row['probe'], row['run'])), 36)} |")
     out.append("")
-    shared = Shared(common_env(reports), common_args(reports), common_spec(reports))
-    if shared.env or shared.args or shared.spec:
-        out += ["## What most runs share", "",
-                "Each command below is written `env -i $COMMON_ENV`, the variables most runs "
-                "share (placeholders as in the reports), then what that run sets otherwise "
-                "(a run without one of them says so), then its arguments, `$COMMON_ARGS` "
-                "standing for the ones most runs share. A script's rules answer main requests "
-                "unless they name another kind. Each request's body is whole in the report's "
-                "journal at the line given as `#seq@line kind turn.attempt → rule status`; "
-                "each check's evidence, and each run's whole output, in the report. A JSON "
-                "argument is shown without its keys set to null, false or empty (the report "
-                "has it whole)" + (
-                    ", nor those set as in `$COMMON_SPEC`, the keys most runs' JSON arguments "
-                    "set alike (a key of it a run lacks is shown null)." if shared.spec else "."),
-                "", "```", *(["COMMON_ENV=", *assignments(shared.env)] if shared.env else []),
-                *([f"COMMON_ARGS={' '.join(quote(a) for a in shared.args)}"]
-                  if shared.args else []),
-                *([f"COMMON_SPEC={json.dumps(shared.spec, ensure_ascii=False)}"]
-                  if shared.spec else []), "```", ""]
-    for report in reports:
-        journal = report["journal"]
-        out += [f"## {report['title']}", "", report.get("summary", ""), "",
-                f"Report [`{report['report']}.json`]({report['report']}.json), journal "
-                f"[`{journal}`]({journal}) (the lines below are its lines).", ""]
-        if "partial" in report:
-            out += [f"**Partial:** only {', '.join(report['partial']['probes_run'])} ran; "
-                    f"not run: {', '.join(report['partial']['probes_not_run'])}.", ""]
-        if "merged" in report:
-            out += [f"**Merged:** {', '.join(report['merged']['probes_run_now'])} run later "
-                    "into this report of the same binary; from the earlier run: "
-                    f"{', '.join(report['merged']['probes_from_earlier_run']) or 'none'}.", ""]
-        out += _report_sections(report, shared, (journal_lines or {}).get(report["report"], {}),
-                                counterfactuals, analysis)
-    return "\n".join(out) + "\n"
+    return out
+
+
+def _shared(shared: Shared) -> list[str]:
+    """What most runs share, written once: the environment, the arguments, the JSON spec."""
+    if not (shared.env or shared.args or shared.spec):
+        return []
+    return ["## What most runs share", "",
+            "Each command below is written `env -i $COMMON_ENV`, the variables most runs "
+            "share (placeholders as in the reports), then what that run sets otherwise "
+            "(a run without one of them says so), then its arguments, `$COMMON_ARGS` "
+            "standing for the ones most runs share. A script's rules answer main requests "
+            "unless they name another kind. Each request's body is whole in the report's "
+            "journal at the line given as `#seq@line kind turn.attempt → rule status`; "
+            "each check's evidence, and each run's whole output, in the report. A JSON "
+            "argument is shown without its keys set to null, false or empty (the report "
+            "has it whole)" + (
+                ", nor those set as in `$COMMON_SPEC`, the keys most runs' JSON arguments "
+                "set alike (a key of it a run lacks is shown null)." if shared.spec else "."),
+            "", "```", *(["COMMON_ENV=", *assignments(shared.env)] if shared.env else []),
+            *([f"COMMON_ARGS={' '.join(quote(a) for a in shared.args)}"]
+              if shared.args else []),
+            *([f"COMMON_SPEC={json.dumps(shared.spec, ensure_ascii=False)}"]
+              if shared.spec else []), "```", ""]
+
+
+def _report_part(report: Report, shared: Shared, lines: dict[tuple[str, int], int],
+                 counterfactuals: dict[str, Any] | None,
+                 analysis: tuple[str, str] | None) -> list[str]:
+    """One report: its title and files, whether it is partial or merged, then its sections."""
+    journal = report["journal"]
+    out = [f"## {report['title']}", "", report.get("summary", ""), "",
+           f"Report [`{report['report']}.json`]({report['report']}.json), journal "
+           f"[`{journal}`]({journal}) (the lines below are its lines).", ""]
+    if "partial" in report:
+        out += [f"**Partial:** only {', '.join(report['partial']['probes_run'])} ran; "
+                f"not run: {', '.join(report['partial']['probes_not_run'])}.", ""]
+    if "merged" in report:
+        out += [f"**Merged:** {', '.join(report['merged']['probes_run_now'])} run later "
+                "into this report of the same binary; from the earlier run: "
+                f"{', '.join(report['merged']['probes_from_earlier_run']) or 'none'}.", ""]
+    return out + _report_sections(report, shared, lines, counterfactuals, analysis)
 
 
 def _request_lines(path: Path, folder: Path) -> dict[tuple[str, int], int]:

@@ -205,30 +205,72 @@ def publish(state: AlmanacState, work: Path, out: Path, published: Sequence[str]
     build = state.build()
     if build is None:
         raise PublishError(f"{state.folder}: no almanac build there")
-    since, grid = build["since"], int(build["grid"])
     probe_claims: Mapping[str, Sequence[str]] = claims_of(catalog) or build.get("claims") or {}
+    versions, anchors = _range(build["since"], int(build["grid"]), published, until, start)
+    result = search(versions, probe_claims, int(build["grid"]), state.cell, state.screen)
+    if not result.complete:
+        first = result.needs[0]
+        raise PublishError(f"{len(result.needs)} run(s) still needed over {build['since']}–"
+                           f"{until} (first: {first.probe or 'the screen'} on {first.version}); "
+                           "run almanac build to go on")
+    claims = result.claims(probe_claims)
+    witnesses = _witnesses(state, claims, probe_claims,
+                           [v for v in anchors if v in versions] or versions[:1])
+    paths = {version: _copy_witness(work, out, version, folders, say)
+             for version, folders in sorted(witnesses.items())}
+    for claim in claims:
+        for change in claim["changes"]:
+            for side in ("before", "after"):
+                _check_witness(out, state, claim, change[side])
+    _drop_stale_witnesses(out, versions, witnesses, say)
+    _describe_changes(claims, _areas(catalog), state, paths)
+    binaries = state.binaries()
+    probed = {v: sorted(p for p in probe_claims if state.cell(v, p, 1)) for v in versions}
+    document: dict[str, Any] = {
+        "schema_version": ALMANAC_SCHEMA_VERSION, "kind": "almanac",
+        "generator": f"loopprobe {__version__}", "client": build["client"],
+        "method": {"grid": int(build["grid"]), "screen_probe": build["screen_probe"],
+                   "grid_versions": [versions[i] for i in result.grid],
+                   "guarantee": GUARANTEE},
+        "range": {"first": versions[0], "last": versions[-1], "count": len(versions)},
+        "not_built": _not_built(published, versions),
+        "versions": [{"version": v, "binary_sha256": binaries.get(v, ""),
+                      "screen": state.screen(v) or "", "probes_run": len(probed[v]),
+                      "witness": paths.get(v)} for v in versions],
+        "claims": claims,
+        "cost": _cost(state),
+    }
+    path = out / ALMANAC_FILE
+    write_json(path, document)
+    _write_text(out, document)
+    return path
+
+
+def _range(since: str, grid: int, published: Sequence[str], until: str,
+           start: str | None) -> tuple[list[str], list[str]]:
+    """The versions published (from the grid interval holding ``start`` on, when given: the
+    rest is not built) and the anchors of the whole range."""
     if since not in published or until not in published:
         raise PublishError(f"{since}–{until}: not published versions")
     versions = list(published[published.index(since):published.index(until) + 1])
     # anchors: whole evidence folders every ANCHOR_EVERY releases from the first, fixed as the
     # range grows (a new newest release is no anchor: an unchanged release adds no folder)
     anchors = [v for i, v in enumerate(versions) if i % ANCHOR_EVERY == 0]
-    if start:  # only the grid intervals from start on: the rest is not built
+    if start:
         if start not in versions:
             raise PublishError(f"--from {start}: not a version of {since}–{until}")
         versions = versions[max(i for i in grid_indices(len(versions), grid)
                                 if i <= versions.index(start)):]
-    result = search(versions, probe_claims, grid, state.cell, state.screen)
-    if not result.complete:
-        first = result.needs[0]
-        raise PublishError(f"{len(result.needs)} run(s) still needed over {since}–{until} "
-                           f"(first: {first.probe or 'the screen'} on {first.version}); "
-                           "run almanac build to go on")
-    areas = _areas(catalog)
-    claims = result.claims(probe_claims)
-    # version -> run folder -> the probes whose reports are kept (None: the whole folder)
+    return versions, anchors
+
+
+def _witnesses(state: AlmanacState, claims: list[dict[str, Any]],
+               probe_claims: Mapping[str, Sequence[str]],
+               anchors: list[str]) -> dict[str, dict[str, set[str] | None]]:
+    """version -> run folder -> the probes whose reports are kept (None: the whole folder):
+    each probe's first run on an anchor, the changed probe's on both sides of a change."""
     witnesses: dict[str, dict[str, set[str] | None]] = {}
-    for anchor in [v for v in anchors if v in versions] or versions[:1]:
+    for anchor in anchors:
         for probe in probe_claims:
             for run in state.runs(anchor, probe)[:1]:
                 witnesses.setdefault(anchor, {})[str(run["folder"])] = None
@@ -239,13 +281,13 @@ def publish(state: AlmanacState, work: Path, out: Path, published: Sequence[str]
                     kept = witnesses.setdefault(change[side], {})
                     if kept.get(str(run["folder"]), set()) is not None:
                         kept.setdefault(str(run["folder"]), set()).add(claim["probe"])  # type: ignore[union-attr]
-    paths = {version: _copy_witness(work, out, version, folders, say)
-             for version, folders in sorted(witnesses.items())}
-    for claim in claims:
-        for change in claim["changes"]:
-            for side in ("before", "after"):
-                _check_witness(out, state, claim, change[side])
-    _drop_stale_witnesses(out, versions, witnesses, say)
+    return witnesses
+
+
+def _describe_changes(claims: list[dict[str, Any]], areas: Mapping[str, tuple[str, str]],
+                      state: AlmanacState, paths: Mapping[str, str | None]) -> None:
+    """Each claim's report and statement, and per change its kind and name, whether it was
+    verified, the checks that flipped and its witnesses; the version it was introduced in."""
     for claim in claims:
         area, statement = areas.get(claim["id"], ("", ""))
         claim["area"], claim["statement"] = area, statement
@@ -262,26 +304,6 @@ def publish(state: AlmanacState, work: Path, out: Path, published: Sequence[str]
             if change["change"] == "introduced" and introduced is None:
                 introduced = change["after"]
         claim["introduced"] = introduced
-    binaries = state.binaries()
-    probed = {v: sorted(p for p in probe_claims if state.cell(v, p, 1)) for v in versions}
-    document: dict[str, Any] = {
-        "schema_version": ALMANAC_SCHEMA_VERSION, "kind": "almanac",
-        "generator": f"loopprobe {__version__}", "client": build["client"],
-        "method": {"grid": grid, "screen_probe": build["screen_probe"],
-                   "grid_versions": [versions[i] for i in result.grid],
-                   "guarantee": GUARANTEE},
-        "range": {"first": versions[0], "last": versions[-1], "count": len(versions)},
-        "not_built": _not_built(published, versions),
-        "versions": [{"version": v, "binary_sha256": binaries.get(v, ""),
-                      "screen": state.screen(v) or "", "probes_run": len(probed[v]),
-                      "witness": paths.get(v)} for v in versions],
-        "claims": claims,
-        "cost": _cost(state),
-    }
-    path = out / ALMANAC_FILE
-    write_json(path, document)
-    _write_text(out, document)
-    return path
 
 
 def _cost(state: AlmanacState) -> dict[str, Any]:
