@@ -7,7 +7,8 @@ file), ``fingerprint``, ``partial`` (a report folder written as probes end),
 ``guide`` (EVIDENCE.md) with ``guide_runs`` (how it writes a probe's runs and requests),
 ``render`` (HTML pages, ``templates/``) with ``probe_view`` (what a page shows of a probe),
 ``counterfactuals`` (counterfactuals.json: what each counterfactual did on a binary),
-``junit``, ``diff``, ``matrix``, ``mechanism_table``.
+``junit``, ``diff``, ``matrix``, ``mechanism_table``, ``not_kept`` (what the probes' records
+left out past their caps, gathered for the report).
 
 May import: ``probes.core``, ``probes.clients``, ``probes.catalog``.
 """

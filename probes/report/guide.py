@@ -186,6 +186,11 @@ def render_guide(reports: list[Report],
     out += ["**Egress:** " + (f"the client tried to reach {', '.join(refused)}; the egress guard "
                               "refused every attempt (see each probe's `egress_attempts`)."
                               if refused else "the client connected to nothing but the mock."), ""]
+    left_out = [f"{n['probe']} (run {n['run'] or 'none'}): {n['what']}, {n['said']}"
+                for r in reports for n in r.get("not_kept", [])]
+    if left_out:  # a client's flood: the first records are in the report, the rest counted
+        out += ["**Not kept:** records past their caps (the first ones are kept; see each "
+                "probe's `not_kept`): " + "; ".join(left_out) + ".", ""]
     out += ["## How every run ended", "",
             "The final `result` of every client run in these reports (terminal reasons the "
             "loop reached in print mode):", "",
