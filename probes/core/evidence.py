@@ -23,8 +23,9 @@ from probes.core.safe_read import json_lines, nested_deeper_than
 from probes.core.tally import NotKept
 
 __all__ = ["CLIENT_FAULT", "FAULTS_NOT_KEPT", "LOST_FAULT", "MAX_EVENT_DEPTH", "OUTSIDER_FAULT",
-           "POSER_FAULT", "PROTOCOL_FAULTS", "Evidence", "Location", "Output", "RunRecord",
-           "block_text", "blocks_of_type", "locate", "message_outline", "messages"]
+           "POSER_FAULT", "PROTOCOL_FAULTS", "SANDBOX_REFUSALS", "Evidence", "Location",
+           "Output", "RunRecord", "block_text", "blocks_of_type", "locate", "message_outline",
+           "messages"]
 
 # the kinds of a collector fault (Evidence.evidence_faults). The client's act, refused: a line
 # of no known shape, a connection past the limit (its own reports are what it loses)
@@ -42,6 +43,8 @@ FAULTS_NOT_KEPT = {CLIENT_FAULT: "client faults", POSER_FAULT: "poser faults",
                    OUTSIDER_FAULT: "outsider faults", LOST_FAULT: "harness faults"}
 # what a streamed run's cap on its protocol faults says it left out (RunRecord.not_kept)
 PROTOCOL_FAULTS = "protocol faults"
+# what the cap on what the harness refused in a sandbox says it left out (Evidence.not_kept)
+SANDBOX_REFUSALS = "sandbox refusals"
 # a printed line nested deeper is kept unparsed: reports recurse into events, and a client's
 # line must not exhaust that recursion (real events nest a few tens of levels at most)
 MAX_EVENT_DEPTH = 128
@@ -175,8 +178,8 @@ class Evidence:
     # reaching its collector, refused, costing none); any other, the harness's evidence lost
     # (a reporter cut off, a record not written); the first of each kind per run
     evidence_faults: list[dict[str, Any]] = field(default_factory=list)
-    # what the collector's records and faults left out past their caps, per kind and run
-    # (probes.core.tally.NotKept: "and 399,872 more, 54 MiB, not kept")
+    # what the collector's records and faults, and the sandbox's refusals, left out past their
+    # caps, per kind and run (probes.core.tally.NotKept: "and 399,872 more, 54 MiB, not kept")
     not_kept: list[NotKept] = field(default_factory=list)
     # static evidence, for the strings the probe names (Probe.client_mentions): whether the
     # installed client's files mention each ({"binary_sha256", "files", "found": {s: bool}})

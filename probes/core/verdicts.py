@@ -20,6 +20,7 @@ from probes.core.evidence import (
     OUTSIDER_FAULT,
     POSER_FAULT,
     PROTOCOL_FAULTS,
+    SANDBOX_REFUSALS,
     Evidence,
 )
 from probes.core.probe import Probe
@@ -206,8 +207,9 @@ def _collector_checks(evidence: Evidence, checks: Checks) -> None:
             f"{fault.get('stream')}: {fault.get('fault')}")
     faults_of = {what: kind for kind, what in FAULTS_NOT_KEPT.items()}
     for left_out in evidence.not_kept:  # records past their caps: the client's flood
-        kind = faults_of.get(left_out["what"].split(" (")[0], CLIENT_FAULT)
-        said[kind].append(_left_out(left_out))
+        if left_out["what"] != SANDBOX_REFUSALS:  # the sandbox's: in the report alone
+            kind = faults_of.get(left_out["what"].split(" (")[0], CLIENT_FAULT)
+            said[kind].append(_left_out(left_out))
     checks.that("harness.evidence-intact", None,
                 "the collector lost nothing of the harness's own reporting (no reporter cut "
                 "off, no record it could not write)",

@@ -399,7 +399,7 @@ def _gather(probe: Probe, client: Client, binary: ClientBinary, box: Sandbox,
         # a run the harness killed (its timeout) cuts its egress reporter off too
         evidence_faults=[f for f in collector.faults if not (
             f.get("kind") == "cut_off" and f.get("run") in runs
-            and runs[str(f["run"])].timed_out)], not_kept=collector.not_kept(),
+            and runs[str(f["run"])].timed_out)], not_kept=collector.not_kept() + left.not_kept(),
         placeholders={**box.placeholders(), **place.placeholders(),
                       **client_paths,
                       **{seen: name for host, name in (
