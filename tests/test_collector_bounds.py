@@ -27,6 +27,7 @@ import pytest
 from probes.core.checks import Checks
 from probes.core.evidence import Evidence
 from probes.core.verdicts import harness_checks
+from probes.inside import hook_recorder
 from probes.run import collected
 from probes.run.collector import CONNECTION_LIMIT, Collector
 
@@ -383,3 +384,19 @@ def test_the_reserved_slot_serves_only_an_egress_claim_of_an_unclaimed_run(
         kept.end_run()
     assert kept.run_end("run1") == {"end": 0}
     assert [f["kind"] for f in kept.faults] == ["refused", "refused"]
+
+
+def test_the_hook_relay_refused_says_so_in_one_line(tmp_path: Path) -> None:
+    with _serving(tmp_path) as kept:
+        idle = [_connect(kept) for _ in range(CONNECTION_LIMIT)]
+        try:
+            _until(lambda: kept.serving() == CONNECTION_LIMIT, "every slot held")
+            done = subprocess.run([sys.executable, "-I", "-S", hook_recorder.__file__,
+                                   str(kept.socket_path)], input=b"{}", capture_output=True,
+                                  timeout=30)
+        finally:
+            for channel in idle:
+                channel.close()
+    assert done.returncode == 1 and done.stdout == b""
+    assert done.stderr.decode().count("\n") == 1
+    assert "closed the call unanswered (refused; its evidence says why)" in done.stderr.decode()
