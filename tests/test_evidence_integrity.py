@@ -36,6 +36,7 @@ from probes.run.containment import (
     NoContainment,
 )
 from probes.run.runner import run_probe
+from probes.sandbox.folders import Sandbox
 from tests.conftest import bubblewrap
 from tests.fakeloop import FakeLoopClient
 from tests.fixtures.attack_catalog import attack_probe, forge_script
@@ -185,3 +186,31 @@ def test_a_clean_run_has_intact_evidence(tmp_path: Path, containment: str) -> No
     assert outcome.passed, (outcome.error, [c for c in outcome.checks if not c.passed])
     assert outcome.evidence is not None and outcome.evidence.evidence_faults == []
     assert outcome.evidence.hook_calls, "the hook relay reached the collector"
+
+
+def test_a_record_the_host_would_not_take_is_the_harness_s_loss(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The counterpart of the client's acts (``tests/test_collector_bounds.py``): a genuine
+    harness fault, here the host refusing to append a hook record, still fails
+    ``harness.evidence-intact``, and the claim is an error, not the client's failure."""
+    made = Sandbox.create.__func__  # type: ignore[attr-defined]
+
+    def create(cls: type[Sandbox], parent: Path | None, name: str) -> Sandbox:
+        box: Sandbox = made(cls, parent, name)
+        (box.evidence / "hooks.jsonl").mkdir()  # the host's folder, where a file should be
+        return box
+
+    monkeypatch.setattr(Sandbox, "create", classmethod(create))
+    client = FakeLoopClient()
+    outcome = run_probe(attack_probe("echo attack:done\n", hooks=True, runs=1), client,
+                        client.install("1"), tmp_path, containment=_bubblewrap())
+    assert outcome.evidence is not None, outcome.error
+    assert {f["kind"] for f in outcome.evidence.evidence_faults} == {"lost"}
+    checks = {c.id.split(".", 1)[1]: c for c in outcome.checks}
+    assert not checks["harness.evidence-intact"].passed
+    assert "could not be written to hooks.jsonl" in json.dumps(
+        checks["harness.evidence-intact"].observed)
+    assert "client.reporter-faults" not in checks
+    report, _, _ = build_report(ReportSpec("lost", "lost", (outcome.probe,)), [outcome],
+                                outcome_binary())
+    assert [c["status"] for c in report["claims"]] == ["error"]

@@ -25,14 +25,28 @@ import pytest
 from mockapi import Scenario
 from probes.clients.base import Capabilities, ClientBinary, Command, RunContext
 from probes.core.checks import Checks
-from probes.core.evidence import MAX_EVENT_DEPTH, Evidence, Output, RunRecord, message_outline
+from probes.core.evidence import (
+    MAX_EVENT_DEPTH,
+    PROTOCOL_FAULTS,
+    Evidence,
+    Output,
+    RunRecord,
+    message_outline,
+)
 from probes.core.invocation import Invocation
 from probes.core.mcp import McpReply, McpServer, McpTool
 from probes.core.probe import Claim, Probe, ReportSpec
 from probes.core.streamed import PermissionAnswer, Step, StreamedInput, user_message
 from probes.core.verdicts import harness_checks
 from probes.report.build import OUTLINE_HEAD, OUTLINE_TAIL, build_report, report_outline
-from probes.run.conversation import KEPT_FAULTS, KEPT_LINES, Conversation
+from probes.run.conversation import (
+    KEPT_FAULTS,
+    KEPT_LINES,
+    STDIN_LINES,
+    UNSCRIPTED,
+    Conversation,
+    streamed_record,
+)
 from probes.run.pipes import LINE_CAP, OUTPUT_CAP
 from probes.run.process import STOP_POLL, run_conversation, run_process
 from probes.run.runner import run_probe
@@ -287,7 +301,8 @@ def test_writes_beyond_the_queue_bound_are_refused_saying_why(tmp_path: Path) ->
 
 
 def test_the_transcript_of_a_flood_keeps_a_bounded_number_of_lines() -> None:
-    """Fails on the old code: every answer to every request was kept (and every request)."""
+    """Fails on the old code: every answer to every request was kept (and every request);
+    then, the requests past the cap were not counted."""
     lines: list[str] = []
     conversation = Conversation("P", StreamedInput(), lines.append, lambda: None,
                                 lambda: 0.0, lambda _: False)
@@ -298,8 +313,37 @@ def test_the_transcript_of_a_flood_keeps_a_bounded_number_of_lines() -> None:
     assert len(conversation.transcript) == KEPT_LINES + 1 and conversation.omitted == 51
     assert conversation.transcript[-1] == {
         "line": None, "at": 0.0,
-        "why": f"later lines written are not kept: the transcript keeps {KEPT_LINES}"}
+        "why": f"later lines written are not kept: the transcript keeps {KEPT_LINES} (16 MiB) "
+               "at most"}
     assert len(conversation.unanswered) == KEPT_FAULTS
+    left_out = {n["what"]: n for n in conversation.not_kept("talk")}
+    assert set(left_out) == {STDIN_LINES, UNSCRIPTED}
+    assert (left_out[STDIN_LINES]["kept"], left_out[STDIN_LINES]["more"]) == (KEPT_LINES, 51)
+    assert left_out[UNSCRIPTED]["more"] == KEPT_LINES + 50 - KEPT_FAULTS
+    assert left_out[UNSCRIPTED]["said"].startswith(f"{KEPT_FAULTS} kept (")
+    assert left_out[UNSCRIPTED]["run"] == "talk"
+
+
+def test_a_flood_of_malformed_requests_keeps_the_first_faults_and_counts_the_rest() -> None:
+    """Fails on the old code: the faults past the first 100 were neither kept nor counted,
+    so nothing said there were more."""
+    conversation = Conversation("P", StreamedInput(), Wire().write, lambda: None, lambda: 0.0,
+                                lambda _: False)
+    for n in range(1000):
+        conversation.on_event({"type": "control_request", "request_id": n, "request": "x"})
+    assert len(conversation.protocol_faults) == KEPT_FAULTS
+    (left_out,) = [n for n in conversation.not_kept("talk") if n["what"] == PROTOCOL_FAULTS]
+    assert (left_out["kept"], left_out["more"]) == (KEPT_FAULTS, 1000 - KEPT_FAULTS)
+    assert f"; and {1000 - KEPT_FAULTS:,} more, " in left_out["said"]
+    run = RunRecord(name="talk", invocation=Invocation("talk", "p", streamed=StreamedInput()),
+                    argv=[], env={}, exit_code=0, timed_out=False, duration=1.0, stdout="",
+                    stderr="", output=Output([], []), session_id=None, seqs=(0, 0),
+                    **streamed_record("talk", [conversation]))
+    checks = Checks("p")
+    harness_checks(Evidence(probe="p", client={}, runs={"talk": run}, journal=[]), checks)
+    protocol = next(c for c in checks.results if c.id == "p.client.talk.protocol")
+    assert not protocol.passed and left_out["said"] in json.dumps(protocol.observed)
+
 
 # ---- malformed control requests --------------------------------------------------------
 

@@ -7,7 +7,8 @@ stated over it (``checks``), where each expectation comes from (``provenance``),
 verdict they give (``verdicts``, ``outcome``); ``files`` is how every file loopprobe writes is
 written (atomically), ``safe_read`` how every file it is given is read (bounded, regular,
 inside its folder, or refused in one line), ``blob_store`` the journals' large parts kept
-once across folders (put back by ``safe_read``). Pure data and pure functions.
+once across folders (put back by ``safe_read``), ``tally`` the one bound on every record a
+client can cause (the first kept, the rest counted). Pure data and pure functions.
 
 May import: ``mockapi`` and this package only. Catalog authors import these names through
 the public faces ``probes.model``, ``probes.checks``, ``probes.evidence``, ``probes.provenance``.

@@ -20,15 +20,31 @@ from typing import Any
 from mockapi.records import JournalRecord, RequestRecord
 from probes.core.invocation import Invocation
 from probes.core.safe_read import json_lines, nested_deeper_than
+from probes.core.tally import NotKept
 
-__all__ = ["MAX_EVENT_DEPTH", "OUTSIDER_FAULT", "POSER_FAULT", "Evidence", "Location", "Output",
-           "RunRecord", "block_text", "blocks_of_type", "locate", "message_outline", "messages"]
+__all__ = ["CLIENT_FAULT", "FAULTS_NOT_KEPT", "LOST_FAULT", "MAX_EVENT_DEPTH", "OUTSIDER_FAULT",
+           "POSER_FAULT", "PROTOCOL_FAULTS", "SANDBOX_REFUSALS", "Evidence", "Location",
+           "Output", "RunRecord", "block_text", "blocks_of_type", "locate", "message_outline",
+           "messages"]
 
-# a collector fault that is a process posing as a reporter, refused (Evidence.evidence_faults)
+# the kinds of a collector fault (Evidence.evidence_faults). The client's act, refused: a line
+# of no known shape, a connection past the limit (its own reports are what it loses)
+CLIENT_FAULT = "refused"
+# a process posing as a reporter, refused: the client's act, costing no evidence
 POSER_FAULT = "poser"
-# a collector fault that is a process outside the run (elsewhere on the host) reaching the
-# run's collector, refused: not the client's act, and it cost no evidence
+# a process outside the run (elsewhere on the host) reaching the run's collector, refused:
+# not the client's act, and it cost no evidence
 OUTSIDER_FAULT = "outsider"
+# the harness's own: a record it could not write (any kind but these three is the harness's,
+# as "cut_off": the sandbox's first process cut off before its run ended)
+LOST_FAULT = "lost"
+# what a cap on each kind of fault says it left out (probes.core.tally.NotKept.what)
+FAULTS_NOT_KEPT = {CLIENT_FAULT: "client faults", POSER_FAULT: "poser faults",
+                   OUTSIDER_FAULT: "outsider faults", LOST_FAULT: "harness faults"}
+# what a streamed run's cap on its protocol faults says it left out (RunRecord.not_kept)
+PROTOCOL_FAULTS = "protocol faults"
+# what the cap on what the harness refused in a sandbox says it left out (Evidence.not_kept)
+SANDBOX_REFUSALS = "sandbox refusals"
 # a printed line nested deeper is kept unparsed: reports recurse into events, and a client's
 # line must not exhaust that recursion (real events nest a few tens of levels at most)
 MAX_EVENT_DEPTH = 128
@@ -111,6 +127,9 @@ class RunRecord:
     bounds_hit: list[dict[str, Any]] = field(default_factory=list)
     # control requests of a shape the protocol does not have (probes.core.streamed): the client's
     protocol_faults: list[dict[str, Any]] = field(default_factory=list)
+    # what the run's records left out past their caps (probes.core.tally.NotKept): protocol
+    # faults, unscripted requests, the stdin transcript
+    not_kept: list[NotKept] = field(default_factory=list)
 
     @property
     def result(self) -> dict[str, Any] | None:
@@ -153,11 +172,15 @@ class Evidence:
     # invocations never started, and why (a path their files go to made unusable by the
     # client in an earlier run)
     runs_not_started: dict[str, str] = field(default_factory=dict)
-    # what the collector refused or cut, by kind: POSER_FAULT, a process posing as a reporter
-    # (the client's act, costing no evidence); OUTSIDER_FAULT, a process outside the run
-    # reaching its collector (refused, costing none); any other, evidence lost or cut off
-    # (a reporter cut off, an oversized line)
+    # what the collector refused or cut, by kind: CLIENT_FAULT (the client's act: a line of no
+    # known shape, a connection past the limit), POSER_FAULT (a process posing as a reporter,
+    # the client's act, costing no evidence), OUTSIDER_FAULT (a process outside the run
+    # reaching its collector, refused, costing none); any other, the harness's evidence lost
+    # (a reporter cut off, a record not written); the first of each kind per run
     evidence_faults: list[dict[str, Any]] = field(default_factory=list)
+    # what the collector's records and faults, and the sandbox's refusals, left out past their
+    # caps, per kind and run (probes.core.tally.NotKept: "and 399,872 more, 54 MiB, not kept")
+    not_kept: list[NotKept] = field(default_factory=list)
     # static evidence, for the strings the probe names (Probe.client_mentions): whether the
     # installed client's files mention each ({"binary_sha256", "files", "found": {s: bool}})
     client_mentions: dict[str, Any] = field(default_factory=dict)

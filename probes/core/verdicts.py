@@ -13,8 +13,18 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from probes.core.checks import CheckResult, Checks
-from probes.core.evidence import OUTSIDER_FAULT, POSER_FAULT, Evidence
+from probes.core.evidence import (
+    CLIENT_FAULT,
+    FAULTS_NOT_KEPT,
+    LOST_FAULT,
+    OUTSIDER_FAULT,
+    POSER_FAULT,
+    PROTOCOL_FAULTS,
+    SANDBOX_REFUSALS,
+    Evidence,
+)
 from probes.core.probe import Probe
+from probes.core.tally import NotKept
 
 __all__ = ["AGAINST", "CHANGES", "CLAIM_VERDICTS", "EGRESS_CHECK", "LABELS", "NOT_SHOWN",
            "UPHELD", "check_evidence", "claim_change", "decide_claim", "harness_checks",
@@ -151,7 +161,9 @@ def harness_checks(evidence: Evidence, checks: Checks) -> None:
                         f"the {name!r} run printed control requests of the protocol's shape",
                         passed=not run.protocol_faults, expected=[],
                         observed=[{"fault": f["fault"], "line": f["line"]}
-                                  for f in run.protocol_faults],
+                                  for f in run.protocol_faults]
+                        + [_left_out(n) for n in run.not_kept
+                           if n["what"] == PROTOCOL_FAULTS],
                         evidence=f"run {name}: control requests on stdout")
     for name, why in evidence.runs_not_started.items():
         checks.that(f"harness.{name}.finished", None,
@@ -164,29 +176,7 @@ def harness_checks(evidence: Evidence, checks: Checks) -> None:
                     "the client connected to nothing but the mock (the proxy refused the rest)",
                     passed=not hosts, expected=[], observed=hosts,
                     evidence="egress guard: connections made through the refusing proxy")
-    lost = [f for f in evidence.evidence_faults
-            if f.get("kind") not in (POSER_FAULT, OUTSIDER_FAULT)]
-    posers = [f for f in evidence.evidence_faults if f.get("kind") == POSER_FAULT]
-    outsiders = [f for f in evidence.evidence_faults if f.get("kind") == OUTSIDER_FAULT]
-    checks.that("harness.evidence-intact", None,
-                "the collector kept every report of the runs whole (no stream cut off, no "
-                "line refused or dropped)",
-                passed=not lost, expected=[],
-                observed=[f"{f.get('stream')}: {f.get('fault')}" for f in lost],
-                evidence="the collector's refusals (hook, MCP and egress reports)")
-    if posers:  # the client's act, refused: reported, costing no evidence
-        checks.that("client.reporter-posers", None,
-                    "no process inside the runs posed as a reporter of the harness's evidence",
-                    passed=False, expected=[],
-                    observed=[f"{f.get('stream')}: {f.get('fault')}" for f in posers],
-                    evidence="the collector's refusals (a second or stray reporter)")
-    if outsiders:  # neither the client's act nor evidence lost: reported, deciding nothing
-        checks.that("host.outside-reporters", None,
-                    "no process outside the runs (elsewhere on this machine) reached the "
-                    "collector of their evidence",
-                    passed=False, expected=[],
-                    observed=[f"{f.get('stream')}: {f.get('fault')}" for f in outsiders],
-                    evidence="the collector's refusals (a reporter no run's launch started)")
+    _collector_checks(evidence, checks)
     # the classifier read a request of the loop's own as a side request (2.1.31-2.1.45 sent
     # temperature 1, then read as side): answered with the mock's built-in "OK", the script
     # never reached the client, and every check would conclude on nothing
@@ -206,6 +196,48 @@ def harness_checks(evidence: Evidence, checks: Checks) -> None:
                 evidence="journal outcome")
 
 
+def _collector_checks(evidence: Evidence, checks: Checks) -> None:
+    """The collector's faults, and what its caps left out, by whose act they are: the
+    harness's own fail ``harness.evidence-intact``; the client's (a line of no known shape,
+    a flood, a poser) are its account, deciding no verdict."""
+    said: dict[str, list[Any]] = {kind: [] for kind in FAULTS_NOT_KEPT}
+    for fault in evidence.evidence_faults:
+        kind = fault.get("kind")
+        said[kind if kind in said else LOST_FAULT].append(
+            f"{fault.get('stream')}: {fault.get('fault')}")
+    faults_of = {what: kind for kind, what in FAULTS_NOT_KEPT.items()}
+    for left_out in evidence.not_kept:  # records past their caps: the client's flood
+        if left_out["what"] != SANDBOX_REFUSALS:  # the sandbox's: in the report alone
+            kind = faults_of.get(left_out["what"].split(" (")[0], CLIENT_FAULT)
+            said[kind].append(_left_out(left_out))
+    checks.that("harness.evidence-intact", None,
+                "the collector lost nothing of the harness's own reporting (no reporter cut "
+                "off, no record it could not write)",
+                passed=not said[LOST_FAULT], expected=[], observed=said[LOST_FAULT],
+                evidence="the collector's faults of the harness's own")
+    if said[CLIENT_FAULT]:  # the client's act, refused or counted: reported, deciding nothing
+        checks.that("client.reporter-faults", None,
+                    "the runs' processes reported to the collector in its protocol and within "
+                    "its bounds",
+                    passed=False, expected=[], observed=said[CLIENT_FAULT],
+                    evidence="the collector's refusals (lines of no known shape, connections "
+                             "past the limit) and what its caps left out")
+    if said[POSER_FAULT]:  # the client's act, refused: reported, costing no evidence
+        checks.that("client.reporter-posers", None,
+                    "no process inside the runs posed as a reporter of the harness's evidence",
+                    passed=False, expected=[], observed=said[POSER_FAULT],
+                    evidence="the collector's refusals (a second or stray reporter)")
+    if said[OUTSIDER_FAULT]:  # neither the client's act nor evidence lost: deciding nothing
+        checks.that("host.outside-reporters", None,
+                    "no process outside the runs (elsewhere on this machine) reached the "
+                    "collector of their evidence",
+                    passed=False, expected=[], observed=said[OUTSIDER_FAULT],
+                    evidence="the collector's refusals (a reporter no run's launch started)")
+
+
+def _left_out(left_out: NotKept) -> str:
+    run = f"run {left_out['run']}" if left_out["run"] else "between runs"
+    return f"{left_out['what']} ({run}): {left_out['said']}"
 
 
 def _offers_tools(request: Mapping[str, Any]) -> bool:

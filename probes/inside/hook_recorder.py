@@ -26,9 +26,15 @@ def main(argv: list[str]) -> int:
             channel.sendall((json.dumps({"stream": "hook"}) + "\n"
                              + json.dumps({"stdin": raw}) + "\n").encode())
             answer = channel.makefile("rb").readline()
+    except (BrokenPipeError, ConnectionResetError):  # closed on the call, unread: refused
+        answer = b""
     except OSError as error:
         print(f"loopprobe hook recorder: the harness is unreachable at {argv[1]}: {error}",
               file=sys.stderr)
+        return 1
+    if not answer:  # refused: more reporters at once than the harness serves (the client's)
+        print(f"loopprobe hook recorder: the harness at {argv[1]} closed the call unanswered "
+              "(refused; its evidence says why)", file=sys.stderr)
         return 1
     try:
         output = json.loads(answer).get("output")

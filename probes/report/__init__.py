@@ -8,7 +8,8 @@ package, one module per concern), and what readers get:
 ``guide`` (EVIDENCE.md) with ``guide_runs`` (how it writes a probe's runs and requests),
 ``render`` (HTML pages, ``templates/``) with ``probe_view`` (what a page shows of a probe),
 ``counterfactuals`` (counterfactuals.json: what each counterfactual did on a binary),
-``junit``, ``diff``, ``matrix``, ``mechanism_table``, and ``github_ci`` (the one writer of a
+``junit``, ``diff``, ``matrix``, ``mechanism_table``, ``not_kept`` (what the probes' records
+left out past their caps, gathered for the report), and ``github_ci`` (the one writer of a
 GitHub job's summary and step outputs: escaped, or refused).
 
 May import: ``probes.core``, ``probes.clients``, ``probes.catalog``, ``probes.cases`` (the case

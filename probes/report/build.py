@@ -53,6 +53,7 @@ from probes.report.normalise import (
     journal_line,
     run_timelines,
 )
+from probes.report.not_kept import report_not_kept
 
 __all__ = ["JOURNAL_VOLATILE", "OUTLINE_HEAD", "OUTLINE_TAIL", "RANDOM_IDS",
            "REPORT_JOURNAL_OMITTED", "SHORT_AGENT_VALUE",
@@ -179,6 +180,8 @@ def _probe_section(outcome: ProbeOutcome,
         if ev.evidence_faults:
             section["evidence_faults"] = [norm({k: v for k, v in f.items() if k != "time"},
                                                volatile=True) for f in ev.evidence_faults]
+        if ev.not_kept:  # the first faults of a flood are above; how many more, here
+            section["not_kept"] = list(ev.not_kept)
     return section, run_timelines(ev, timing)
 
 
@@ -188,7 +191,7 @@ def _bounds(run: RunRecord) -> dict[str, Any]:
     shown = {"stdout_dropped_bytes": run.stdout_dropped,
              "stderr_dropped_bytes": run.stderr_dropped,
              "stopped": run.stopped, "bounds_hit": run.bounds_hit,
-             "protocol_faults": run.protocol_faults}
+             "protocol_faults": run.protocol_faults, "not_kept": run.not_kept}
     return {key: value for key, value in shown.items() if value}
 
 
@@ -299,6 +302,8 @@ def build_report(spec: ReportSpec, outcomes: list[ProbeOutcome], binary: ClientB
         "journal": f"{spec.name}.journal.jsonl",
         "timing": f"{spec.name}{TIMING_SUFFIX}",
     }
+    if left_out := report_not_kept(outcomes):
+        report["not_kept"] = left_out
     return report, journal_lines, timing
 
 

@@ -17,6 +17,7 @@ from mockapi.journal_blobs import BlobError
 from probes.core.safe_read import ReadRefused, confined, json_lines, read_journal, read_json
 from probes.core.verdicts import CLAIM_VERDICTS
 from probes.report.journal_blobs import expand_lines
+from probes.report.not_kept import ReportNotKept
 
 __all__ = ["COUNTERFACTUALS_FILE", "FINGERPRINT_FILE", "FINGERPRINT_FILE_VERSION", "NOT_REPORTS",
            "READABLE_REPORT_VERSIONS", "REPORT_SCHEMA_VERSION", "TIMING_SUFFIX", "VERDICTS",
@@ -120,6 +121,8 @@ class Report(TypedDict):
     partial: NotRequired[dict[str, list[str]]]
     # some probes run now into the report of the same binary written earlier: which is which
     merged: NotRequired[dict[str, list[str]]]
+    # what the probes' records left out past their caps, when some did (probes.core.tally)
+    not_kept: NotRequired[list[ReportNotKept]]
 
 
 class FingerprintFile(TypedDict):

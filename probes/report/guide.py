@@ -154,8 +154,8 @@ def render_guide(reports: list[Report],
         return "# Evidence guide\n\nNo reports in this directory.\n"
     analysis = _analysis(reports)
     shared = Shared(common_env(reports), common_args(reports), common_spec(reports))
-    out = [*_heading(reports), *_sources(analysis), *_egress(reports), *_endings(reports),
-           *_shared(shared)]
+    out = [*_heading(reports), *_sources(analysis), *_egress(reports), *_not_kept(reports),
+           *_endings(reports), *_shared(shared)]
     for report in reports:
         out += _report_part(report, shared, (journal_lines or {}).get(report["report"], {}),
                             counterfactuals, analysis)
@@ -205,6 +205,16 @@ def _egress(reports: list[Report]) -> list[str]:
     return ["**Egress:** " + (f"the client tried to reach {', '.join(refused)}; the egress guard "
                               "refused every attempt (see each probe's `egress_attempts`)."
                               if refused else "the client connected to nothing but the mock."), ""]
+
+
+def _not_kept(reports: list[Report]) -> list[str]:
+    """A client's flood: the first records are in the report, the rest counted."""
+    left_out = [f"{n['probe']} (run {n['run'] or 'none'}): {n['what']}, {n['said']}"
+                for r in reports for n in r.get("not_kept", [])]
+    if not left_out:
+        return []
+    return ["**Not kept:** records past their caps (the first ones are kept; see each "
+            "probe's `not_kept`): " + "; ".join(left_out) + ".", ""]
 
 
 def _endings(reports: list[Report]) -> list[str]:

@@ -62,7 +62,7 @@ def merge_into_earlier(new: Report, journal: list[str], timing: dict[str, Any],
     sources = [(new, journal, timing) if p.name in rerun else (old, old_journal, old_timing)
                for p in full.probes]
     merged_lines: list[str] = []
-    claims, checks, sections, terminal = [], [], [], []
+    claims, checks, sections, terminal, left_out = [], [], [], [], []
     probe_timing: dict[str, Any] = {}
     for one, (report, lines, times) in zip(full.probes, sources, strict=True):
         section = next((s for s in report["probes"] if s["name"] == one.name), None)
@@ -82,12 +82,16 @@ def merge_into_earlier(new: Report, journal: list[str], timing: dict[str, Any],
                 checks.append(check)
         claims += [c for c in report["claims"] if c["probe"] == one.name]
         terminal += [t for t in report["terminal_reasons"] if t.get("probe") == one.name]
+        left_out += [n for n in report.get("not_kept", []) if n["probe"] == one.name]
         sections.append(section)
         if one.name in times.get("probes", {}):
             probe_timing[one.name] = times["probes"][one.name]
     merged: Report = {**new, "claims": claims, "checks": checks, "probes": sections,
                       "terminal_reasons": terminal}
     merged.pop("partial", None)
+    merged.pop("not_kept", None)
+    if left_out:
+        merged["not_kept"] = left_out
     merged["boundaries"] = sorted({*old["boundaries"], *new["boundaries"]})
     egress = sorted({host for c in checks if c["id"].endswith(TRUST_CHECK) and not c["passed"]
                      for host in c["observed"]})

@@ -5,9 +5,11 @@
 run is shown, its bwrap command), ``bounds`` (memory, processes, disk, time) and
 ``cgroups`` (the per-run cgroups that bound memory and processes),
 ``process`` and ``pipes`` (the client process and its bounded output), ``conversation``
-(streamed input carried out), ``collector`` and ``hook_policy`` (what hooks, MCP and egress
-report, on the host), ``mcp_runtime`` (the MCP server's venv), ``client_mentions``
-(static evidence: whether the installed client's files mention a string).
+(streamed input carried out), ``collector``, ``collected``, ``ancestry`` and ``hook_policy``
+(what hooks, MCP and egress report, on the host: the socket, what is kept of it under its
+caps, which process a reporter is, the hook answers), ``mcp_runtime`` (the MCP server's
+venv), ``client_mentions`` (static evidence: whether the installed client's files mention a
+string).
 
 May import: ``probes.core``, ``probes.sandbox``, ``probes.inside`` (paths), ``probes.clients``.
 """

@@ -15,27 +15,26 @@ What the reports can be trusted for, and what not:
   one already received;
 - egress: the sandbox's first process connects before the client starts, and one egress
   reporter is accepted per run; a later one is refused and recorded as a forging attempt.
-  Only a process the run's own launch started may claim the stream (its PID, from the
-  socket, descends from the PID the runner registered, ``launched``): a process elsewhere on
-  the host (another run's uncontained client, say) is refused and recorded as an outsider,
-  before it could claim a run and keep its client from starting. Killing the first process
-  ends the run (its PID namespace dies with it);
+  Only a process the run's own launch started may claim the stream (``probes.run.ancestry``:
+  its PID, from the socket, descends from the PID the runner registered, ``launched``): a
+  process elsewhere on the host (another run's uncontained client, say) is refused and
+  recorded as an outsider, before it could claim a run and keep its client from starting.
+  Killing the first process ends the run (its PID namespace dies with it);
 - hook calls and MCP events are reported by processes the client itself starts, so a client
   could add records of its own: they are the client's account, as its transcripts are.
 
-Every line is capped (``LINE_LIMIT``), every stream too (``STREAM_LIMIT``), and all of
-them together (``TOTAL_LIMIT``: a client could open many MCP streams; beyond, lines are
-counted and dropped), and at most ``CONNECTION_LIMIT`` connections are served at once; each
-refusal is a ``fault``, listed in the evidence.
+Every line is capped (``LINE_LIMIT``), every kind of record and fault per run
+(``probes.run.collected``: the first kept, the rest counted), and at most
+``CONNECTION_LIMIT`` connections are served at once, the next refused as the client's act;
+one more slot is kept for the egress claim of a run not yet claimed, so connections still
+held (a run's client's, not yet seen closed) never keep the next run's first process out.
 """
 
 from __future__ import annotations
 
 import json
 import re
-import socket
 import socketserver
-import struct
 import threading
 import time
 from collections.abc import Mapping
@@ -44,65 +43,29 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from probes.core.evidence import OUTSIDER_FAULT, POSER_FAULT
+from probes.core.evidence import CLIENT_FAULT, OUTSIDER_FAULT, POSER_FAULT
+from probes.core.tally import NotKept
+from probes.run.ancestry import descends_from, peer_pid, unproven
+from probes.run.collected import (
+    EGRESS_ATTEMPTS,
+    HOOK_CALLS,
+    HOOK_RUNS,
+    Collected,
+)
 from probes.run.hook_policy import decide
 
-__all__ = ["CONNECTION_LIMIT", "LAUNCH_WAIT", "LINE_LIMIT", "STREAM_LIMIT", "TOTAL_LIMIT",
-           "Collector", "descends_from"]
+__all__ = ["CONNECTION_LIMIT", "LAUNCH_WAIT", "LINE_LIMIT", "Collector", "descends_from"]
 
 LINE_LIMIT = 1024 * 1024
-STREAM_LIMIT = 32 * 1024 * 1024
-TOTAL_LIMIT = 128 * 1024 * 1024
 CONNECTION_LIMIT = 128
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 # how long a claim waits for the runner to say which process it started (the first process
 # can connect before Popen has returned in the runner's thread)
 LAUNCH_WAIT = 10.0
-# how many parents are followed up from a reporter (bwrap, its init, the first process: 3)
-_ANCESTRY_DEPTH = 32
-
-
-def _peer_pid(sock: socket.socket) -> int | None:
-    try:
-        raw = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
-    except OSError:
-        return None
-    pid: int = struct.unpack("3i", raw)[0]
-    return pid
-
-
-def _parent(pid: int) -> int | None:
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_bytes()
-    except OSError:
-        return None
-    # "pid (comm) state ppid ...": comm is the process's own choice, so read after its end
-    fields = stat[stat.rfind(b")") + 1:].split()
-    try:
-        return int(fields[1])
-    except (IndexError, ValueError):
-        return None
-
-
-def descends_from(pid: int | None, ancestors: set[int]) -> bool:
-    """Whether process ``pid`` is one of ``ancestors`` or started by one (its parents read
-    from /proc, as this process's PID namespace numbers them)."""
-    for _ in range(_ANCESTRY_DEPTH):
-        if pid is None or pid <= 1:
-            return False
-        if pid in ancestors:
-            return True
-        pid = _parent(pid)
-    return False
-
-
-def _unproven(pid: int | None) -> str:
-    """Why a reporter could not be shown to be of the run's launch."""
-    if pid is None:
-        return "the socket did not say which process it is"
-    if _parent(pid) is None:
-        return "gone before its parents could be read"
-    return "not started by the process the run launched"
+# hook event names counted apart (for a policy's ``times``); a client's made-up names past
+# these share no count
+_EVENT_NAMES = 64
+_REFUSED = f"more than {CONNECTION_LIMIT} reporters at once: refused"
 
 
 def _read_line(stream: BufferedIOBase) -> tuple[bytes, bool]:
@@ -121,29 +84,31 @@ class _Handler(socketserver.StreamRequestHandler):
 
     def handle(self) -> None:
         collector = self.server.collector
-        if not collector._slots.acquire(blocking=False):
-            collector._fault("connection", f"more than {CONNECTION_LIMIT} reporters at once: "
-                                           "refused")
+        reserved = collector._take_slot()
+        if reserved is None:
+            collector._fault("connection", _REFUSED)
             return
         try:
-            self._serve(collector)
+            self._serve(collector, reserved)
         except OSError:
             pass
         finally:
-            collector._slots.release()
+            collector._give_slot(reserved)
 
-    def _serve(self, collector: Collector) -> None:
+    def _serve(self, collector: Collector, reserved: bool) -> None:
         header = collector._parse(self.rfile, "header")
-        stream = header.get("stream") if header else None
-        if stream == "hook":
-            collector._hook_call(self.rfile, self.wfile, _peer_pid(self.request))
+        stream = header.get("stream") if isinstance(header, dict) else None
+        if reserved and stream != "egress":  # the reserved slot is for the run's claim only
+            collector._fault("connection", _REFUSED)
+        elif stream == "hook":
+            collector._hook_call(self.rfile, self.wfile, peer_pid(self.request))
         elif stream == "mcp" and isinstance(header, dict) and _NAME.match(
                 str(header.get("run", ""))):
             collector._mcp_events(str(header["run"]), self.rfile)
         elif stream == "hook_run":
-            collector._hook_run(self.rfile, _peer_pid(self.request))
+            collector._hook_run(self.rfile, peer_pid(self.request))
         elif stream == "egress":
-            collector._egress_reports(self.rfile, self.wfile, _peer_pid(self.request))
+            collector._egress_reports(self.rfile, self.wfile, peer_pid(self.request))
         elif header is not None:
             collector._fault("header", "expected {\"stream\": \"hook\" | \"hook_run\" | \"mcp\" "
                                        f"(with a simple run name) | \"egress\"}}, got {header!r:.300}")
@@ -164,20 +129,19 @@ class Collector:
         self.socket_path = socket_path
         self.evidence = evidence
         self.hook_policy = dict(hook_policy or {})
-        self.hook_calls: list[dict[str, Any]] = []
-        # the user's own hook commands, as hook_wrapper.py ran them (probes.inside.hook_wrapper)
-        self.hook_runs: list[dict[str, Any]] = []
-        self.mcp: dict[str, list[dict[str, Any]]] = {}
-        self.egress: list[dict[str, Any]] = []
-        self.faults: list[dict[str, Any]] = []
+        self._kept = Collected(evidence)
+        self._lock = self._kept.lock
+        self.hook_calls = self._kept.hook_calls
+        self.hook_runs = self._kept.hook_runs
+        self.mcp = self._kept.mcp
+        self.egress = self._kept.egress
+        self.faults = self._kept.faults
         # per run: what the sandbox's first process said at the end (e.g. /tmp full)
         self.run_ends: dict[str, dict[str, Any]] = {}
         self._reporter_done: dict[str, threading.Event] = {}
-        self._lock = threading.Lock()
-        self._slots = threading.BoundedSemaphore(CONNECTION_LIMIT)
-        self._sizes: dict[str, int] = {}
-        self._total = 0
-        self._dropped: dict[str, int] = {}
+        self._serving = 0  # connections served in the shared slots
+        self._reserved = False  # the slot kept for an unclaimed run's egress claim is taken
+        self._hook_seen: dict[str, int] = {}  # hook calls per event name, kept or not
         self._run: str | None = None
         self._claimed_runs: set[str] = set()  # runs whose egress stream is claimed
         self._launchers: dict[str, int] = {}  # run -> the PID its runner started
@@ -204,12 +168,7 @@ class Collector:
         if self._thread is not None:
             self._thread.join(5)
             self._thread = None
-        with self._lock:
-            for stream, dropped in sorted(self._dropped.items()):
-                self._fault_locked(stream, f"{dropped} lines beyond the stream's "
-                                           f"{STREAM_LIMIT} bytes (or all streams' "
-                                           f"{TOTAL_LIMIT}) were dropped")
-            self._dropped.clear()
+        self._kept.write_not_kept()
 
     def __enter__(self) -> Collector:
         return self.start()
@@ -250,38 +209,43 @@ class Collector:
         with self._lock:
             self._run = None
 
+    def not_kept(self) -> list[NotKept]:
+        """What the records and faults left out past their caps, per kind and run."""
+        return self._kept.not_kept()
+
+    def serving(self) -> int:
+        """How many connections are being served now."""
+        with self._lock:
+            return self._serving + self._reserved
+
+    # ---- connections -----------------------------------------------------------------
+
+    def _take_slot(self) -> bool | None:
+        """A slot to serve a connection in: a shared one (False), the one kept for the egress
+        claim of a run under way and not yet claimed (True), or none."""
+        with self._lock:
+            if self._serving < CONNECTION_LIMIT:
+                self._serving += 1
+                return False
+            if not self._reserved and self._run is not None \
+                    and self._run not in self._claimed_runs:
+                self._reserved = True
+                return True
+            return None
+
+    def _give_slot(self, reserved: bool) -> None:
+        with self._lock:
+            if reserved:
+                self._reserved = False
+            else:
+                self._serving -= 1
+
     # ---- records ---------------------------------------------------------------------
 
-    def _keep(self, stream: str, file_name: str, record: dict[str, Any],
-              into: list[dict[str, Any]]) -> None:
-        with self._lock:
-            self._keep_locked(stream, file_name, record, into)
-
-    def _keep_locked(self, stream: str, file_name: str, record: dict[str, Any],
-                     into: list[dict[str, Any]]) -> None:
-        line = json.dumps(record, sort_keys=True, ensure_ascii=False) + "\n"
-        size = self._sizes.get(stream, 0) + len(line)
-        if size > STREAM_LIMIT or self._total + len(line) > TOTAL_LIMIT:
-            self._dropped[stream] = self._dropped.get(stream, 0) + 1
-            return
-        self._sizes[stream] = size
-        self._total += len(line)
-        into.append(record)
-        with open(self.evidence / file_name, "a", encoding="utf-8") as out:
-            out.write(line)
-
     def _fault(self, stream: str, what: str, *, run: str | None = None,
-               kind: str = "refused") -> None:
+               kind: str = CLIENT_FAULT) -> None:
         with self._lock:
-            self._fault_locked(stream, what, run=run, kind=kind)
-
-    def _fault_locked(self, stream: str, what: str, *, run: str | None = None,
-                      kind: str = "refused") -> None:
-        fault = {"time": time.time(), "stream": stream, "run": run or self._run, "kind": kind,
-                 "fault": what}
-        self.faults.append(fault)
-        with open(self.evidence / "collector-faults.jsonl", "a", encoding="utf-8") as out:
-            out.write(json.dumps(fault, sort_keys=True) + "\n")
+            self._kept.fault(stream, what, run or self._run, kind)
 
     def _parse(self, stream: BufferedIOBase, what: str) -> Any:
         line, cut = _read_line(stream)
@@ -298,7 +262,9 @@ class Collector:
 
     def record_egress(self, attempt: Mapping[str, Any]) -> None:
         """An attempt seen on the host (an uncontained run's proxy)."""
-        self._keep("egress", "egress.jsonl", dict(attempt), self.egress)
+        with self._lock:
+            self._kept.keep(EGRESS_ATTEMPTS, self._run, "egress.jsonl", dict(attempt),
+                            self.egress)
 
     # ---- streams ---------------------------------------------------------------------
 
@@ -316,17 +282,21 @@ class Collector:
             payload = {"unparsed_stdin": message["stdin"][:LINE_LIMIT]}
         event = str(payload.get("hook_event_name", "unknown"))
         with self._lock:  # counted and kept at once: concurrent calls get distinct indexes
-            seen = sum(1 for c in self.hook_calls if c.get("event") == event and "input" in c)
+            seen = self._hook_seen.get(event, 0)
+            if event in self._hook_seen or len(self._hook_seen) < _EVENT_NAMES:
+                self._hook_seen[event] = seen + 1
             decision, sleep = decide(self.hook_policy, event, payload, seen)
-            self._keep_locked("hook", "hooks.jsonl",
-                              {"event": event, "started": started, "pid": pid, "index": seen,
-                               "input": payload, "decision": decision}, self.hook_calls)
+            run = self._run
+            self._kept.keep(HOOK_CALLS, run, "hooks.jsonl",
+                            {"event": event, "started": started, "pid": pid, "index": seen,
+                             "input": payload, "decision": decision}, self.hook_calls)
         if sleep:
             time.sleep(sleep)
-        self._keep("hook", "hooks.jsonl", {"event": event, "finished": time.time(), "pid": pid,
-                                           "index": seen,
-                                           "tool_use_id": payload.get("tool_use_id")},
-                   self.hook_calls)
+        with self._lock:
+            self._kept.keep(HOOK_CALLS, run, "hooks.jsonl",
+                            {"event": event, "finished": time.time(), "pid": pid,
+                             "index": seen, "tool_use_id": payload.get("tool_use_id")},
+                            self.hook_calls)
         wfile.write((json.dumps({"output": decision}) + "\n").encode())
         wfile.flush()
 
@@ -336,17 +306,16 @@ class Collector:
             self._fault("hook_run", f"expected a hook run's record, got {record!r:.300}")
             return
         with self._lock:
-            self._keep_locked("hook_run", "hook-runs.jsonl",
-                              {**record, "pid": pid, "run": self._run}, self.hook_runs)
+            self._kept.keep(HOOK_RUNS, self._run, "hook-runs.jsonl",
+                            {**record, "pid": pid, "run": self._run}, self.hook_runs)
 
-    def _mcp_events(self, run: str, rfile: BufferedIOBase) -> None:
-        with self._lock:
-            events = self.mcp.setdefault(run, [])
-        while (event := self._parse(rfile, f"mcp:{run}")) is not None:
+    def _mcp_events(self, name: str, rfile: BufferedIOBase) -> None:
+        while (event := self._parse(rfile, f"mcp:{name}")) is not None:
             if isinstance(event, dict):
-                self._keep(f"mcp:{run}", f"mcp-{run}.jsonl", event, events)
+                with self._lock:  # every stream of the run under way shares its cap
+                    self._kept.keep_mcp(name, self._run, event)
             else:
-                self._fault(f"mcp:{run}", f"expected an object, got {event!r:.300}")
+                self._fault(f"mcp:{name}", f"expected an object, got {event!r:.300}")
 
     def _egress_reports(self, rfile: BufferedIOBase, wfile: BufferedIOBase,
                         pid: int | None) -> None:
@@ -370,7 +339,7 @@ class Collector:
         # scheduled (a machine under load), never for the run after it
         try:
             wfile.write((json.dumps({"claimed": None if claimed or outsider else run})
-                     + "\n").encode())
+                         + "\n").encode())
             wfile.flush()
         except OSError:
             pass
@@ -378,7 +347,7 @@ class Collector:
             # not of this run's launch: nothing the client did, and refused before it could
             # claim the run (which would keep the run's own first process from starting it)
             self._fault("egress", f"an egress reporter from outside the run (pid {pid}: "
-                                  f"{_unproven(pid)}) was refused", kind=OUTSIDER_FAULT)
+                                  f"{unproven(pid)}) was refused", run=run, kind=OUTSIDER_FAULT)
             return
         if run is None or claimed:
             # the client's act, refused: the run's own stream stays the first one's (whose
@@ -386,8 +355,12 @@ class Collector:
             self._fault("egress", "a second egress reporter (a process inside the sandbox "
                                   f"posing as its first process, pid {pid}) was refused"
                         if claimed else "an egress reporter outside a run was refused",
-                        kind=POSER_FAULT)
+                        run=run, kind=POSER_FAULT)
             return
+        self._egress_stream(run, rfile)
+
+    def _egress_stream(self, run: str, rfile: BufferedIOBase) -> None:
+        """The claimed stream of ``run``, read to its end line (or until it is cut off)."""
         ended = False
         while (attempt := self._parse(rfile, "egress")) is not None:
             if isinstance(attempt, dict) and "end" in attempt:
@@ -396,7 +369,8 @@ class Collector:
                     self.run_ends[run] = attempt
                 break
             if isinstance(attempt, dict):
-                self._keep("egress", "egress.jsonl", attempt, self.egress)
+                with self._lock:
+                    self._kept.keep(EGRESS_ATTEMPTS, run, "egress.jsonl", attempt, self.egress)
         with self._lock:
             done = self._reporter_done.get(run)
         if done is not None:

@@ -2,7 +2,9 @@
 
 ``Conversation`` writes the scripted lines when they fall due, answers the client's control
 requests (``can_use_tool`` by the script's permission answers), and keeps what it wrote and
-why; ``probes.run.process.run_conversation`` feeds it the client's events.
+why; ``probes.run.process.run_conversation`` feeds it the client's events. What it keeps is
+bounded as every record the client can cause is (``probes.core.tally``): the first lines
+written, protocol faults and unscripted requests, the rest counted (``not_kept``).
 """
 
 from __future__ import annotations
@@ -12,15 +14,21 @@ import math
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from probes.core.evidence import PROTOCOL_FAULTS
 from probes.core.streamed import Step, StreamedInput, user_message
+from probes.core.tally import Cap, NotKept, Tally, size_text
 
-__all__ = ["FAULT_LINE_CHARS", "KEPT_FAULTS", "KEPT_LINES", "Conversation"]
+__all__ = ["FAULT_LINE_CHARS", "KEPT_FAULTS", "KEPT_LINES", "STDIN_LINES", "UNSCRIPTED",
+           "Conversation", "streamed_record"]
 
 # a client printing control requests without end makes the harness answer each: what it
 # keeps of them is bounded (the writes themselves are bounded by probes.run.pipes)
 KEPT_LINES = 10_000  # transcript entries
 KEPT_FAULTS = 100  # protocol faults, and unscripted requests
 FAULT_LINE_CHARS = 4096  # of the line a protocol fault shows
+STDIN_LINES, UNSCRIPTED = "stdin lines", "unscripted requests"  # what the other caps keep
+_CAPS = {STDIN_LINES: Cap(KEPT_LINES, 16 << 20), PROTOCOL_FAULTS: Cap(KEPT_FAULTS, 1 << 20),
+         UNSCRIPTED: Cap(KEPT_FAULTS, 1 << 20)}
 
 
 def _includes(event: Mapping[str, Any], pattern: Mapping[str, Any]) -> bool:
@@ -65,11 +73,22 @@ class Conversation:
         self.unanswered: list[dict[str, Any]] = []
         # control requests of a shape the protocol does not have: the client's fault
         self.protocol_faults: list[dict[str, Any]] = []
-        self.omitted = 0  # transcript entries not kept (beyond KEPT_LINES)
+        self._tallies = {what: Tally(cap) for what, cap in _CAPS.items()}
         # the entry saying later lines are not kept; it counts those never written whole
         self._cut: dict[str, Any] | None = None
         self._send(user_message(prompt), "the prompt, at start")
         self._advance()
+
+    @property
+    def omitted(self) -> int:
+        """Transcript entries not kept (past the transcript's cap)."""
+        return self._tallies[STDIN_LINES].more
+
+    def not_kept(self, run: str | None = None) -> list[NotKept]:
+        """What the caps left out of the transcript, the protocol faults and the unscripted
+        requests of ``run``."""
+        found = [tally.not_kept(what, run) for what, tally in self._tallies.items()]
+        return [n for n in found if n is not None]
 
     @property
     def pending(self) -> list[dict[str, Any]]:
@@ -90,23 +109,24 @@ class Conversation:
         if line.get("type") != "control_response":
             self._last_written = entry["at"]
         index, self._writes = self._writes, self._writes + 1
+        encoded = _encode(line)
         try:
-            self._write_line(_encode(line))
+            self._write_line(encoded)
         except OSError as error:  # the client closed its stdin (exited), or it reads no more
             entry["write_error"] = f"{type(error).__name__}: {error}"
-        if self._keep(entry) and "write_error" not in entry:
+        if self._keep(entry, len(encoded)) and "write_error" not in entry:
             self._queued[index] = entry
 
-    def _keep(self, entry: dict[str, Any]) -> bool:
-        if len(self.transcript) < KEPT_LINES:
+    def _keep(self, entry: dict[str, Any], size: int) -> bool:
+        tally = self._tallies[STDIN_LINES]
+        if tally.admit(size):
             self.transcript.append(entry)
             return True
-        if not self.omitted:
+        if self._cut is None:
             self._cut = {"line": None, "at": entry["at"],
                          "why": f"later lines written are not kept: the transcript keeps "
-                                f"{KEPT_LINES}"}
+                                f"{KEPT_LINES} ({size_text(tally.cap.bytes)}) at most"}
             self.transcript.append(self._cut)
-        self.omitted += 1
         return False
 
     def not_written(self, index: int, why: str) -> None:
@@ -114,7 +134,7 @@ class Conversation:
         entry = self._queued.pop(index, None)
         if entry is not None:
             entry["write_error"] = why
-        elif self._cut is not None and index >= KEPT_LINES:  # a line the transcript left out
+        elif self._cut is not None and index >= self._tallies[STDIN_LINES].kept:  # left out
             self._cut["not_written"] = int(self._cut.get("not_written", 0)) + 1
 
     def _advance(self) -> None:
@@ -173,9 +193,9 @@ class Conversation:
         request_id = event.get("request_id")
         if problems:
             fault = "; ".join(problems)
-            if len(self.protocol_faults) < KEPT_FAULTS:
-                self.protocol_faults.append({"line": _json_text(event, FAULT_LINE_CHARS),
-                                             "fault": fault})
+            shown = {"line": _json_text(event, FAULT_LINE_CHARS), "fault": fault}
+            if self._tallies[PROTOCOL_FAULTS].admit(len(shown["line"]) + len(fault)):
+                self.protocol_faults.append(shown)
             if _usable_id(request_id):  # else there is nothing to answer to
                 self._send({"type": "control_response", "response": {
                     "subtype": "error", "request_id": request_id,
@@ -190,12 +210,20 @@ class Conversation:
                                         "response": answer.response(request.get("input", {}))}
             why = f"can_use_tool {request['tool_name']}: scripted {answer.behavior}"
         else:
-            if len(self.unanswered) < KEPT_FAULTS:
+            if self._tallies[UNSCRIPTED].admit(len(_json_text(event, 1 << 20))):
                 self.unanswered.append(dict(event))
             response = {"subtype": "error", "request_id": request_id,
                         "error": f"the harness does not script {subtype!r}"}
             why = f"control request {subtype!r} not scripted"
         self._send({"type": "control_response", "response": response}, why)
+
+
+def streamed_record(run: str, kept: list[Conversation]) -> dict[str, Any]:
+    """The fields of a run's record its conversations give (none: a run not streamed)."""
+    return {"stdin": [dict(entry) for c in kept for entry in c.transcript],
+            "stdin_pending": [step for c in kept for step in c.pending],
+            "protocol_faults": [f for c in kept for f in c.protocol_faults],
+            "not_kept": [n for c in kept for n in c.not_kept(run)]}
 
 
 def _usable_id(value: Any) -> bool:

@@ -2,7 +2,8 @@
 end, or never reads its stdin, can neither exhaust the harness nor block it.
 
 ``Capture`` reads one output stream to its end, keeps its first ``cap`` bytes and counts the
-rest (it reads on, so the client never blocks on a full pipe). ``StdinWriter`` writes what
+rest (it reads on, so the client never blocks on a full pipe), under the same ``Tally`` as
+every other record the client can cause (``probes.core.tally``). ``StdinWriter`` writes what
 the caller queues; the caller never waits on the client, and ``stop`` ends the writer
 whatever the client does.
 """
@@ -15,6 +16,8 @@ import select
 import threading
 from collections import deque
 from typing import IO
+
+from probes.core.tally import UNCOUNTED, Cap, Tally
 
 __all__ = ["FEED_LINES", "LINE_CAP", "OUTPUT_CAP", "STDIN_QUEUE_CAP", "Capture", "StdinWriter"]
 
@@ -35,7 +38,6 @@ class Capture:
     def __init__(self, stream: IO[bytes], cap: int, *, lines: bool = False,
                  line_cap: int = LINE_CAP):
         self._stream = stream
-        self._cap = cap
         self._lines = lines
         self._line_cap = line_cap
         # bounded: a flood of short lines waits for the reader of the feed, never piles up
@@ -43,8 +45,8 @@ class Capture:
         self._unfed = threading.Event()
         self._lock = threading.Lock()
         self._kept = bytearray()  # one buffer: a flood of short lines costs no object each
-        self._dropped = 0
-        self._full = False  # lines: a line did not fit, so none after it is kept
+        # bytes kept and dropped; with lines, a line that does not fit ends the keeping
+        self._tally = Tally(Cap(UNCOUNTED, cap))
         self._line = bytearray()
         self._cut = False  # the line being read is longer than line_cap
         self._thread = threading.Thread(target=self._run, name="capture", daemon=True)
@@ -65,7 +67,7 @@ class Capture:
     def result(self) -> tuple[bytes, int]:
         """What was kept, and how many bytes were dropped, so far."""
         with self._lock:
-            return bytes(self._kept), self._dropped
+            return bytes(self._kept), self._tally.more_bytes
 
     def _run(self) -> None:
         # the stream is read here alone and closed here: its descriptor is never reused
@@ -97,9 +99,7 @@ class Capture:
                 continue
 
     def _take(self, chunk: bytes) -> list[bytes]:
-        room = max(0, self._cap - len(self._kept))
-        self._kept += chunk[:room]
-        self._dropped += max(0, len(chunk) - room)
+        self._kept += chunk[:self._tally.take(len(chunk))]
         return []
 
     def _take_lines(self, chunk: bytes) -> list[bytes]:
@@ -107,8 +107,8 @@ class Capture:
         fed: list[bytes] = []
         start = 0
         while start < len(chunk):
-            if self._full:
-                self._dropped += len(chunk) - start
+            if self._tally.full:
+                self._tally.take(len(chunk) - start)  # counted, not kept
                 break
             end = chunk.find(b"\n", start)
             self._add(chunk[start:len(chunk) if end < 0 else end])
@@ -123,7 +123,7 @@ class Capture:
         room = max(0, self._line_cap - len(self._line))
         if len(piece) > room:
             self._cut = True
-            self._dropped += len(piece) - room
+            self._tally.cut(len(piece) - room)
             piece = piece[:room]
         self._line += piece
 
@@ -131,9 +131,7 @@ class Capture:
         """Keep the line read so far; it, if it is to be fed."""
         line, whole = bytes(self._line) + ending, not self._cut
         self._line, self._cut = bytearray(), False
-        if self._full or len(self._kept) + len(line) > self._cap:
-            self._full = True
-            self._dropped += len(line)
+        if not self._tally.admit(len(line)):
             return None
         self._kept += line
         return line if whole else None

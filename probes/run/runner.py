@@ -39,7 +39,7 @@ from probes.inside import hook_recorder, hook_wrapper
 from probes.run.client_mentions import look_up
 from probes.run.collector import Collector
 from probes.run.containment import Containment, Place, find_containment
-from probes.run.conversation import Conversation
+from probes.run.conversation import Conversation, streamed_record
 from probes.run.mcp_runtime import McpRuntime, install_mcp_runtime
 from probes.run.process import Dialogue, ProcessResult, run_conversation, run_process
 from probes.sandbox.client_files import ClientFiles
@@ -322,13 +322,10 @@ def _run_one(probe: Probe, invocation: Invocation, client: Client, binary: Clien
         env=_redact_env(command.env), exit_code=result.exit_code, timed_out=result.timed_out,
         duration=result.duration, stdout=result.stdout, stderr=result.stderr, output=output,
         session_id=session_ids.get(invocation.name), seqs=(first_seq, last_seq), pid=result.pid,
-        started=started,
-        stdin=[dict(entry) for c in conversation for entry in c.transcript],
-        stdin_pending=[step for c in conversation for step in c.pending],
+        started=started, **streamed_record(invocation.name, conversation),
         files_changed={path: v for path, v in changed.items()},
         stdout_dropped=result.stdout_dropped, stderr_dropped=result.stderr_dropped,
         stopped=result.stopped, bounds_hit=bounds_hit,
-        protocol_faults=[f for c in conversation for f in c.protocol_faults],
     )
 
 
@@ -402,7 +399,7 @@ def _gather(probe: Probe, client: Client, binary: ClientBinary, box: Sandbox,
         # a run the harness killed (its timeout) cuts its egress reporter off too
         evidence_faults=[f for f in collector.faults if not (
             f.get("kind") == "cut_off" and f.get("run") in runs
-            and runs[str(f["run"])].timed_out)],
+            and runs[str(f["run"])].timed_out)], not_kept=collector.not_kept() + left.not_kept(),
         placeholders={**box.placeholders(), **place.placeholders(),
                       **client_paths,
                       **{seen: name for host, name in (

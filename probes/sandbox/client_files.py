@@ -5,20 +5,26 @@ would not read there.
 Every read goes through ``Sandbox.files`` (``probes.sandbox.files``); this module decides
 what is read and how it is shown: paths relative to the client's part, a name that is not
 UTF-8 with its bytes escaped (so that every report can be written), and each refusal as
-``{"path", "found"}`` (the client's doing, listed in the probe's ``sandbox_refusals``).
+``{"path", "found"}`` (the client's doing, listed in the probe's ``sandbox_refusals``: the
+first ``REFUSALS_KEPT``, the rest counted, ``probes.core.tally``).
 """
 
 from __future__ import annotations
 
 from pathlib import Path, PurePosixPath
 
+from probes.core.evidence import SANDBOX_REFUSALS
+from probes.core.tally import Cap, NotKept, Tally
 from probes.sandbox.files import Refused
 from probes.sandbox.folders import Sandbox
 
-__all__ = ["SESSION_FILE_LIMIT", "WORKSPACE_FILE_LIMIT", "ClientFiles", "shown"]
+__all__ = ["REFUSALS_KEPT", "SESSION_FILE_LIMIT", "WORKSPACE_FILE_LIMIT", "ClientFiles",
+           "shown"]
 
 SESSION_FILE_LIMIT = 16 * 1024 * 1024  # a transcript beyond this is kept cut, and said so
 WORKSPACE_FILE_LIMIT = 65536  # workspace files are kept whole up to this size
+# a client can leave a FIFO or a link at each of the sandbox's 200,000 names
+REFUSALS_KEPT = Cap(1000, 256 * 1024)
 
 
 def shown(relative: str | PurePosixPath) -> str:
@@ -33,11 +39,19 @@ class ClientFiles:
     def __init__(self, box: Sandbox):
         self.box = box
         self.refused: list[dict[str, str]] = []
+        self._refusals = Tally(REFUSALS_KEPT)
         # workspace files over WORKSPACE_FILE_LIMIT: there, their size, not their text
         self.large_files: dict[str, int] = {}
 
     def _refuse(self, path: str | PurePosixPath, found: str) -> None:
-        self.refused.append({"path": shown(path), "found": shown(found)})
+        refusal = {"path": shown(path), "found": shown(found)}
+        if self._refusals.admit(len(refusal["path"]) + len(refusal["found"])):
+            self.refused.append(refusal)
+
+    def not_kept(self) -> list[NotKept]:
+        """The refusals past their cap, counted."""
+        left_out = self._refusals.not_kept(SANDBOX_REFUSALS)
+        return [left_out] if left_out is not None else []
 
     def session_files(self, folder: Path | None) -> list[PurePosixPath]:
         """The regular files beneath a client's session folder (None: it keeps none)."""
