@@ -70,7 +70,8 @@ from probes.sandbox.folders import Sandbox
 __all__ = ["CAPABILITIES", "CLIENT_DIR", "CONTAINED_ROOT", "DNS_PORT", "ETC_SHOWN",
            "EVIDENCE_SOURCES", "INPUTS_DIR", "MOCK_PORT", "PROXY_PORT", "RECORD_SOCKET",
            "RUN_DIR", "SYSTEM_DIRS", "TOOLS", "TOOLS_DIR", "Bubblewrap", "Containment",
-           "ContainmentUnavailable", "NoContainment", "Place", "find_containment", "sweep_leftovers"]
+           "ContainmentUnavailable", "NoContainment", "Place", "find_containment",
+           "sweep_leftovers"]
 
 # the view's paths and the sandbox's place lived here (probes.run.sandbox_place now): the
 # paths are re-exported above, the place under its old name
