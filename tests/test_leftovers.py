@@ -87,6 +87,31 @@ def test_the_cgroups_of_a_gone_harness_are_swept_and_a_live_ones_are_not(
     assert not any(str(made[k]) in line for line in done for k in ("live", "elsewhere")), done
 
 
+def test_a_cgroup_named_by_its_pid_alone_is_swept_only_when_gone_and_empty(
+        owners: dict[str, str]) -> None:
+    """Names made before the start time was in them: a gone PID's empty cgroup is swept;
+    one still holding a task may be a live harness's of another PID namespace, and stays."""
+    parent = _cgroup_parent("pids")
+    gone_pid, live_pid = owners["gone"].split(".")[0], owners["live"].split(".")[0]
+    made = {kind: parent / f"loopprobe-{pid}-{os.urandom(6).hex()}"
+            for kind, pid in (("empty", gone_pid), ("busy", gone_pid), ("live", live_pid))}
+    for path in made.values():
+        path.mkdir()
+    holder = subprocess.Popen(["sleep", "120"])  # stopped below
+    try:
+        (made["busy"] / "cgroup.procs").write_text(str(holder.pid))
+        done = sweep([parent])
+        assert holder.poll() is None, "a task of a cgroup that may be live is not killed"
+    finally:
+        holder.kill()
+        holder.wait()
+        for path in made.values():
+            if path.exists():
+                path.rmdir()
+    ours = [line for line in done if any(str(path) in line for path in made.values())]
+    assert ours == [f"removed the cgroup {made['empty']}"], done
+
+
 def test_the_socket_folders_of_a_gone_harness_are_swept_and_nothing_else(
         owners: dict[str, str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     temp = tmp_path / "temp"

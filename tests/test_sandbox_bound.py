@@ -13,6 +13,7 @@ import os
 import stat
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -250,3 +251,41 @@ def test_without_a_filesystem_of_its_own_the_walk_misses_unlinked_files(tmp_path
         out.flush()
         run = RunConfinement(replace(SMALL, sandbox_bytes=MiB), tmp_path, [])
         assert run.should_stop() is None and run.hits() == []
+
+
+# ---- the whole harness, the fake loop's Bash as the client's ------------------------------
+
+FILL = """\
+head -c 64M /dev/zero > /sandbox/workspace/kept; echo "kept:$?"
+sleep 20
+echo attack:done
+"""
+
+
+def test_a_probe_whose_run_fills_its_folder_names_the_bound_and_starts_no_more_runs(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Run 1 fills the folder and keeps it full: it is stopped, its report names the bound;
+    run 2's file from the harness finds no room, so run 2 is not started: the client's
+    doing, never a harness error."""
+    from probes.run.runner import run_probe
+    from tests.fakeloop import FakeLoopClient
+    from tests.fixtures.attack_catalog import attack_probe
+    client = FakeLoopClient()
+    original = client.command
+
+    def command(binary: Any, invocation: Any, context: Any) -> Any:
+        made = original(binary, invocation, context)
+        made.files[str(context.box.workspace / "from-the-harness")] = "x" * 8192
+        return made
+    monkeypatch.setattr(client, "command", command)
+    outcome = run_probe(attack_probe(FILL, runs=2, timeout=60), client,
+                        client.install("1"), tmp_path / "work",
+                        containment=_bubblewrap(replace(Bounds(), sandbox_bytes=32 * MiB)))
+    assert outcome.error is None and outcome.evidence is not None, outcome.error
+    run = outcome.evidence.runs["run1"]
+    assert run.stopped is not None and "its filesystem is full" in run.stopped, run.stdout
+    assert [h["bound"] for h in run.bounds_hit] == ["sandbox"]
+    finished = next(c for c in outcome.checks if c.id.endswith("harness.run1.finished"))
+    assert not finished.passed and "the sandbox bound" in str(finished.observed)
+    assert "run2" not in outcome.evidence.runs
+    assert "no room: the sandbox folder is full" in outcome.evidence.runs_not_started["run2"]

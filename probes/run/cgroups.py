@@ -203,17 +203,25 @@ class RunCgroup:
             return
 
     def _tasks(self) -> list[int]:
-        try:
-            return [int(t) for t in (self.path / "cgroup.procs").read_text().split()]
-        except OSError:
-            return []
+        return _tasks(self.path)
 
     def _kill(self) -> None:
-        for pid in self._tasks():  # only the run's own processes are in its cgroup
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
+        _kill(self.path)
+
+
+def _tasks(path: Path) -> list[int]:
+    try:
+        return [int(t) for t in (path / "cgroup.procs").read_text().split()]
+    except OSError:
+        return []
+
+
+def _kill(path: Path) -> None:
+    for pid in _tasks(path):  # only the run's own processes are in its cgroup
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
 
 
 def left_behind(parent: Path) -> list[Path]:
@@ -226,18 +234,21 @@ def left_behind(parent: Path) -> list[Path]:
     for name in names:
         if (match := _NAME.fullmatch(name)) is None:
             continue
-        gone = owner_gone(match["owner"]) if match["owner"] else pid_gone(int(match["pid"]))
+        path = parent / name
+        # a name without the start time and namespace could be a live harness's elsewhere:
+        # only an empty one is taken
+        gone = owner_gone(match["owner"]) if match["owner"] else (
+            pid_gone(int(match["pid"])) and not _tasks(path))
         if gone:
-            found.append(parent / name)
+            found.append(path)
     return found
 
 
 def sweep(path: Path) -> bool:
     """Kill what is left in a gone harness's cgroup and remove it; whether it went."""
-    left = RunCgroup(Cgroup("", 0, path.parent), path)
     deadline = time.monotonic() + _RELEASE_WAIT
     while True:
-        left._kill()
+        _kill(path)
         try:
             path.rmdir()
             return True
