@@ -33,26 +33,27 @@ What enforces what, and why (tried on kernel 6.18, bwrap 0.8.0, bun 1.4 in Claud
   kernel counts what is held, not what is named: a file unlinked while held open keeps its
   pages (a walk of the names missed it: 2,280 MiB written under a 2 GiB bound, none hit), a
   sparse file holds the pages written, a hard link costs an inode as a file does; a write
-  past either fails with ENOSPC, and the watch (``probes.run.sandbox_bound``: one ``statvfs`` per
-  poll, 17 us) stops the run once nothing is free. Its pages are memory, charged to the
-  writer's memory cgroup (64 MiB written by a run under cgroup v1: ``shmem`` 64 MiB in the
-  run's cgroup), and they stay charged after the run's cgroup is removed (to the harness's,
-  above it) until the folder is unmounted: a run's writes to /sandbox count against its
-  memory bound as /tmp's do (2 GiB of 4), and a probe's folder holds at most its bound of
-  the machine's memory between its runs. A loop-mounted sparse ext4 image costs no memory
-  and little time too (mkfs.ext4 of 2 GiB without journal, lazy tables: 7-10 ms; mount
-  5 ms), but a hard link costs it no inode (names are bounded only by directory blocks),
-  its metadata takes 56 MiB of the 2 GiB, and it needs a loop device (absent in most
-  containers) and e2fsprogs. The probe suite's 61 runs on Claude Code 2.1.235, each probe's
-  folder on its tmpfs, gave the results of the committed reports (544 checks alike; the 38
-  checks added since pass) with at most 152 KiB and 32 names held; mounting, copying in,
-  copying out and unmounting took 14 ms a probe (median; 39 ms at most).
-  RLIMIT_FSIZE bounds each file (a longer write gets SIGXFSZ, or EFBIG where ignored;
-  fallocate too).
-  Where nothing can be mounted (not root), a watchdog sums ``st_blocks`` of the names under
-  the folder at most every 0.5 s (or 4 times its last walk's time) and stops the run past
-  the bound, or past 200,000 names; ``describe()`` says that files unlinked while held open
-  are not counted there. A walk takes 2.4 ms for 520 files and 0.4 s for 100,000.
+  past either fails with ENOSPC, and the watch (``probes.run.sandbox_bound``: one
+  ``statvfs`` per poll, 17 us) stops the run once nothing is free. Its pages are memory,
+  charged to the writer's memory cgroup (64 MiB written by a run under cgroup v1: ``shmem``
+  64 MiB in the run's cgroup), and they stay charged after the run's cgroup is removed (to
+  the harness's, above it) until the folder is unmounted: a run's writes to /sandbox count
+  against its memory bound as /tmp's do (2 GiB of 4; 100 MiB written to /sandbox under a 64
+  MiB memory bound: exit 137, ``oom_kill 1``, named as the memory bound), and a probe's
+  folder holds at most its bound of the machine's memory between its runs. A loop-mounted
+  sparse ext4 image costs no memory and little time too (mkfs.ext4 of 2 GiB without journal,
+  lazy tables: 7-10 ms; mount 5 ms), but a hard link costs it no inode (names are bounded
+  only by directory blocks), its metadata takes 56 MiB of the 2 GiB, and it needs a loop
+  device (absent in most containers) and e2fsprogs. The probe suite's 61 runs on Claude Code
+  2.1.235, each probe's folder on its tmpfs, gave the results of the committed reports (544
+  checks alike; the 38 checks added since pass) with at most 152 KiB and 32 names held;
+  mounting, copying in, copying out and unmounting took 14 ms a probe (median; 39 ms at
+  most). Where nothing can be mounted (not root), a watchdog sums ``st_blocks`` of the names
+  under the folder at most every 0.5 s (or 4 times its last walk's time) and stops the run
+  past the bound, or past 200,000 names; ``describe()`` says that files unlinked while held
+  open are not counted there. A walk takes 2.4 ms for 520 files and 0.4 s for 100,000.
+- one file: RLIMIT_FSIZE (a longer write gets SIGXFSZ, or EFBIG where ignored; fallocate
+  too).
 
 The defaults, against the 61 runs of the probe suite on Claude Code 2.1.235, each in its own
 cgroup (2 cores): at most 215 MiB (median 153) and 21 tasks (median 19); the sandbox

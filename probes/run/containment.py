@@ -47,8 +47,8 @@ from probes.clients.base import ClientBinary, Command
 from probes.inside.egress import EgressSink
 from probes.run.bounds import Bounds, Limiter, RunConfinement, find_limiter, unbounded
 from probes.run.cgroups import Cgroup
-from probes.run.leftovers import socket_folder_prefix, sweep
-from probes.run.owner import owner_tag
+from probes.run.leftovers import sweep
+from probes.run.owner import temp_folder_prefix
 from probes.run.sandbox_place import (
     CAPABILITIES,
     CLIENT_DIR,
@@ -220,7 +220,7 @@ class NoContainment:
     def enter(self, box: Sandbox, binary: ClientBinary, egress_guard: bool,
               readonly: Sequence[Path] = (),
               others: Sequence[ClientBinary] = ()) -> Iterator[_HostPlace]:
-        run_dir = Path(tempfile.mkdtemp(prefix=socket_folder_prefix(owner_tag())))
+        run_dir = Path(tempfile.mkdtemp(prefix=temp_folder_prefix()))
         try:
             if not egress_guard:
                 yield _HostPlace(None, run_dir)
@@ -325,7 +325,7 @@ class Bubblewrap:
               readonly: Sequence[Path] = (),
               others: Sequence[ClientBinary] = ()) -> Iterator[SandboxPlace]:
         # a short path: a Unix socket's path has room for about 100 bytes
-        run_dir = Path(tempfile.mkdtemp(prefix=socket_folder_prefix(owner_tag())))
+        run_dir = Path(tempfile.mkdtemp(prefix=temp_folder_prefix()))
         try:
             etc = run_dir / "etc"
             etc.mkdir()

@@ -13,7 +13,6 @@ evidence and all, stays where it was).
 from __future__ import annotations
 
 import os
-import re
 import shutil
 import stat
 import tempfile
@@ -21,17 +20,10 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from probes.run import cgroups
-from probes.run.owner import OWNER_PATTERN, owner_gone
+from probes.run.owner import TEMP_FOLDER, owner_gone
 from probes.run.sandbox_fs import sandbox_mounts, unmount
 
-__all__ = ["SOCKET_FOLDER", "socket_folder_prefix", "sweep"]
-
-SOCKET_FOLDER = re.compile(r"loopprobe-" + OWNER_PATTERN + r"-[a-z0-9_]{8}")
-
-
-def socket_folder_prefix(owner: str) -> str:
-    """The prefix of a probe's socket folder in the temp folder (``tempfile.mkdtemp``'s)."""
-    return f"loopprobe-{owner}-"
+__all__ = ["sweep"]
 
 
 def sweep(cgroup_parents: Iterable[Path]) -> list[str]:
@@ -56,7 +48,7 @@ def sweep(cgroup_parents: Iterable[Path]) -> list[str]:
     except OSError:
         names = []
     for name in names:
-        found = SOCKET_FOLDER.fullmatch(name)
+        found = TEMP_FOLDER.fullmatch(name)
         if found is not None and _own_folder(temp / name) and owner_gone(found["owner"]):
             shutil.rmtree(temp / name, ignore_errors=True)  # by descriptor: no link followed
             done.append(f"removed {temp / name}")

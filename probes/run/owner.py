@@ -15,9 +15,12 @@ from __future__ import annotations
 import os
 import re
 
-__all__ = ["OWNER_PATTERN", "owner_gone", "owner_tag", "pid_gone"]
+__all__ = ["OWNER_PATTERN", "TEMP_FOLDER", "owner_gone", "owner_tag", "pid_gone",
+           "temp_folder_prefix"]
 
 OWNER_PATTERN = r"(?P<owner>\d+\.\d+\.\d+)"
+# a folder the harness makes in the temp folder (``tempfile.mkdtemp``): a probe's sockets
+TEMP_FOLDER = re.compile(r"loopprobe-" + OWNER_PATTERN + r"-[a-z0-9_]{8}")
 _TAG = re.compile(r"(\d+)\.(\d+)\.(\d+)")
 
 
@@ -41,6 +44,11 @@ def owner_tag(pid: int | None = None) -> str:
     """This process (or its child ``pid``), as the names of what it makes carry it."""
     pid = os.getpid() if pid is None else pid
     return f"{pid}.{_start_time(pid) or 0}.{_pid_namespace()}"
+
+
+def temp_folder_prefix(owner: str | None = None) -> str:
+    """The prefix of a folder this harness (or ``owner``) makes in the temp folder."""
+    return f"loopprobe-{owner or owner_tag()}-"
 
 
 def owner_gone(tag: str) -> bool:

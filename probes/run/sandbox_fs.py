@@ -33,7 +33,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from probes.run.owner import OWNER_PATTERN, owner_tag
+from probes.run.owner import OWNER_PATTERN, owner_tag, temp_folder_prefix
 
 __all__ = ["FS_PREFIX", "FsUsage", "SandboxFs", "cannot_mount", "mounted_sandbox",
            "sandbox_mounts", "unmount"]
@@ -101,7 +101,7 @@ def unmount(target: Path) -> None:
 @functools.cache
 def cannot_mount() -> str | None:
     """Why no tmpfs can be mounted here (``None``: one can), tried once per process."""
-    trial = Path(tempfile.mkdtemp(prefix="loopprobe-mount-trial-"))
+    trial = Path(tempfile.mkdtemp(prefix=temp_folder_prefix()))  # swept if left
     try:
         _mount(f"{FS_PREFIX}{owner_tag()}", trial, "size=4096,nr_inodes=4")
         unmount(trial)
