@@ -114,7 +114,27 @@ BOUND_ATTACKS = {
     "sandbox": (Bounds(sandbox_bytes=64 * MiB, file_bytes=32 * MiB),
                 "for i in 1 2 3 4 5 6; do head -c 30M /dev/zero > /sandbox/workspace/f$i; "
                 "sleep 1; done; sleep 20", None),
+    # what a walk of the names never saw: a file with no name, held open past the bound
+    "sandbox:unlinked-open": (Bounds(sandbox_bytes=64 * MiB),
+                              "exec 3> /sandbox/workspace/held; rm /sandbox/workspace/held; "
+                              "head -c 200M /dev/zero >&3; echo $?; sleep 20", None),
+    "sandbox:sparse-filled": (Bounds(sandbox_bytes=64 * MiB),
+                              "truncate -s 500M /sandbox/workspace/sparse; dd if=/dev/zero "
+                              "of=/sandbox/workspace/sparse bs=1M count=200 conv=notrunc; "
+                              "echo $?; sleep 20", None),
+    "sandbox:hard-links": (Bounds(sandbox_names=2000),
+                           "echo x > /sandbox/workspace/one; for i in $(seq 5000); do "
+                           "ln /sandbox/workspace/one /sandbox/workspace/l$i || break; done; "
+                           "echo linked $i; sleep 20", None),
+    "sandbox:small-files": (Bounds(sandbox_names=2000),
+                            "for i in $(seq 5000); do echo x > /sandbox/workspace/f$i || break; "
+                            "done; echo wrote $i; sleep 20", None),
 }
+# the same kinds holding little: sparse files, hard links to one file, small files
+HOLDING_LITTLE = ("for i in $(seq 10); do truncate -s 500M /sandbox/workspace/sparse$i; done; "
+                  "head -c 30M /dev/zero > /sandbox/workspace/one; for i in $(seq 300); do "
+                  "ln /sandbox/workspace/one /sandbox/workspace/l$i; done; "
+                  "for i in $(seq 300); do echo x > /sandbox/workspace/f$i; done; echo held-little")
 
 
 @pytest.mark.parametrize("bound", sorted(BOUND_ATTACKS))
@@ -153,3 +173,19 @@ def test_the_same_run_under_the_default_bounds_reaches_none(claude_code_binary: 
     assert outcome.evidence is not None, outcome.error
     assert outcome.evidence.runs["run1"].bounds_hit == []
     assert outcome.passed, [c for c in outcome.checks if not c.passed]
+
+
+def test_sparse_files_hard_links_and_small_files_holding_little_reach_no_bound(
+        claude_code_binary: Any, tmp_path: Path) -> None:
+    """The counterfactual of the sandbox attacks: 5 GiB of holes, 300 names of one 30 MiB
+    file and 300 small files hold 32 MiB in 700 names, under a bound of 64 MiB and 2,000."""
+    bounds = Bounds(sandbox_bytes=64 * MiB, sandbox_names=2000)
+    outcome = _run(attack_probe(HOLDING_LITTLE + "\necho attack:done\n", runs=1, timeout=90),
+                   claude_code_binary, tmp_path / "work", replace(_bubblewrap(), bounds=bounds))
+    assert outcome.evidence is not None, outcome.error
+    run = outcome.evidence.runs["run1"]
+    assert "held-little" in run.stdout and run.bounds_hit == [], (run.bounds_hit, run.stdout[-2000:])
+    assert outcome.passed, [c for c in outcome.checks if not c.passed]
+    kept = next((tmp_path / "work").glob("attack.*/sandbox/workspace"))
+    held = {p.lstat().st_ino: p.lstat().st_blocks * 512 for p in kept.iterdir()}
+    assert sum(held.values()) < 40 * MiB, "kept as sparse and linked as the client left them"

@@ -2,8 +2,10 @@
 
 ``runner`` (a probe: its invocations in one sandbox, the mock, the evidence, the verdict),
 ``containment`` (what the sandbox promises, finding bwrap), ``sandbox_place`` (the view a
-run is shown, its bwrap command), ``bounds`` (memory, processes, disk, time) and
-``cgroups`` (the per-run cgroups that bound memory and processes),
+run is shown, its bwrap command), ``bounds`` (memory, processes, disk, time),
+``cgroups`` (the per-run cgroups that bound memory and processes), ``sandbox_fs`` and
+``sandbox_bound`` (the sandbox folder on a tmpfs of its bound's size, and its watch),
+``owner`` and ``leftovers`` (what a killed harness left on the machine, swept),
 ``process`` and ``pipes`` (the client process and its bounded output), ``conversation``
 (streamed input carried out), ``collector``, ``collected``, ``ancestry`` and ``hook_policy``
 (what hooks, MCP and egress report, on the host: the socket, what is kept of it under its

@@ -4,12 +4,15 @@
 "memory" or "pids" (cgroup v1, or a cgroup2 whose ``cgroup.subtree_control`` lists the
 controller), or says why there is none; ``RunCgroup.make`` makes one with its limit,
 ``read`` gives what it counted (peaks, OOM kills, forks refused) and ``remove`` kills what
-is left in it and removes it, keeping the counters.
+is left in it and removes it, keeping the counters. A run's cgroup is named after the harness
+that made it (``probes.run.owner``): ``left_behind(parent)`` finds those whose harness is
+gone, which ``sweep`` empties and removes.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import signal
 import time
 import uuid
@@ -17,9 +20,13 @@ import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
-__all__ = ["Cgroup", "RunCgroup", "find_cgroup"]
+from probes.run.owner import OWNER_PATTERN, owner_gone, owner_tag, pid_gone
+
+__all__ = ["Cgroup", "RunCgroup", "find_cgroup", "left_behind", "sweep"]
 
 _RELEASE_WAIT = 5.0  # seconds a run's cgroup may take to empty
+# a run's or a trial's cgroup; before the owner's start time was in the name, its PID alone
+_NAME = re.compile(r"loopprobe-(?:probe-)?(?:" + OWNER_PATTERN + r"|(?P<pid>\d+))-[0-9a-f]+")
 
 
 @dataclass(frozen=True)
@@ -72,7 +79,7 @@ def _under(mount: tuple[Path, str], path: str) -> Path | None:
 def _try_parent(controller: str, version: int, parent: Path) -> Cgroup | str:
     """The cgroup if a child can be made and limited there, else why not."""
     place = Cgroup(controller, version, parent)
-    probe = parent / f"loopprobe-probe-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+    probe = parent / f"loopprobe-probe-{owner_tag()}-{uuid.uuid4().hex[:8]}"
     try:
         probe.mkdir()
     except OSError as error:
@@ -196,17 +203,61 @@ class RunCgroup:
             return
 
     def _tasks(self) -> list[int]:
-        try:
-            return [int(t) for t in (self.path / "cgroup.procs").read_text().split()]
-        except OSError:
-            return []
+        return _tasks(self.path)
 
     def _kill(self) -> None:
-        for pid in self._tasks():  # only the run's own processes are in its cgroup
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
+        _kill(self.path)
+
+
+def _tasks(path: Path) -> list[int]:
+    try:
+        return [int(t) for t in (path / "cgroup.procs").read_text().split()]
+    except OSError:
+        return []
+
+
+def _kill(path: Path) -> None:
+    for pid in _tasks(path):  # only the run's own processes are in its cgroup
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+
+def left_behind(parent: Path) -> list[Path]:
+    """The cgroups under ``parent`` that a harness now gone made for its runs."""
+    try:
+        names = sorted(p.name for p in parent.iterdir())
+    except OSError:
+        return []
+    found = []
+    for name in names:
+        if (match := _NAME.fullmatch(name)) is None:
+            continue
+        path = parent / name
+        # a name without the start time and namespace could be a live harness's elsewhere:
+        # only an empty one is taken
+        gone = owner_gone(match["owner"]) if match["owner"] else (
+            pid_gone(int(match["pid"])) and not _tasks(path))
+        if gone:
+            found.append(path)
+    return found
+
+
+def sweep(path: Path) -> bool:
+    """Kill what is left in a gone harness's cgroup and remove it; whether it went."""
+    deadline = time.monotonic() + _RELEASE_WAIT
+    while True:
+        _kill(path)
+        try:
+            path.rmdir()
+            return True
+        except FileNotFoundError:
+            return True
+        except OSError:
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(0.05)
 
 
 def _write_if_present(path: Path, value: str) -> None:

@@ -46,6 +46,9 @@ from mockapi.server import MockServer
 from probes.clients.base import ClientBinary, Command
 from probes.inside.egress import EgressSink
 from probes.run.bounds import Bounds, Limiter, RunConfinement, find_limiter, unbounded
+from probes.run.cgroups import Cgroup
+from probes.run.leftovers import sweep
+from probes.run.owner import temp_folder_prefix
 from probes.run.sandbox_place import (
     CAPABILITIES,
     CLIENT_DIR,
@@ -67,7 +70,8 @@ from probes.sandbox.folders import Sandbox
 __all__ = ["CAPABILITIES", "CLIENT_DIR", "CONTAINED_ROOT", "DNS_PORT", "ETC_SHOWN",
            "EVIDENCE_SOURCES", "INPUTS_DIR", "MOCK_PORT", "PROXY_PORT", "RECORD_SOCKET",
            "RUN_DIR", "SYSTEM_DIRS", "TOOLS", "TOOLS_DIR", "Bubblewrap", "Containment",
-           "ContainmentUnavailable", "NoContainment", "Place", "find_containment"]
+           "ContainmentUnavailable", "NoContainment", "Place", "find_containment",
+           "sweep_leftovers"]
 
 # the view's paths and the sandbox's place lived here (probes.run.sandbox_place now): the
 # paths are re-exported above, the place under its old name
@@ -216,7 +220,7 @@ class NoContainment:
     def enter(self, box: Sandbox, binary: ClientBinary, egress_guard: bool,
               readonly: Sequence[Path] = (),
               others: Sequence[ClientBinary] = ()) -> Iterator[_HostPlace]:
-        run_dir = Path(tempfile.mkdtemp(prefix="loopprobe-"))
+        run_dir = Path(tempfile.mkdtemp(prefix=temp_folder_prefix()))
         try:
             if not egress_guard:
                 yield _HostPlace(None, run_dir)
@@ -272,7 +276,9 @@ class Bubblewrap:
                 "user namespaces may be disabled (sysctl kernel.unprivileged_userns_clone, "
                 "a container without CAP_SYS_ADMIN): pass --no-sandbox to run the client "
                 "uncontained")
-        return cls(path, version)
+        found = cls(path, version)
+        sweep_leftovers(found.limiter())
+        return found
 
     def describe(self) -> dict[str, Any]:
         # the tool's version is printed by the run, not reported: reports are the same on
@@ -319,7 +325,7 @@ class Bubblewrap:
               readonly: Sequence[Path] = (),
               others: Sequence[ClientBinary] = ()) -> Iterator[SandboxPlace]:
         # a short path: a Unix socket's path has room for about 100 bytes
-        run_dir = Path(tempfile.mkdtemp(prefix="loopprobe-"))
+        run_dir = Path(tempfile.mkdtemp(prefix=temp_folder_prefix()))
         try:
             etc = run_dir / "etc"
             etc.mkdir()
@@ -333,14 +339,25 @@ class Bubblewrap:
             runtimes = sorted({p for e in executables
                                if (p := _runtime_prefix(e)) is not None
                                and not any(p.is_relative_to(b.root) for b in [binary, *others])})
-            yield SandboxPlace(box, binary, run_dir, self.path, egress_guard, runtimes,
-                                list(readonly), list(others), self.limiter())
+            limiter = self.limiter()
+            # the client's part on a filesystem of the sandbox bound's size, while the probe runs
+            with limiter.sandbox_fs(box.client_root) as fs:
+                yield SandboxPlace(box, binary, run_dir, self.path, egress_guard, runtimes,
+                                   list(readonly), list(others), limiter, fs)
         finally:
             shutil.rmtree(run_dir, ignore_errors=True)
+
+
+def sweep_leftovers(limiter: Limiter | None = None) -> list[str]:
+    """What killed harnesses left here (``probes.run.leftovers``), removed: done whenever a
+    containment is found, which every command that runs a client does first."""
+    limiter = limiter or find_limiter(Bounds())
+    return sweep(p.parent for p in (limiter.memory, limiter.pids) if isinstance(p, Cgroup))
 
 
 def find_containment(no_sandbox: bool) -> Containment:
     """The sandbox, or ``NoContainment`` when the user asked for it explicitly."""
     if no_sandbox:
+        sweep_leftovers()
         return NoContainment()
     return Bubblewrap.find()

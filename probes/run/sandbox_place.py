@@ -26,6 +26,7 @@ from probes.core.mcp import SERVER_SCRIPT
 from probes.inside import egress, hook_recorder, hook_wrapper, sandbox_init
 from probes.inside.egress import proxy_environment
 from probes.run.bounds import Bounds, Limiter, RunConfinement, find_limiter
+from probes.run.sandbox_fs import SandboxFs
 from probes.sandbox.folders import Sandbox
 
 __all__ = ["CAPABILITIES", "CLIENT_DIR", "CONTAINED_ROOT", "DNS_PORT", "ETC_SHOWN",
@@ -74,6 +75,7 @@ class SandboxPlace:
     readonly: list[Path] = field(default_factory=list)
     others: list[ClientBinary] = field(default_factory=list)
     limiter: Limiter = field(default_factory=lambda: find_limiter(Bounds()))
+    sandbox_fs: SandboxFs | None = None  # the client's part's own filesystem, when mounted
     first_process_reports = True
 
     @property
@@ -173,7 +175,7 @@ class SandboxPlace:
 
     def confine(self) -> AbstractContextManager[RunConfinement]:
         """One client run's bounds: enter it around the run, start it with its ``wrap``."""
-        return self.limiter.confine(self.box.client_root)
+        return self.limiter.confine(self.box.client_root, self.sandbox_fs)
 
     def egress_attempts(self) -> list[dict[str, Any]]:
         return []  # reported from inside, to the collector

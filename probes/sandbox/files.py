@@ -25,6 +25,8 @@ fails when any access to the sandbox bypasses this module.
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import hashlib
 import os
 import secrets
@@ -185,16 +187,23 @@ class SandboxFiles:
         parent = self._dir_fd(parts[:-1], str(relative), create=True)
         temporary = f".loopprobe-{secrets.token_hex(8)}"
         try:
-            fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
-                         | os.O_CLOEXEC, mode, dir_fd=parent)
             try:
-                with os.fdopen(fd, "wb", closefd=False) as out:
-                    out.write(content)
-                os.fchmod(fd, mode)
-                if mtime is not None:
-                    os.utime(fd, (mtime, mtime))
-            finally:
-                os.close(fd)
+                fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
+                             | os.O_CLOEXEC, mode, dir_fd=parent)
+                try:
+                    with os.fdopen(fd, "wb", closefd=False) as out:
+                        out.write(content)
+                    os.fchmod(fd, mode)
+                    if mtime is not None:
+                        os.utime(fd, (mtime, mtime))
+                finally:
+                    os.close(fd)
+            except OSError as error:  # the client filled its folder's own filesystem
+                if error.errno not in (errno.ENOSPC, errno.EDQUOT):
+                    raise
+                with contextlib.suppress(OSError):
+                    os.unlink(temporary, dir_fd=parent)
+                raise Refused(str(relative), "no room: the sandbox folder is full") from None
             try:
                 os.replace(temporary, parts[-1], src_dir_fd=parent, dst_dir_fd=parent)
             except OSError:
