@@ -50,6 +50,7 @@ from probes.clients.registry import CLIENT_KINDS
 from probes.core.safe_read import ReadRefused
 from probes.gate.baseline import BaselineError
 from probes.report.format import ReportError
+from probes.report.github_ci import workflow_commands_stopped
 from probes.sandbox.user_setup import SetupError
 
 __all__ = [
@@ -94,6 +95,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    # what loopprobe prints quotes the client and the case file: never a workflow command
+    with workflow_commands_stopped():
+        return _main(argv)
+
+
+def _main(argv: list[str] | None) -> int:
     args = build_parser().parse_args(argv)
     stream = sys.stderr if getattr(args, "json", False) else sys.stdout
     with reporting(Reporter(choose_mode(stream, quiet=getattr(args, "quiet", False)), stream)):

@@ -15,21 +15,34 @@ where an escape shows as written: a parser's idea of where a code span ends is n
 The step outputs ($GITHUB_OUTPUT) are ``name=value`` lines; a line break in a value, or a
 ``=`` or ``<<`` in a name, would let a value forge another output (``until=`` after a
 forged ``until=`` wins): ``github_output_text`` refuses them, whatever the command.
+
+The job's log is read too, and by the runner first: a line of it that starts with ``::`` is
+a workflow command (``::error file=...::`` draws an annotation on the pull request,
+``::add-mask::`` hides text, ``::set-output`` sets an output where the runner still takes
+it). What loopprobe prints quotes what the client and the case file said, so inside
+GitHub Actions ``workflow_commands_stopped`` stops the runner's commands for as long as
+loopprobe runs, with a token nobody else knows (GitHub's ``stop-commands``), and starts
+them again when it ends.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import re
+import secrets
+import sys
 import unicodedata
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 from probes.report.format import ReportError
 
 __all__ = ["SHOWN_CHARS", "OutputRefused", "append_github_outputs", "append_summary",
-           "github_output_text", "markdown_document", "markdown_inline"]
+           "github_output_text", "markdown_document", "markdown_inline",
+           "workflow_commands_stopped"]
 
 SHOWN_CHARS = 300  # a table cell's value is cut here: a summary is read, not searched
 _INLINE = str.maketrans({"&": "&amp;", "<": "&lt;", ">": "&gt;", "\\": "\\\\", "|": "\\|",
@@ -111,3 +124,23 @@ def append_github_outputs(path: Path, outputs: Mapping[str, str]) -> Path:
     with path.open("a", encoding="utf-8") as handle:  # appended: other steps' outputs stay
         handle.write(text)
     return path
+
+
+@contextmanager
+def workflow_commands_stopped(environ: Mapping[str, str] = os.environ) -> Iterator[str | None]:
+    """Inside GitHub Actions (``GITHUB_ACTIONS=true``), no line printed in the block is a
+    workflow command: ``::stop-commands::TOKEN`` before it and ``::TOKEN::`` after it,
+    whatever ends it. Both go to stderr (the runner reads the two streams as one log, and
+    stdout may be data a step parses); the token (yielded; None outside Actions) is random,
+    so nothing printed in the block can start the commands again early."""
+    if environ.get("GITHUB_ACTIONS") != "true":
+        yield None
+        return
+    token = f"loopprobe-{secrets.token_hex(16)}"
+    sys.stdout.flush()
+    print(f"::stop-commands::{token}", file=sys.stderr, flush=True)
+    try:
+        yield token
+    finally:
+        sys.stdout.flush()
+        print(f"::{token}::", file=sys.stderr, flush=True)
