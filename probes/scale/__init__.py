@@ -5,7 +5,8 @@ merged back), ``bisect`` (the first release where a claim changed), ``almanac`` 
 timeline of a matrix), the almanac of every release of a range: ``almanac_search`` (where
 to run next: grid, screen, interval search, re-verification), ``almanac_state`` (its runs on
 disk, resumable, merged across shards), ``almanac_build`` (the loop that runs them) and
-``almanac_doc`` (``almanac.json`` and its witnesses); ``workflow`` (the CI matrix of
+``almanac_doc`` (``almanac.json``) with ``almanac_witness`` (the evidence folders copied
+beside it); ``workflow`` (the CI matrix of
 versions, the nightly almanac), ``sessions`` (one version writes a session, another
 resumes it).
 

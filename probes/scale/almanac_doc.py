@@ -1,4 +1,4 @@
-"""``almanac.json``: what a complete almanac build found, and its witnesses.
+"""``almanac.json``: what a complete almanac build found (its witnesses: ``almanac_witness``).
 
 ``publish`` asks the search once over the build's range: while any run is still needed it
 refuses (``PublishError``), so a half-built almanac is never written. Otherwise it writes,
@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -24,16 +23,23 @@ from typing import Any
 import jsonschema
 
 from probes import __version__
-from probes.core.blob_store import store_blobs
 from probes.core.files import write_json, write_text
 from probes.core.probe import ReportSpec
-from probes.core.safe_read import read_bytes, read_json
+from probes.core.safe_read import read_bytes
 from probes.core.verdicts import claim_change
 from probes.report.format import ReportError, load_json_file
 from probes.report.schemas import schema
 from probes.scale.almanac_build import claims_of
 from probes.scale.almanac_search import grid_indices, search
 from probes.scale.almanac_state import AlmanacState
+from probes.scale.almanac_witness import (
+    WITNESS_DIR,
+    PublishError,
+    check_witness,
+    copy_witness,
+    drop_stale_witnesses,
+    witnesses_of,
+)
 from probes.scale.bisect import transition_kind
 
 __all__ = ["ALMANAC_FILE", "ALMANAC_SCHEMA_VERSION", "ANCHOR_EVERY", "DEFAULT_GRID", "DEFAULT_SCREEN",
@@ -42,7 +48,6 @@ __all__ = ["ALMANAC_FILE", "ALMANAC_SCHEMA_VERSION", "ANCHOR_EVERY", "DEFAULT_GR
 
 ALMANAC_FILE = "almanac.json"
 ALMANAC_SCHEMA_VERSION = 1
-WITNESS_DIR = "almanac"  # <out>/almanac/witnesses/<version>/<run>/, <out>/almanac/blobs/
 DEFAULT_GRID = 8
 DEFAULT_SCREEN = "tool-result-resume"
 ANCHOR_EVERY = 64  # a whole evidence folder every 64th release of the range, from its first
@@ -51,10 +56,6 @@ GUARANTEE = ("Every change of a claim's verdict between two adjacent releases of
              "later and the screen fingerprint moves at neither change. Each located change "
              "was run again on both sides in a fresh sandbox; one that did not reproduce is "
              "flaky, with both outcomes, never a change.")
-
-
-class PublishError(ValueError):
-    """The state does not make a complete almanac (said in one line)."""
 
 
 def _areas(catalog: Sequence[ReportSpec]) -> dict[str, tuple[str, str]]:
@@ -92,112 +93,6 @@ def _flipped(state: AlmanacState, probe: str, claim: str, before: str,
             for check in sorted(set(a) | set(b)) if a.get(check) != b.get(check)]
 
 
-def _reports_in(folder: Path) -> list[dict[str, Any]]:
-    found = []
-    for path in sorted(folder.glob("*.json")):
-        try:
-            data = read_json(path, within=folder)  # bounded, regular, inside: or refused
-        except ValueError:
-            continue
-        if isinstance(data, dict) and "report" in data and isinstance(data.get("claims"), list):
-            found.append(data)
-    return found
-
-
-def _reports_of(folder: Path, probes: set[str] | None) -> set[str]:
-    """The names of the reports in ``folder`` holding one of ``probes`` (None: every one)."""
-    return {str(data["report"]) for data in _reports_in(folder)
-            if probes is None or any(p.get("name") in probes for p in data.get("probes", []))}
-
-
-def _copy_witness(work: Path, out: Path, version: str, folders: Mapping[str, set[str] | None],
-                  say: Callable[[str], None]) -> str | None:
-    """Copy the reports of ``folders`` (a run's folder -> the probes to keep the reports of;
-    None: all) to the witnesses; the witness's path relative to ``out``, None when no folder
-    is there to copy."""
-    target = out / WITNESS_DIR / "witnesses" / version
-    store = out / WITNESS_DIR / "blobs"
-    copied = False
-    for folder, probes in sorted(folders.items()):
-        source = work / folder  # the run's folder, relative to the build's --work
-        destination = target / Path(folder).name
-        if destination.is_dir():
-            copied = True  # published before: kept as it is
-            continue
-        if not source.is_dir():
-            say(f"almanac: the report folder {folder} of {version} is not in {work}: "
-                "its witness is missing")
-            continue
-        strays = [p.name for p in source.iterdir() if p.is_symlink() or not p.is_file()]
-        if strays:  # a run writes regular files only: anything else was put there
-            raise PublishError(f"{source}: {', '.join(sorted(strays))} not a regular file: "
-                               "refused as a witness")
-        reports = _reports_of(source, probes)
-        destination.mkdir(parents=True)
-        for path in sorted(source.iterdir()):
-            whole = probes is None and path.is_file() and not path.name.endswith(".html")
-            if whole or path.name.split(".")[0] in reports:
-                shutil.copy2(path, destination / path.name)
-        for journal in sorted(destination.glob("*.journal.jsonl*")):
-            store_blobs(journal, store)
-        copied = True
-    return str(target.relative_to(out)) if copied else None
-
-
-def _witness_run(state: AlmanacState, version: str, probe: str) -> list[dict[str, Any]]:
-    """The run a change side's witness comes from: the first attempt (the second where the
-    first was a harness error run again), as a list of none or one."""
-    return (state.runs(version, probe) or state.runs(version, probe, 2))[:1]
-
-
-def _check_witness(out: Path, state: AlmanacState, claim: Mapping[str, Any],
-                   version: str) -> None:
-    """Refuse a witness that does not show what its run recorded: a folder published before
-    under the same name by another run (two machines' builds) holds other evidence."""
-    probe = claim["probe"]
-    for run in _witness_run(state, version, probe):
-        folder = out / WITNESS_DIR / "witnesses" / version / Path(str(run["folder"])).name
-        if not folder.is_dir():
-            continue  # not here to copy: said when copying
-        recorded = run["claims"].get(claim["id"])
-        shown = [c.get("status") for report in _reports_in(folder)
-                 for c in report["claims"] if c.get("id") == claim["id"]]
-        if shown != [recorded]:
-            raise PublishError(
-                f"{folder}: expected the witness of {claim['id']} on {version} to show its run's "
-                f"verdict {recorded!r}, found {shown or 'no report of it'}: the folder holds "
-                "another run's evidence; withdraw that run (loopprobe almanac retract "
-                f"--version {version} --folder {run['folder']} --probe {probe} --reason ...) "
-                "and build again")
-
-
-def _drop_stale_witnesses(out: Path, versions: Sequence[str],
-                          witnesses: Mapping[str, Mapping[str, Any]],
-                          say: Callable[[str], None]) -> None:
-    """Remove the witness folders of this range's versions that witness nothing now (a change
-    that a probe's later revision no longer finds, an anchor moved): the almanac links only
-    the kept ones, and their runs stay in the state and the build's work folder. Versions
-    outside the range (a build ``--from`` a later version) keep theirs."""
-    root = out / WITNESS_DIR / "witnesses"
-    if not root.is_dir():
-        return
-    for version in versions:
-        folder = root / version
-        if folder.is_symlink() or not folder.is_dir():
-            continue
-        kept = {Path(run).name for run in witnesses.get(version, {})}
-        for run in sorted(folder.iterdir()):
-            if run.name in kept:
-                continue
-            if run.is_symlink() or not run.is_dir():
-                run.unlink()
-            else:
-                shutil.rmtree(run)
-            say(f"almanac: {version}/{run.name} witnesses nothing now: removed")
-        if not any(folder.iterdir()):
-            folder.rmdir()
-
-
 def publish(state: AlmanacState, work: Path, out: Path, published: Sequence[str], until: str,
             catalog: Sequence[ReportSpec], *, start: str | None = None,
             say: Callable[[str], None] = lambda _: None) -> Path:
@@ -214,15 +109,15 @@ def publish(state: AlmanacState, work: Path, out: Path, published: Sequence[str]
                            f"{until} (first: {first.probe or 'the screen'} on {first.version}); "
                            "run almanac build to go on")
     claims = result.claims(probe_claims)
-    witnesses = _witnesses(state, claims, probe_claims,
+    witnesses = witnesses_of(state, claims, probe_claims,
                            [v for v in anchors if v in versions] or versions[:1])
-    paths = {version: _copy_witness(work, out, version, folders, say)
+    paths = {version: copy_witness(work, out, version, folders, say)
              for version, folders in sorted(witnesses.items())}
     for claim in claims:
         for change in claim["changes"]:
             for side in ("before", "after"):
-                _check_witness(out, state, claim, change[side])
-    _drop_stale_witnesses(out, versions, witnesses, say)
+                check_witness(out, state, claim, change[side])
+    drop_stale_witnesses(out, versions, witnesses, say)
     _describe_changes(claims, _areas(catalog), state, paths)
     binaries = state.binaries()
     probed = {v: sorted(p for p in probe_claims if state.cell(v, p, 1)) for v in versions}
@@ -262,26 +157,6 @@ def _range(since: str, grid: int, published: Sequence[str], until: str,
         versions = versions[max(i for i in grid_indices(len(versions), grid)
                                 if i <= versions.index(start)):]
     return versions, anchors
-
-
-def _witnesses(state: AlmanacState, claims: list[dict[str, Any]],
-               probe_claims: Mapping[str, Sequence[str]],
-               anchors: list[str]) -> dict[str, dict[str, set[str] | None]]:
-    """version -> run folder -> the probes whose reports are kept (None: the whole folder):
-    each probe's first run on an anchor, the changed probe's on both sides of a change."""
-    witnesses: dict[str, dict[str, set[str] | None]] = {}
-    for anchor in anchors:
-        for probe in probe_claims:
-            for run in state.runs(anchor, probe)[:1]:
-                witnesses.setdefault(anchor, {})[str(run["folder"])] = None
-    for claim in claims:
-        for change in claim["changes"]:
-            for side in ("before", "after"):
-                for run in _witness_run(state, change[side], claim["probe"]):
-                    kept = witnesses.setdefault(change[side], {})
-                    if kept.get(str(run["folder"]), set()) is not None:
-                        kept.setdefault(str(run["folder"]), set()).add(claim["probe"])  # type: ignore[union-attr]
-    return witnesses
 
 
 def _describe_changes(claims: list[dict[str, Any]], areas: Mapping[str, tuple[str, str]],
