@@ -33,6 +33,7 @@ from probes.cli.common import (
 )
 from probes.cli.suite import run_suite
 from probes.clients import InstallError
+from probes.clients.base import Client
 from probes.clients.registry import CLIENT_KINDS, client_for, remove_install
 from probes.clients.specs import check_version
 from probes.core.files import write_text
@@ -77,6 +78,54 @@ def _identity(client: str, since: str, grid: int, screen: str) -> dict[str, Any]
 
 
 def cmd_almanac_build(args: argparse.Namespace) -> int:
+    catalog, client, versions = _build_inputs(args)
+    state_dir, work = Path(args.state), Path(args.work)
+    state = AlmanacState(state_dir, revisions_of(catalog))
+    try:
+        state.start(_identity(client.name, versions[0], args.grid, args.screen_probe))
+    except StateError as error:
+        raise HarnessInputError(str(error)) from None
+    searched = _searched(args, versions)
+    if not searched:
+        say(f"almanac: shard {args.shard} has no grid interval of the "
+            f"{len(versions)} versions: nothing to run")
+        return EXIT_PASSED
+    say(f"almanac build {client.name}: {len(searched)} versions {searched[0]}–{searched[-1]}"
+        f" (grid {args.grid}, screen {args.screen_probe}, state {state_dir})")
+    stats = BuildStats()
+    batches = _Batches(args, client, catalog, stats)
+    started = time.time()
+    result = None
+    try:
+        result = build(state, searched, claims_of(catalog), args.grid, args.screen_probe,
+                       batches.run, work=work, max_batches=args.max_runs, say=say,
+                       stats=stats)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        batches.remove_installs()
+        _record_cost(state_dir, {**stats.to_json(), "installs": batches.installs,
+                                 "started": time.strftime("%Y-%m-%dT%H:%M:%SZ",
+                                                          time.gmtime(started)),
+                                 "range": [searched[0], searched[-1]],
+                                 "shard": args.shard or None})
+    if result is None:
+        say("almanac: interrupted; the finished runs are kept: run the same command to go on")
+        return 130
+    say(f"almanac: {stats.batches} suite run(s), {stats.probe_runs} probe run(s), "
+        f"{batches.installs} install(s), {stats.seconds:.0f} s")
+    if not result.complete:
+        say(f"almanac: {len(result.needs)} run(s) still needed: run the same command to go on")
+        return EXIT_FAILED
+    say("almanac: the search is complete for these versions")
+    if args.shard or args.no_publish:
+        return EXIT_PASSED
+    return _publish(state_dir, work, Path(args.out), versions[-1], catalog, args.start)
+
+
+def _build_inputs(args: argparse.Namespace) -> tuple[tuple[ReportSpec, ...], Client, list[str]]:
+    """The catalog, the client and its versions of the range, every flag checked before
+    anything runs."""
     catalog = load_catalog(args.catalog)
     claims = claims_of(catalog)
     if args.screen_probe not in claims:
@@ -91,93 +140,79 @@ def cmd_almanac_build(args: argparse.Namespace) -> int:
                 check_version(client, version, exact=True)
     except InstallError as error:
         raise HarnessInputError(str(error)) from None
-    state_dir, work = Path(args.state), Path(args.work)
-    check_out(state_dir, "--state")
-    check_out(work, "--work")
-    versions = _range(client, args.since, args.until)
-    state = AlmanacState(state_dir, revisions_of(catalog))
-    try:
-        state.start(_identity(client.name, versions[0], args.grid, args.screen_probe))
-    except StateError as error:
-        raise HarnessInputError(str(error)) from None
-    searched = _from(versions, args.grid, args.start)
-    if args.shard:
-        try:
-            shard, shards = parse_shard(args.shard)
-        except ShardError as error:
-            raise HarnessInputError(str(error)) from None
-        searched = shard_range(searched, args.grid, shard, shards)
-        if not searched:
-            say(f"almanac: shard {args.shard} has no grid interval of the "
-                f"{len(versions)} versions: nothing to run")
-            return EXIT_PASSED
-    say(f"almanac build {client.name}: {len(searched)} versions {searched[0]}–{searched[-1]}"
-        f" (grid {args.grid}, screen {args.screen_probe}, state {state_dir})")
-    installed_before = {b.version for b in client.installed()}
-    ours: list[str] = []  # versions this build installed, most recently used last
-    stats = BuildStats()
-    count = jobs(args.jobs)
+    check_out(Path(args.state), "--state")
+    check_out(Path(args.work), "--work")
+    return catalog, client, _range(client, args.since, args.until)
 
-    def run_batch(version: str, probes: list[str], folder: Path) -> str:
-        before = {b.version for b in client.installed()}
-        with _locked(args.lock, stats):
+
+def _searched(args: argparse.Namespace, versions: list[str]) -> list[str]:
+    """The versions this build searches: from ``--from``'s grid interval on, this shard's
+    intervals only (none: the shard has nothing to run)."""
+    searched = _from(versions, args.grid, args.start)
+    if not args.shard:
+        return searched
+    try:
+        shard, shards = parse_shard(args.shard)
+    except ShardError as error:
+        raise HarnessInputError(str(error)) from None
+    return shard_range(searched, args.grid, shard, shards)
+
+
+class _Batches:
+    """The build's suite runs: each a batch of probes on one version, installing the
+    version when needed and keeping at most ``--cache-budget`` of the installs it made."""
+
+    def __init__(self, args: argparse.Namespace, client: Client, catalog: tuple[ReportSpec, ...],
+                 stats: BuildStats) -> None:
+        self.args, self.client, self.catalog, self.stats = args, client, catalog, stats
+        self.installed_before = {b.version for b in client.installed()}
+        self.ours: list[str] = []  # versions this build installed, most recently used last
+        self.installs = 0
+        self.jobs = jobs(args.jobs)
+
+    def run(self, version: str, probes: list[str], folder: Path) -> str:
+        """Run ``probes`` on ``version`` into ``folder``; the binary's SHA-256 ("" unknown)."""
+        before = {b.version for b in self.client.installed()}
+        with _locked(self.args.lock, self.stats):
             try:
-                code = run_suite((client, version), folder, catalog=catalog, probe=probes,
-                                 no_sandbox=args.no_sandbox, jobs=min(count, len(probes)),
-                                 compress_journals=True)
+                code = run_suite((self.client, version), folder, catalog=self.catalog,
+                                 probe=probes, no_sandbox=self.args.no_sandbox,
+                                 jobs=min(self.jobs, len(probes)), compress_journals=True)
             except (ReadRefused, ReportError) as error:  # a report it wrote that no reader
                 say(f"almanac: {version}: {error}")  # takes: its claims are harness errors
                 code = EXIT_HARNESS
         if version not in before:
-            stats_installs[0] += 1
-        binary = ""
-        for path in sorted(folder.glob("*.json")) if folder.is_dir() else []:
-            try:
-                data = read_json(path, within=folder)
-            except (ReadRefused, ValueError):
-                continue  # said when its verdicts are read
-            if isinstance(data, dict) and isinstance(data.get("client"), dict):
-                binary = str(data["client"].get("binary_sha256") or "")
-                break
+            self.installs += 1
         say(f"almanac: {version}: {len(probes)} probe(s), exit {code}")
-        if version not in installed_before and not args.keep_installs:
-            if version in ours:
-                ours.remove(version)
-            ours.append(version)
-            while len(ours) > args.cache_budget:
-                remove_install(client, ours.pop(0))
-        return binary
+        self._keep_within_budget(version)
+        return _binary_of(folder)
 
-    stats_installs = [0]
-    started = time.time()
-    interrupted = False
-    try:
-        result = build(state, searched, claims, args.grid, args.screen_probe, run_batch,
-                       work=work, max_batches=args.max_runs, say=say, stats=stats)
-    except KeyboardInterrupt:
-        interrupted = True
-        result = None
-    finally:
-        if not args.keep_installs:
-            for version in ours:
-                remove_install(client, version)
-        _record_cost(state_dir, {**stats.to_json(), "installs": stats_installs[0],
-                                 "started": time.strftime("%Y-%m-%dT%H:%M:%SZ",
-                                                          time.gmtime(started)),
-                                 "range": [searched[0], searched[-1]],
-                                 "shard": args.shard or None})
-    if interrupted or result is None:
-        say("almanac: interrupted; the finished runs are kept: run the same command to go on")
-        return 130
-    say(f"almanac: {stats.batches} suite run(s), {stats.probe_runs} probe run(s), "
-        f"{stats_installs[0]} install(s), {stats.seconds:.0f} s")
-    if not result.complete:
-        say(f"almanac: {len(result.needs)} run(s) still needed: run the same command to go on")
-        return EXIT_FAILED
-    say("almanac: the search is complete for these versions")
-    if args.shard or args.no_publish:
-        return EXIT_PASSED
-    return _publish(state_dir, work, Path(args.out), versions[-1], catalog, args.start)
+    def _keep_within_budget(self, version: str) -> None:
+        if version in self.installed_before or self.args.keep_installs:
+            return
+        if version in self.ours:
+            self.ours.remove(version)
+        self.ours.append(version)
+        while len(self.ours) > self.args.cache_budget:
+            remove_install(self.client, self.ours.pop(0))
+
+    def remove_installs(self) -> None:
+        """Remove the installs this build made (unless ``--keep-installs``)."""
+        if not self.args.keep_installs:
+            for version in self.ours:
+                remove_install(self.client, version)
+
+
+def _binary_of(folder: Path) -> str:
+    """The SHA-256 of the binary the reports in ``folder`` ran ("" when none says)."""
+    for path in sorted(folder.glob("*.json")) if folder.is_dir() else []:
+        try:
+            data = read_json(path, within=folder)
+        except (ReadRefused, ValueError):
+            continue  # said when its verdicts are read
+        if isinstance(data, dict) and isinstance(data.get("client"), dict):
+            return str(data["client"].get("binary_sha256") or "")
+    return ""
 
 
 def _from(versions: list[str], grid: int, start: str | None) -> list[str]:
