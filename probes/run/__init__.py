@@ -1,6 +1,7 @@
 """One probe run: a contained client against the mock, and the evidence it leaves.
 
-``runner`` (a probe: its invocations in one sandbox, the mock, the evidence, the verdict),
+``runner`` (a probe: its invocations in one sandbox, the mock, the evidence, the verdict)
+with ``applicable`` (what is decided before it runs: binaries, absent or not applicable),
 ``containment`` (what the sandbox promises, finding bwrap), ``sandbox_place`` (the view a
 run is shown, its bwrap command), ``bounds`` (memory, processes, disk, time),
 ``cgroups`` (the per-run cgroups that bound memory and processes), ``sandbox_fs`` and

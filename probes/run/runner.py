@@ -22,7 +22,6 @@ from typing import Any, Protocol
 from mockapi.journal import Journal, read_journal
 from mockapi.scenario import Scenario
 from probes.clients.base import (
-    Capabilities,
     Client,
     ClientBinary,
     Command,
@@ -33,9 +32,10 @@ from probes.core.evidence import Evidence, RunRecord
 from probes.core.files import write_text
 from probes.core.invocation import Invocation
 from probes.core.outcome import ProbeOutcome
-from probes.core.probe import Probe, served_scenario, shown_scenario, with_tool_names
+from probes.core.probe import Probe, shown_scenario
 from probes.core.verdicts import check_evidence
 from probes.inside import hook_recorder, hook_wrapper
+from probes.run.applicable import decide_before_running
 from probes.run.client_mentions import look_up
 from probes.run.collector import Collector
 from probes.run.containment import Containment, Place, find_containment
@@ -109,39 +109,6 @@ def _redact_env(env: dict[str, str]) -> dict[str, str]:
     return {k: ("[redacted]" if k in SECRET_ENV else v) for k, v in sorted(env.items())}
 
 
-def _not_applicable(probe: Probe, client: Client, binary: ClientBinary,
-                    binaries: Mapping[str, ClientBinary]) -> tuple[str, str] | None:
-    """Why the probe cannot run on this client, and which verdict that is: ``absent`` when
-    only this version lacks what it needs (the kind has it in other versions),
-    ``not_applicable`` when the client kind lacks it."""
-    runs = [(binary, probe.capabilities(), "")]
-    runs += [(binaries[i.name], sorted(i.capabilities()), f" (run {i.name})")
-             for i in probe.invocations if binaries[i.name] != binary]
-    for one, needed, run in runs:
-        capabilities = client.capabilities(one)
-        if capabilities.lacking(needed):
-            verdict = ("absent" if capabilities.only_this_version_lacks(needed)
-                       else "not_applicable")
-            return verdict, (f"{one.name} {one.version}{run} lacks what this probe needs: "
-                             f"{capabilities.explain(needed)}")
-    return None
-
-
-def _as_the_client_sees_it(probe: Probe, capabilities: Capabilities) -> tuple[Probe, Mapping[str, str]]:
-    """A loop-tools probe's script in the client's terms: each scripted call named as the
-    client names the tool (the loop tools over MCP), and a script that tells no requests
-    apart (``plain``) told the client's apart, as the client declares (Claude Code's warmups,
-    side requests). Any other probe is served as written."""
-    if not any(i.loop_tools for i in probe.invocations):
-        return probe, {}
-    scenario, names = probe.scenario, capabilities.tool_names
-    if names:
-        scenario = with_tool_names(scenario, names)
-    if capabilities.classifier and scenario.classifier == "plain":
-        scenario = scenario.model_copy(update={"classifier": capabilities.classifier})
-    return (replace(probe, scenario=scenario) if scenario is not probe.scenario else probe), names
-
-
 def run_probe(probe: Probe, client: Client, binary: ClientBinary, work_dir: Path | None, *,
               keep: bool = True, egress_guard: bool = True,
               containment: Containment | None = None,
@@ -153,29 +120,14 @@ def run_probe(probe: Probe, client: Client, binary: ClientBinary, work_dir: Path
     warm-up). ``serve``: what answers the runs, listening where ``place.listen()`` says and
     journaling to the path given (default: the mock on the probe's scenario; e.g. a
     ``mockapi.record.RecordingProxy`` in front of another endpoint)."""
-    try:
-        binaries = _binaries(probe, client, binary)
-    except Exception as error:  # an install of another version failed
-        return ProbeOutcome(probe, None, [], None, error=f"{type(error).__name__}: {error}")
-    # its Claude Code requests told apart as ever (probes.core.probe.HARNESS_CLASSIFIER)
-    probe = replace(probe, scenario=served_scenario(probe.scenario))
-    try:
-        cannot = _not_applicable(probe, client, binary, binaries)
-    except Exception as error:  # what the client offers could not be read: nothing decided
-        return ProbeOutcome(probe, None, [], None, error=f"{type(error).__name__}: {error}")
-    if cannot is not None:
-        verdict, why = cannot
-        if verdict == "absent":
-            return ProbeOutcome(probe, None, [], None, absent=why)
-        return ProbeOutcome(probe, None, [], None, not_applicable=why)
-    probe, tool_names = _as_the_client_sees_it(probe, client.capabilities(binary))
+    decided = decide_before_running(probe, client, binary)
+    if isinstance(decided, ProbeOutcome):
+        return decided
+    probe, binaries, tool_names = decided
     containment = containment or find_containment(no_sandbox=False)
     box = Sandbox.create(work_dir, probe.name)
     box.write_files(probe.fixtures)
     journal_path = box.evidence / "journal.jsonl"
-    session_ids: dict[str, str] = {}
-    runs: dict[str, RunRecord] = {}
-    not_started: dict[str, str] = {}
     scenario = probe.scenario
     started = time.time()
     try:
@@ -194,37 +146,13 @@ def run_probe(probe: Probe, client: Client, binary: ClientBinary, work_dir: Path
             with Collector(place.record_socket(), box.evidence,
                            _hook_policy(probe, context)) as collector, \
                     serve(place, probe.scenario, journal_path, context) as mock:
-                for invocation in probe.invocations:
-                    collector.begin_run(invocation.name)
-                    try:
-                        runs[invocation.name] = _run_one(probe, invocation, client,
-                                                         binaries[invocation.name], box, mock,
-                                                         session_ids, hooks, place, progress,
-                                                         context, mcp, collector,
-                                                         installed.plugin_dirs)
-                    except Refused as refused:
-                        # an earlier run made a path this run's files go to unusable: this
-                        # run and the later ones are not started; what ran is kept
-                        not_started = {i.name: f"the client's sandbox refused a harness "
-                                               f"write: {refused}" for i in probe.invocations
-                                       if i.name not in runs}
-                        break
-                    finally:
-                        collector.end_run()
+                runs, not_started = _run_invocations(
+                    probe, client, binaries, box, mock, hooks, place, progress, context, mcp,
+                    collector, installed.plugin_dirs)
             evidence = _gather(probe, client, binary, box, runs, journal_path, place,
                                client_paths, started, collector)
-            evidence.runs_not_started = not_started
-            evidence.hook_runs = list(collector.hook_runs)
-            evidence.setup_notes = list(installed.notes or [])
-            evidence.mock_url = mock.url
-            evidence.egress_guarded = egress_guard
-            evidence.egress = sorted([*place.egress_attempts(), *collector.egress],
-                                     key=lambda a: float(a.get("time") or 0))
-            evidence.containment = containment.describe()
-            if probe.client_mentions:
-                evidence.client_mentions = look_up(binary, probe.client_mentions)
-            evidence.client_paths = {name: place.seen(Path(host))
-                                     for host, name in box.placeholders().items()}
+            _complete(evidence, not_started, collector, installed, mock, place, egress_guard,
+                      containment, probe, binary, box)
     except KeyboardInterrupt:
         raise
     except Exception as error:
@@ -237,6 +165,52 @@ def run_probe(probe: Probe, client: Client, binary: ClientBinary, work_dir: Path
                         error=check_error, scenario=_scripted(scenario))
 
 
+def _run_invocations(probe: Probe, client: Client, binaries: Mapping[str, ClientBinary],
+                     box: Sandbox, mock: Served, hooks: HookCommand | None, place: Place,
+                     progress: Callable[[str], None], context: Mapping[str, str],
+                     mcp: McpRuntime | None, collector: Collector,
+                     plugin_dirs: tuple[str, ...]) -> tuple[dict[str, RunRecord], dict[str, str]]:
+    """Each invocation run in turn, each a run of the collector's; the records of those that
+    ran, and why the others were not started."""
+    session_ids: dict[str, str] = {}
+    runs: dict[str, RunRecord] = {}
+    for invocation in probe.invocations:
+        collector.begin_run(invocation.name)
+        try:
+            runs[invocation.name] = _run_one(probe, invocation, client, binaries[invocation.name],
+                                             box, mock, session_ids, hooks, place, progress,
+                                             context, mcp, collector, plugin_dirs)
+        except Refused as refused:
+            # an earlier run made a path this run's files go to unusable: this run and the
+            # later ones are not started; what ran is kept
+            return runs, {i.name: f"the client's sandbox refused a harness write: {refused}"
+                          for i in probe.invocations if i.name not in runs}
+        finally:
+            collector.end_run()
+    return runs, {}
+
+
+def _complete(evidence: Evidence, not_started: dict[str, str], collector: Collector,
+              installed: InstalledSetup, mock: Served, place: Place, egress_guard: bool,
+              containment: Containment, probe: Probe, binary: ClientBinary,
+              box: Sandbox) -> None:
+    """What the evidence holds beside the runs: the runs not started, the user's hooks that
+    ran, the setup's notes, where the mock was, egress, containment, the client's mentions
+    and the paths as the client saw them."""
+    evidence.runs_not_started = not_started
+    evidence.hook_runs = list(collector.hook_runs)
+    evidence.setup_notes = list(installed.notes or [])
+    evidence.mock_url = mock.url
+    evidence.egress_guarded = egress_guard
+    evidence.egress = sorted([*place.egress_attempts(), *collector.egress],
+                             key=lambda a: float(a.get("time") or 0))
+    evidence.containment = containment.describe()
+    if probe.client_mentions:
+        evidence.client_mentions = look_up(binary, probe.client_mentions)
+    evidence.client_paths = {name: place.seen(Path(host))
+                             for host, name in box.placeholders().items()}
+
+
 def _install_setup(probe: Probe, client: Client, box: Sandbox, place: Place) -> InstalledSetup:
     """The user's own folders, copied in before the first run, their hooks wrapped so that
     each run of one is recorded (``probes.inside.hook_wrapper``)."""
@@ -247,16 +221,6 @@ def _install_setup(probe: Probe, client: Client, box: Sandbox, place: Place) -> 
     config_dir = getattr(client, "config_dir", None)
     return install_setup(box, probe.setup, config_dir(box) if config_dir else box.home / ".claude",
                          place.seen, wrap)
-
-
-def _binaries(probe: Probe, client: Client, binary: ClientBinary) -> dict[str, ClientBinary]:
-    """The binary of each invocation: the probe's, or the other version it names."""
-    found = {binary.version: binary}
-    for invocation in probe.invocations:
-        version = invocation.client_version
-        if version is not None and version not in found:
-            found[version] = client.install(version)
-    return {i.name: found[i.client_version or binary.version] for i in probe.invocations}
 
 
 def _scripted(scenario: Any) -> dict[str, Any]:
