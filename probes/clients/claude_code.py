@@ -81,7 +81,7 @@ class ClaudeCode(ClaudeCliBase):
         binary, fresh = cached_or_installed(PACKAGE, exact, install_folder(self.cache, exact),
                                             self._binary, _locate_entry)
         if fresh:
-            check_printed_version(list(binary.launcher), binary.version)
+            check_printed_version(list(binary.launcher), binary.version, root=binary.root)
         return binary
 
     # ---- runs ----------------------------------------------------------------
