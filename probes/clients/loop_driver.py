@@ -144,8 +144,8 @@ def npm_install(cache: Path, package: str, version: str, companions: tuple[str, 
     cache.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{version}.", dir=cache))
     try:
-        done = _npm(["install", "--no-audit", "--no-fund", "--no-save", "--prefix",
-                     str(staging), f"{package}@{version}", *companions])
+        done = _npm(["install", "--no-audit", "--no-fund", "--no-save", "--ignore-scripts",
+                     "--prefix", str(staging), f"{package}@{version}", *companions])
         if done.returncode != 0:
             raise InstallError(f"npm install {package}@{version} {' '.join(companions)} "
                                f"failed: {done.stderr.strip()[-400:]}")
