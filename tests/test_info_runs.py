@@ -188,3 +188,13 @@ def test_the_real_clients_print_the_same_contained(spec: str, printed: str) -> N
         argv = list(binary.launcher)
     done = info_run.informational_run([*argv, "--version"], [binary.root], INFO_ENV)
     assert (done.returncode, done.stdout.strip(), done.contained) == (0, printed, True)
+
+
+@pytest.mark.client
+def test_clients_install_takes_no_sandbox(capsys: pytest.CaptureFixture[str]) -> None:
+    from probes import cli
+    installed_client("claude-code@2.1.332")  # cached: nothing is fetched
+    assert cli.main(["clients", "install", "claude-code@2.1.332"]) == 0
+    assert not info_run._uncontained_allowed
+    assert cli.main(["clients", "install", "--no-sandbox", "claude-code@2.1.332"]) == 0
+    assert info_run._uncontained_allowed
