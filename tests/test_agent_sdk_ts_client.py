@@ -140,7 +140,7 @@ def test_the_native_binary_found_is_the_entry(tmp_path: Path,
     # this machine's libc is musl here: its package is tried first, as the SDK does
     assert entry == tmp_path / "node_modules" / f"{PACKAGE}-linux-x64-musl" / "claude"
     assert launcher == ["/usr/bin/node", str(DRIVER)]
-    assert checked[-1] == (entry, "/usr/bin/node", "2.1.337")
+    assert checked[-1] == (entry, "/usr/bin/node", "2.1.337", tmp_path)
 
 
 def test_an_old_install_without_cli_js_is_refused(tmp_path: Path) -> None:

@@ -440,10 +440,10 @@ def test_a_fresh_install_must_print_the_version_it_was_installed_as(
     cli.write_text(f"#!/bin/sh\necho '{printed}'\nexit {exit_code}\n")
     cli.chmod(0o755)
     if not refused:
-        check_printed_version([str(cli)], expected, exact)
+        check_printed_version([str(cli)], expected, exact, root=tmp_path)
         return
     with pytest.raises(InstallError) as refusal:
-        check_printed_version([str(cli)], expected, exact)
+        check_printed_version([str(cli)], expected, exact, root=tmp_path)
     assert f"found {printed!r} and exit {exit_code}" in str(refusal.value)
 
 

@@ -16,6 +16,7 @@ from probes.cli.common import (
     say,
 )
 from probes.clients import InstallError, all_clients, parse_client_spec
+from probes.clients.info_run import allow_uncontained
 from probes.clients.npm import cache_root
 from probes.clients.registry import prune_installs
 
@@ -26,6 +27,8 @@ def cmd_clients_install(args: argparse.Namespace) -> int:
     status = 0
     # every spec checked before the first install (a bad one: exit 2, nothing fetched)
     wanted = [parse_client_spec(spec) for spec in args.specs]
+    if args.no_sandbox:
+        allow_uncontained()  # where bubblewrap cannot start, --version runs on the host
     for client, version in wanted:
         try:
             binary = client.install(version)
@@ -72,6 +75,9 @@ def add_clients(commands: Any) -> None:
     client_commands = clients.add_subparsers(dest="clients_command", required=True)
     install = command(client_commands, "install", help="install exact client versions")
     install.add_argument("specs", nargs="+", metavar="KIND@VERSION", help=CLIENT_HELP)
+    install.add_argument("--no-sandbox", action="store_true",
+                         help="where bubblewrap cannot start, run the fresh install's --version "
+                              "on this host, uncontained (it is contained otherwise)")
     install.set_defaults(func=cmd_clients_install)
     listing = command(client_commands, "list", help="list installed client versions")
     listing.add_argument("--json", action="store_true", help="machine-readable output")

@@ -9,6 +9,8 @@ that is installed, the one of node's libc first), before it the ``cli.js`` the p
 (run with node). A run is ``node agent_sdk_ts_driver.mjs SPEC`` with the install's
 ``node_modules`` on ``NODE_PATH``: ``query()`` told to run that file
 (``pathToClaudeCodeExecutable``), in the sandbox and allow-listed environment of the CLI client.
+A fresh install's checks (the driver importing the SDK, the CLI's ``--version``) are contained
+too (``probes.clients.info_run``).
 
 Versions before 0.2.69 are refused: the driver passes ``query()`` the options ``sessionId``
 (0.2.33 and later) and ``settings`` (0.2.69 and later; the hooks are in that file), which
@@ -28,6 +30,7 @@ from probes.clients.agent_sdk import sdk_spec
 from probes.clients.base import ClientBinary, Command, RunContext, read_manifest, scan_installs
 from probes.clients.claude_cli import ClaudeCliBase, check_printed_version
 from probes.clients.claude_code import ELF_MAGIC
+from probes.clients.info_run import informational_run
 from probes.clients.npm import (
     VERSION_PATTERN,
     InstallError,
@@ -38,7 +41,6 @@ from probes.clients.npm import (
 )
 from probes.clients.specs import check_version, install_folder
 from probes.core.invocation import Invocation
-from probes.sandbox.folders import BASE_PATH
 
 __all__ = ["DRIVER", "FIRST_DRIVEN", "PACKAGE", "PEERS", "ClaudeAgentSdkTs", "native_packages",
            "refuse_undriven"]
@@ -190,15 +192,16 @@ def _locate_entry(prefix: Path, node: str) -> tuple[Path, list[str]]:
                 f"{PACKAGE}@{version} declares no native platform package, so its SDK runs the "
                 f"cli.js it ships: expected {entry}, found only {', '.join(shipped)}")
     _check_driver(prefix, node, version)
-    _check_cli(entry, node, declared.get("claudeCodeVersion"))
+    _check_cli(entry, node, declared.get("claudeCodeVersion"), prefix)
     return entry, [node, str(DRIVER)]
 
 
 def _check_driver(prefix: Path, node: str, version: Any) -> None:
-    env = {"PATH": BASE_PATH, "NODE_PATH": str(prefix / "node_modules")}
+    # importing the SDK runs its code: contained, as every run of the client
+    env = {"NODE_PATH": str(prefix / "node_modules")}
     try:
-        done = subprocess.run([node, str(DRIVER), "--check"], capture_output=True, text=True,
-                              timeout=_CHECK_TIMEOUT, env=env, stdin=subprocess.DEVNULL)
+        done = informational_run([node, str(DRIVER), "--check"], [prefix, DRIVER], env,
+                                 timeout=_CHECK_TIMEOUT)
     except subprocess.TimeoutExpired:
         raise InstallError(f"{PACKAGE}@{version}: the driver's import check took over "
                            f"{_CHECK_TIMEOUT} s") from None
@@ -211,9 +214,9 @@ def _check_driver(prefix: Path, node: str, version: Any) -> None:
             "(a peer dependency missing? npm 7 or later installs them)")
 
 
-def _check_cli(entry: Path, node: str, expected: Any) -> None:
+def _check_cli(entry: Path, node: str, expected: Any, prefix: Path) -> None:
     argv = [node, str(entry)] if entry.suffix == ".js" else [str(entry)]
-    check_printed_version(argv, str(expected) if expected else None)
+    check_printed_version(argv, str(expected) if expected else None, root=prefix)
 
 
 def _describe(prefix: Path) -> dict[str, Any]:

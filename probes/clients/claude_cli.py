@@ -3,6 +3,11 @@ settings file (hooks go there), sessions, stream-json output and --help-declared
 
 Claude Code itself and the Claude Agent SDK (which drives its bundled CLI) both build
 on this; each adds how it is installed and how a run is launched.
+
+Every execution of the CLI is contained, its ``--version`` at install and its ``--help``
+(kept beside the install as ``help.txt``) included: they run in bubblewrap, shown only the
+install and the system (``probes.clients.info_run``), never on the host unless the user
+chose to run the client uncontained where bubblewrap cannot start (``--no-sandbox``).
 """
 
 from __future__ import annotations
@@ -10,23 +15,24 @@ from __future__ import annotations
 import json
 import re
 import subprocess
-import tempfile
 from collections.abc import Callable, Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, ClassVar
 
 from probes.clients.base import Capabilities, ClientBinary, HookCommand, RunContext
+from probes.clients.info_run import informational_run
 from probes.clients.npm import InstallError
 from probes.core.evidence import Output
+from probes.core.files import write_text
 from probes.core.invocation import CAPABILITIES, Invocation
 from probes.core.loop_tools import LOOP_TOOL_NAMES, LOOP_TOOLS
 from probes.core.mcp import SERVER_SCRIPT, mcp_config
 from probes.core.probe import HARNESS_CLASSIFIER
-from probes.sandbox.folders import BASE_PATH, Sandbox, base_environment
+from probes.sandbox.folders import Sandbox, base_environment
 
-__all__ = ["CAPABILITY_FLAGS", "DUMMY_API_KEY", "LOOP_RETRIES_ENV", "NOT_CLAUDE_CODE",
-           "ClaudeCliBase", "check_printed_version", "path_slug", "run_outside_a_sandbox"]
+__all__ = ["CAPABILITY_FLAGS", "DUMMY_API_KEY", "INFO_ENV", "LOOP_RETRIES_ENV", "NOT_CLAUDE_CODE",
+           "ClaudeCliBase", "check_printed_version", "path_slug"]
 
 DUMMY_API_KEY = "sk-ant-loopprobe-dummy-key"
 # the flags of the CLI each capability needs; --max-turns and the settings file (hooks) work
@@ -55,20 +61,18 @@ NOT_CLAUDE_CODE = {"tool_runner": "Claude Code is not the SDK's tool runner",
 LOOP_RETRIES_ENV = "ANTHROPIC_MAX_RETRIES"
 
 
-def run_outside_a_sandbox(argv: list[str]) -> subprocess.CompletedProcess[str]:
-    """A short informational run of the CLI (--help, --version) in a throwaway home."""
-    with tempfile.TemporaryDirectory(prefix="loopprobe-cli.") as home:
-        env = {"PATH": BASE_PATH, "HOME": home, "TERM": "dumb",
-               "CLAUDE_CONFIG_DIR": f"{home}/.claude", "DISABLE_AUTOUPDATER": "1"}
-        return subprocess.run(argv, capture_output=True, text=True, timeout=60, env=env,
-                              stdin=subprocess.DEVNULL)
+# what an informational run (--help, --version) adds to the allow-listed environment; its
+# config folder is the default, in the run's fresh home
+INFO_ENV = {"DISABLE_AUTOUPDATER": "1"}
 
 
-def check_printed_version(argv: list[str], expected: str | None, exact: bool = False) -> None:
-    """Refuse a fresh install whose CLI (``argv``) does not exit 0 from ``--version`` printing
-    ``expected`` (in its output, or as all of it when ``exact``; any version when None)."""
+def check_printed_version(argv: list[str], expected: str | None, exact: bool = False, *,
+                          root: Path) -> None:
+    """Refuse a fresh install whose CLI (``argv``, of the install in ``root``) does not exit 0
+    from ``--version`` printing ``expected`` (in its output, or as all of it when ``exact``;
+    any version when None). The run is contained, shown ``root`` read-only."""
     try:
-        done = run_outside_a_sandbox([*argv, "--version"])
+        done = informational_run([*argv, "--version"], [root], INFO_ENV)
     except (OSError, subprocess.TimeoutExpired) as error:
         raise InstallError(f"{argv[-1]} --version failed: {error}") from None
     printed = done.stdout.strip()
@@ -95,18 +99,18 @@ class ClaudeCliBase:
         return [*binary.launcher, "--help"]
 
     def help_text(self, binary: ClientBinary) -> str:
-        """The CLI's ``--help`` output, read once and kept beside the install. A run that
-        fails or prints nothing is a harness error (raised, never kept): read as a help
-        listing no flag, it would make every flag's probe absent on this version."""
+        """The CLI's ``--help`` output, read once (contained) and kept beside the install. A
+        run that fails or prints nothing is a harness error (raised, never kept): read as a
+        help listing no flag, it would make every flag's probe absent on this version."""
         cached = binary.root / "help.txt"
         if not cached.is_file():
-            done = run_outside_a_sandbox(self.help_argv(binary))
+            done = informational_run(self.help_argv(binary), [binary.root], INFO_ENV)
             if done.returncode != 0 or not done.stdout.strip():
                 raise RuntimeError(
                     f"{binary.name} {binary.version}: --help exited {done.returncode} printing "
                     f"{len(done.stdout)} bytes (expected exit 0 and its options; stderr: "
                     f"{done.stderr.strip()[-300:]!r})")
-            cached.write_text(done.stdout + done.stderr)
+            write_text(cached, done.stdout + done.stderr)
         return cached.read_text()
 
     # capabilities this kind of client has no way to pass, whatever its CLI's --help says

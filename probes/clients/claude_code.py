@@ -3,10 +3,18 @@
 2.1.x ships a native executable (``bin/claude.exe``); 2.0.x ships a JavaScript
 bundle (``cli.js``) run with node. Print mode with ``stream-json`` output is the
 observable surface: every event on stdout, the final ``result`` last.
+
+npm installs it without running its scripts (``probes.clients.npm``), so the harness does
+what the postinstall of the 2.1.x versions that have one (``install.cjs``) does: link the
+native ``claude`` of the platform package npm installed (``@anthropic-ai/claude-code-linux-x64``
+and the like, of the same version) to ``bin/claude.exe``, where a placeholder script is.
 """
 
 from __future__ import annotations
 
+import json
+import os
+import platform
 import shutil
 from pathlib import Path
 
@@ -22,19 +30,56 @@ from probes.clients.npm import (
 from probes.clients.specs import check_version, install_folder
 from probes.core.invocation import Invocation
 
-__all__ = ["ELF_MAGIC", "PACKAGE", "ClaudeCode"]
+__all__ = ["ELF_MAGIC", "PACKAGE", "ClaudeCode", "platform_packages"]
 
 PACKAGE = "@anthropic-ai/claude-code"
 ELF_MAGIC = b"\x7fELF"
 
 
+def _is_native(path: Path) -> bool:
+    if path.is_symlink() or not path.is_file():
+        return False
+    with path.open("rb") as handle:
+        return handle.read(4) == ELF_MAGIC
+
+
+def platform_packages() -> list[str]:
+    """The platform packages whose ``claude`` suits this machine, in the order tried (its
+    own libc first), as ``install.cjs`` names them."""
+    arch = {"x86_64": "x64", "amd64": "x64", "aarch64": "arm64"}.get(
+        platform.machine().lower(), platform.machine().lower())
+    glibc, musl = f"{PACKAGE}-linux-{arch}", f"{PACKAGE}-linux-{arch}-musl"
+    return [glibc, musl] if platform.libc_ver()[0] == "glibc" else [musl, glibc]
+
+
+def _place_native(package_dir: Path) -> Path | None:
+    """``bin/claude.exe`` as the package's postinstall leaves it: the native executable of
+    the platform package of the same version, linked (copied across filesystems)."""
+    placed = package_dir / "bin" / "claude.exe"
+    if _is_native(placed):
+        return placed
+    version = json.loads((package_dir / "package.json").read_text()).get("version")
+    for name in platform_packages():
+        source = package_dir.parent.parent / name / "claude"
+        manifest = source.parent / "package.json"
+        if not _is_native(source) or not manifest.is_file() \
+                or json.loads(manifest.read_text()).get("version") != version:
+            continue
+        placed.unlink(missing_ok=True)
+        try:
+            os.link(source, placed)
+        except OSError:
+            shutil.copyfile(source, placed)
+        placed.chmod(0o755)
+        return placed
+    return None
+
+
 def _locate_entry(prefix: Path) -> tuple[Path, list[str | Path]]:
     package_dir = prefix / "node_modules" / PACKAGE
-    native = package_dir / "bin" / "claude.exe"
-    if native.is_file():
-        with native.open("rb") as handle:
-            if handle.read(4) == ELF_MAGIC:
-                return native, [native]
+    native = _place_native(package_dir)
+    if native is not None:
+        return native, [native]
     bundle = package_dir / "cli.js"
     if bundle.is_file():
         node = shutil.which("node")
@@ -81,7 +126,7 @@ class ClaudeCode(ClaudeCliBase):
         binary, fresh = cached_or_installed(PACKAGE, exact, install_folder(self.cache, exact),
                                             self._binary, _locate_entry)
         if fresh:
-            check_printed_version(list(binary.launcher), binary.version)
+            check_printed_version(list(binary.launcher), binary.version, root=binary.root)
         return binary
 
     # ---- runs ----------------------------------------------------------------

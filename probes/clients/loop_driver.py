@@ -13,7 +13,7 @@ probes are not applicable to it.
 
 ``npm_install`` installs an npm package at an exact version with pinned companions (the
 Vercel AI SDK's Anthropic provider); the report cites the SHA-256 of the package's main
-module.
+module. A PyPI kind's import check at install runs contained (``probes.clients.info_run``).
 """
 
 from __future__ import annotations
@@ -37,6 +37,7 @@ from probes.clients.base import (
     scan_installs,
 )
 from probes.clients.claude_cli import DUMMY_API_KEY
+from probes.clients.info_run import informational_run
 from probes.clients.npm import (
     NPM_TIMEOUT,
     InstallError,
@@ -143,8 +144,8 @@ def npm_install(cache: Path, package: str, version: str, companions: tuple[str, 
     cache.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{version}.", dir=cache))
     try:
-        done = _npm(["install", "--no-audit", "--no-fund", "--no-save", "--prefix",
-                     str(staging), f"{package}@{version}", *companions])
+        done = _npm(["install", "--no-audit", "--no-fund", "--no-save", "--ignore-scripts",
+                     "--prefix", str(staging), f"{package}@{version}", *companions])
         if done.returncode != 0:
             raise InstallError(f"npm install {package}@{version} {' '.join(companions)} "
                                f"failed: {done.stderr.strip()[-400:]}")
@@ -240,8 +241,9 @@ class PypiLoop(VenvInstalls, DriverLoop):
             found = sorted(venv.glob(f"lib/python*/site-packages/{self.entry}"))
             if not found:
                 raise InstallError(f"{package}=={version} has no {self.what} ({self.entry})")
-            done = subprocess.run([str(venv / "bin" / "python"), "-c", self.imports],
-                                  capture_output=True, text=True, timeout=120)
+            # importing the loop runs its code: contained, as every run of the client
+            done = informational_run([str(venv / "bin" / "python"), "-c", self.imports],
+                                     [venv], timeout=120)
             if done.returncode != 0:
                 raise InstallError(f"{package}=={version} installed but does not import: "
                                    f"{(done.stderr.strip().splitlines() or ['?'])[-1]}")

@@ -1,4 +1,11 @@
-"""Install exact published versions of npm packages into a per-version cache outside the repo."""
+"""Install exact published versions of npm packages into a per-version cache outside the repo.
+
+npm runs no script of the packages it installs (``--ignore-scripts``): a package's
+preinstall, install and postinstall would run on the host as the caller, and a client is
+trusted for nothing. What a client's postinstall does that its kind needs, the kind does
+itself (``probes.clients.claude_code`` places Claude Code's native executable); every run of
+the installed code is contained (``probes.clients.info_run``, the probe runs).
+"""
 
 from __future__ import annotations
 
@@ -126,8 +133,8 @@ def install_package(package: str, version: str, target: Path, locate_entry: Any,
     target.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
     try:
-        done = _npm("install", "--no-audit", "--no-fund", "--no-save", "--prefix", str(staging),
-                    f"{package}@{version}")
+        done = _npm("install", "--no-audit", "--no-fund", "--no-save", "--ignore-scripts",
+                    "--prefix", str(staging), f"{package}@{version}")
         if done.returncode != 0:
             detail = _npm_error(done.stderr)
             if "E404" in done.stderr or "ETARGET" in done.stderr or "No match" in done.stderr:

@@ -219,7 +219,7 @@ class OpenCode:
         binary, fresh = cached_or_installed(PACKAGE, exact, install_folder(self.cache, exact),
                                             self._binary, _locate_entry)
         if fresh:
-            check_printed_version(list(binary.launcher), exact, exact=True)
+            check_printed_version(list(binary.launcher), exact, exact=True, root=binary.root)
         return binary
 
     # ---- runs ----------------------------------------------------------------

@@ -44,6 +44,7 @@ from typing import Any, Protocol
 from mockapi.scenario import Scenario
 from mockapi.server import MockServer
 from probes.clients.base import ClientBinary, Command
+from probes.clients.info_run import allow_uncontained
 from probes.inside.egress import EgressSink
 from probes.run.bounds import Bounds, Limiter, RunConfinement, find_limiter, unbounded
 from probes.run.cgroups import Cgroup
@@ -66,6 +67,7 @@ from probes.run.sandbox_place import (
     SandboxPlace,
 )
 from probes.sandbox.folders import Sandbox
+from probes.sandbox.view import runtime_prefix
 
 __all__ = ["CAPABILITIES", "CLIENT_DIR", "CONTAINED_ROOT", "DNS_PORT", "ETC_SHOWN",
            "EVIDENCE_SOURCES", "INPUTS_DIR", "MOCK_PORT", "PROXY_PORT", "RECORD_SOCKET",
@@ -234,15 +236,6 @@ class NoContainment:
 # ---- bubblewrap ------------------------------------------------------------------------
 
 
-def _runtime_prefix(executable: str) -> Path | None:
-    """The install prefix of the interpreter an executable resolves to (``prefix/bin/exe``),
-    when it is not one of the system's directories."""
-    real = Path(os.path.realpath(executable))
-    if not real.is_file() or any(real.is_relative_to(d) for d in SYSTEM_DIRS):
-        return None
-    return real.parent.parent
-
-
 @dataclass(frozen=True)
 class Bubblewrap:
     """Every run in its own bubblewrap sandbox (network, PID, IPC, UTS, user and mount
@@ -337,7 +330,7 @@ class Bubblewrap:
             executables = [sys.executable, *binary.launcher[:1],
                            *(b.launcher[0] for b in others)]
             runtimes = sorted({p for e in executables
-                               if (p := _runtime_prefix(e)) is not None
+                               if (p := runtime_prefix(e)) is not None
                                and not any(p.is_relative_to(b.root) for b in [binary, *others])})
             limiter = self.limiter()
             # the client's part on a filesystem of the sandbox bound's size, while the probe runs
@@ -356,8 +349,10 @@ def sweep_leftovers(limiter: Limiter | None = None) -> list[str]:
 
 
 def find_containment(no_sandbox: bool) -> Containment:
-    """The sandbox, or ``NoContainment`` when the user asked for it explicitly."""
+    """The sandbox, or ``NoContainment`` when the user asked for it explicitly (the client's
+    ``--version`` and ``--help`` then run on the host too where bubblewrap cannot start)."""
     if no_sandbox:
+        allow_uncontained()
         sweep_leftovers()
         return NoContainment()
     return Bubblewrap.find()

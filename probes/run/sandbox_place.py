@@ -28,6 +28,7 @@ from probes.inside.egress import proxy_environment
 from probes.run.bounds import Bounds, Limiter, RunConfinement, find_limiter
 from probes.run.sandbox_fs import SandboxFs
 from probes.sandbox.folders import Sandbox
+from probes.sandbox.view import ETC_SHOWN, NO_CAPABILITIES, SYSTEM_DIRS, system_mounts
 
 __all__ = ["CAPABILITIES", "CLIENT_DIR", "CONTAINED_ROOT", "DNS_PORT", "ETC_SHOWN",
            "INPUTS_DIR", "MOCK_PORT", "PROXY_PORT", "RECORD_SOCKET", "RUN_DIR", "SYSTEM_DIRS",
@@ -47,13 +48,7 @@ DNS_PORT = 53
 # install, the harness's tools, the interpreter). Every capability is dropped, the bounding
 # set too (an exec cannot regain one), but binding a port below 1024 in the run's own
 # network namespace (the refusing resolver on 53).
-CAPABILITIES = ("--cap-drop", "ALL", "--cap-add", "CAP_NET_BIND_SERVICE")
-SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
-# what programs need of /etc; nothing that configures tools per machine or user (npmrc,
-# gitconfig, environment, profile) is shown
-ETC_SHOWN = ("alternatives", "ca-certificates", "group", "ld.so.cache", "ld.so.conf",
-             "ld.so.conf.d", "localtime", "mime.types", "nsswitch.conf", "os-release", "passwd",
-             "ssl")
+CAPABILITIES = (*NO_CAPABILITIES, "--cap-add", "CAP_NET_BIND_SERVICE")
 TOOLS = (Path(sandbox_init.__file__), Path(egress.__file__), Path(hook_recorder.__file__),
          Path(hook_wrapper.__file__), SERVER_SCRIPT)
 
@@ -126,14 +121,7 @@ class SandboxPlace:
             **{str(r): "$HARNESS_RUNTIME" for r in self.readonly}}
 
     def _mounts(self) -> list[str]:
-        args: list[str] = []
-        for directory in SYSTEM_DIRS:
-            if os.path.islink(directory):
-                args += ["--symlink", os.readlink(directory), directory]
-            elif os.path.isdir(directory):
-                args += ["--ro-bind", directory, directory]
-        for name in ETC_SHOWN:
-            args += ["--ro-bind-try", f"/etc/{name}", f"/etc/{name}"]
+        args = system_mounts()
         for name in ("hosts", "resolv.conf", "hostname"):
             args += ["--ro-bind", str(self.run_dir / "etc" / name), f"/etc/{name}"]
         for runtime in [*self.runtimes, *self.readonly]:
