@@ -124,6 +124,14 @@ class SandboxPlace:
         args = system_mounts()
         for name in ("hosts", "resolv.conf", "hostname"):
             args += ["--ro-bind", str(self.run_dir / "etc" / name), f"/etc/{name}"]
+        # the fresh filesystems first: one mounted later over a folder hides what was bound
+        # beneath it (a cache under /tmp: its runtimes and tools vanished under /tmp's tmpfs)
+        # /dev is a tmpfs as large as half the host's memory: its /dev/shm gets the /tmp
+        # bound, and the rest is made read-only (the device nodes still work)
+        args += ["--proc", "/proc", "--dev", "/dev",
+                 *self.limiter.bwrap_args_for_tmp(), "--tmpfs", "/dev/shm",
+                 "--remount-ro", "/dev",
+                 *self.limiter.bwrap_args_for_tmp(), "--tmpfs", "/tmp"]
         for runtime in [*self.runtimes, *self.readonly]:
             args += ["--ro-bind", str(runtime), str(runtime)]
         args += ["--ro-bind", str(self.binary.root), CLIENT_DIR]
@@ -131,13 +139,7 @@ class SandboxPlace:
             args += ["--ro-bind", str(other.root), other_dir(other)]
         for tool in self._tools():
             args += ["--ro-bind", str(tool), f"{TOOLS_DIR}/{tool.name}"]
-        # /dev is a tmpfs as large as half the host's memory: its /dev/shm gets the /tmp
-        # bound, and the rest is made read-only (the device nodes still work)
-        args += ["--proc", "/proc", "--dev", "/dev",
-                 *self.limiter.bwrap_args_for_tmp(), "--tmpfs", "/dev/shm",
-                 "--remount-ro", "/dev",
-                 *self.limiter.bwrap_args_for_tmp(), "--tmpfs", "/tmp",
-                 "--bind", str(self.box.client_root), CONTAINED_ROOT,
+        args += ["--bind", str(self.box.client_root), CONTAINED_ROOT,
                  "--ro-bind", str(self.box.inputs), INPUTS_DIR,
                  "--ro-bind", str(self.run_dir), RUN_DIR]
         return args
