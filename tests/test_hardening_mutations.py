@@ -19,33 +19,33 @@ ROOT = Path(__file__).resolve().parent.parent
 
 # (file in mockapi/, the fix, what reverts it, the test that must then fail)
 MUTATIONS = [
-    ("app.py", "                self.script.undo(decision)\n", "                pass\n",
+    ("serve/app.py", "                self.script.undo(decision)\n", "                pass\n",
      "full_disk"),
-    ("journal.py", "            try:  # never leave a partial line for the next one to be glued "
+    ("journal/write.py", "            try:  # never leave a partial line for the next one to be glued "
      "onto\n                os.ftruncate(self._fd, start)", "            try:\n                pass",
      "full_disk"),
-    ("journal.py", "        problem = self.problem()\n", "        problem = None\n",
+    ("journal/write.py", "        problem = self.problem()\n", "        problem = None\n",
      "deleted_or_replaced"),
-    ("journal.py", "                torn.append(TornLine(number, offset, len(line), last=False))\n",
+    ("journal/write.py", "                torn.append(TornLine(number, offset, len(line), last=False))\n",
      "                raise ValueError(line)\n", "unreadable_lines"),
-    ("app.py", "        if reason == END_CLIENT_DISCONNECTED and self.shutting_down:",
+    ("serve/app.py", "        if reason == END_CLIENT_DISCONNECTED and self.shutting_down:",
      "        if False:", "sigterm"),
-    ("app.py", "            if self.open_streams >= self.max_streams:", "            if False:",
+    ("serve/app.py", "            if self.open_streams >= self.max_streams:", "            if False:",
      "max_streams"),
-    ("app.py", "            seq=seq, run=run, time=time.time(),",
+    ("serve/app.py", "            seq=seq, run=run, time=time.time(),",
      "            seq=seq, run=self.run, time=time.time(),", "after_a_reset"),
-    ("transport.py", "    if reset or queued > 0:\n", "    if False:\n", "abandons_unread"),
-    ("events.py", "REPLY_REFERENCE_BYTES = ", "REPLY_REFERENCE_BYTES = 10**9 or ", "by_reference"),
-    ("transport.py", "            if len(self.headers) >= limits.max_headers:",
+    ("serve/transport.py", "    if reset or queued > 0:\n", "    if False:\n", "abandons_unread"),
+    ("script/events.py", "REPLY_REFERENCE_BYTES = ", "REPLY_REFERENCE_BYTES = 10**9 or ", "by_reference"),
+    ("serve/transport.py", "            if len(self.headers) >= limits.max_headers:",
      "            if False:", "431"),
-    ("transport.py", "            if self._in_body and not self.transport.is_closing():\n",
+    ("serve/transport.py", "            if self._in_body and not self.transport.is_closing():\n",
      "            if False:\n", "stalled"),
-    ("transport.py", "            if limit is not None and (len(self.connections) >= limit",
+    ("serve/transport.py", "            if limit is not None and (len(self.connections) >= limit",
      "            if False and (len(self.connections) >= limit", "beyond_the_limit"),
-    ("admin.py", "        if not (after_text.isascii() and after_text.isdigit()):",
+    ("serve/admin.py", "        if not (after_text.isascii() and after_text.isdigit()):",
      "        if not after_text.isdigit():", "after_a_seq"),
-    ("app.py", "            check(body, request.headers", "            0 and check(body, request.headers",
-     "real_api_refuses"),
+    ("serve/app.py", "            check(body, request.headers",
+     "            0 and check(body, request.headers", "real_api_refuses"),
 ]
 
 

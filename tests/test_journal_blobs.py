@@ -13,8 +13,7 @@ from typing import Any
 import orjson
 import pytest
 
-from mockapi.journal import Journal, read_journal
-from mockapi.journal_blobs import (
+from mockapi.journal.blobs import (
     BLOB_THRESHOLD,
     BlobError,
     BlobSplitter,
@@ -22,7 +21,9 @@ from mockapi.journal_blobs import (
     parse_blob_line,
     resolve_body,
 )
-from mockapi.records import request_record
+from mockapi.journal.read import read_journal
+from mockapi.journal.records import request_record
+from mockapi.journal.write import Journal
 from probes.core.safe_read import ReadRefused, json_lines
 from probes.report.format import read_journal_lines
 from probes.report.journal_blobs import compact_journal_file, compact_lines, expand_lines
@@ -111,7 +112,7 @@ def test_the_blob_index_is_bounded_and_a_forgotten_blob_is_still_read(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Memory does not grow with the run: past the index's bound the oldest blobs are
     forgotten, written again when referenced again, and found in the file when read."""
-    monkeypatch.setattr("mockapi.journal._BLOB_INDEX", 3)
+    monkeypatch.setattr("mockapi.journal.write._BLOB_INDEX", 3)
     journal = Journal(tmp_path / "j.jsonl")
     sent = [write(journal, seq, body(0, extra={"n": seq, "text": f"{seq} " * 600}))
             for seq in range(1, 3)]
@@ -276,8 +277,8 @@ def test_real_bodies_served_by_the_mock_read_back_as_sent(mock_api: Any) -> None
     """Every committed Claude Code 2.1.235 body (sent unsorted, as a client would, and as
     the bench sends it), through a real mock: each reader sees the body exactly as sent,
     ``/_mock/requests`` too, and the journal smaller than the bodies."""
-    from mockapi.replies import text
-    from mockapi.scenario import Rule, Scenario
+    from mockapi.script.replies import text
+    from mockapi.script.scenario import Rule, Scenario
 
     mock = mock_api(Scenario(classifier="plain", validation="lenient",
                              rules=[Rule(reply=text("hi"), repeat="always")]))

@@ -1,7 +1,7 @@
-"""Reading a journal (``mockapi.journal`` writes it): its records, and the lines that are
+"""Reading a journal (``mockapi.journal.write`` writes it): its records, and the lines that are
 not records (writes cut short), skipped and listed with where they are, never fatal.
 
-A request record that references blobs (journal format 4, ``mockapi.journal_blobs``) is
+A request record that references blobs (journal format 4, ``mockapi.journal.blobs``) is
 given back whole: each blob's value put back in its place, so readers see the body as it
 arrived. Blob records themselves are not records to a reader. A request whose blob is
 missing or altered is listed with the skipped lines, with why.
@@ -16,8 +16,8 @@ from typing import Any
 
 import orjson
 
-from mockapi.journal_blobs import BLOB_LINE_HEAD, BlobError, parse_blob_line, resolve_body
-from mockapi.records import JournalRecord, RequestRecord, ResponseEndRecord
+from mockapi.journal.blobs import BLOB_LINE_HEAD, BlobError, parse_blob_line, resolve_body
+from mockapi.journal.records import JournalRecord, RequestRecord, ResponseEndRecord
 
 __all__ = ["JournalContents", "TornLine", "parse_journal", "read_journal", "record_or_none"]
 

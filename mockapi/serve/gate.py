@@ -19,8 +19,8 @@ from starlette.responses import Response
 from starlette.types import Receive, Scope
 from starlette.types import Send as ASGISend
 
-from mockapi.events import error_body
-from mockapi.targets import control_character
+from mockapi.check.targets import control_character
+from mockapi.script.events import error_body
 
 __all__ = ["AnyMethod", "Guard", "Unrecorded", "json_response", "unrecorded"]
 

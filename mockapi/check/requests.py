@@ -12,8 +12,8 @@ from typing import Any
 import orjson
 from starlette.requests import Request
 
-from mockapi.records import OUTCOME_INVALID_REQUEST, OUTCOME_TOO_LARGE, Outcome
-from mockapi.repeated_parts import RepeatedParts
+from mockapi.check.repeated_parts import RepeatedParts
+from mockapi.journal.records import OUTCOME_INVALID_REQUEST, OUTCOME_TOO_LARGE, Outcome
 
 __all__ = ["MAX_BODY_BYTES", "REQUIRED_FIELDS", "BadRequest", "is_json", "parse_body",
            "read_body"]
@@ -38,7 +38,7 @@ class BadRequest(Exception):
 
 async def read_body(request: Request, limit: int) -> bytes:
     """The whole body; ``BadRequest`` (413) past ``limit`` bytes, declared or received.
-    (A body that stalls is the transport's to bound: ``mockapi.transport``.)"""
+    (A body that stalls is the transport's to bound: ``mockapi.serve.transport``.)"""
     declared = request.headers.get("content-length")
     if declared is not None and declared.isdigit() and int(declared) > limit:
         raise BadRequest(413, "request_too_large",

@@ -20,8 +20,8 @@ import httpx
 import orjson
 from pydantic import ValidationError
 
-from mockapi.scenario import ScenarioError, parse_scenario
-from mockapi.sse import decode_events
+from mockapi.script.scenario import ScenarioError, parse_scenario
+from mockapi.script.sse import decode_events
 
 __all__ = ["reply_from_exchange"]
 
@@ -198,5 +198,5 @@ def _renders_back(escaped: dict[str, Any], original: dict[str, Any]) -> bool:
     return rendered.rules[0].reply == expected.rules[0].reply
 
 
-# the scenario's placeholder syntax (mockapi.scenario renders it)
+# the scenario's placeholder syntax (mockapi.script.scenario renders it)
 _PLACEHOLDER = re.compile(r"\{\{([A-Za-z_][A-Za-z0-9_]*)\}\}|\{([A-Za-z_][A-Za-z0-9_]*)\}")

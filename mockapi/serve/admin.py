@@ -16,13 +16,13 @@ from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from mockapi.events import error_body
-from mockapi.journal import Journal
-from mockapi.requests import BadRequest, read_body
-from mockapi.scenario import Scenario, ScenarioError, decode_scenario_text, parse_scenario
-from mockapi.script import Script
-from mockapi.threads import Threads
-from mockapi.transport import ConnectionCap
+from mockapi.check.requests import BadRequest, read_body
+from mockapi.journal.write import Journal
+from mockapi.script.decide import Script
+from mockapi.script.events import error_body
+from mockapi.script.scenario import Scenario, ScenarioError, decode_scenario_text, parse_scenario
+from mockapi.serve.threads import Threads
+from mockapi.serve.transport import ConnectionCap
 
 __all__ = ["ADMIN_PREFIX", "ADMIN_TOKEN_HEADER", "MAX_ADMIN_BODY_BYTES", "SCENARIO_BODY",
            "AdministeredMock", "admin_routes"]

@@ -103,7 +103,7 @@ def parse_blob_line(line: bytes) -> tuple[str, bytes]:
 @dataclass(eq=False)  # compared by identity: values are large
 class EncodedPart:
     """A large value with its encoding (as a blob line writes it) and, once hashed, its
-    SHA-256; the value is never changed (``mockapi.repeated_parts`` shares it)."""
+    SHA-256; the value is never changed (``mockapi.check.repeated_parts`` shares it)."""
 
     value: Any
     encoded: bytes
@@ -138,7 +138,7 @@ class BlobSplitter:
     def split(self, body: dict[str, Any],
               known: Mapping[PartPath, EncodedPart] | None = None) -> SplitBody:
         """``body``'s skeleton, references and new blobs; ``known``: parts of it already
-        encoded (``mockapi.repeated_parts``), by path, used as they are."""
+        encoded (``mockapi.check.repeated_parts``), by path, used as they are."""
         skeleton: Any = None
         refs: list[_Path] = []
         blobs: dict[str, bytes] = {}

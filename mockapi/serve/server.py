@@ -18,12 +18,13 @@ from typing import Any
 import httpx
 import uvicorn
 
-from mockapi.admin import ADMIN_PREFIX, ADMIN_TOKEN_HEADER
-from mockapi.app import MockApp
-from mockapi.journal import Journal, JournalContents, read_journal
-from mockapi.records import RequestRecord
-from mockapi.scenario import Scenario
-from mockapi.transport import ConnectionCap, Limits, Refused, bounded_protocol, connection_cap
+from mockapi.journal.read import JournalContents, read_journal
+from mockapi.journal.records import RequestRecord
+from mockapi.journal.write import Journal
+from mockapi.script.scenario import Scenario
+from mockapi.serve.admin import ADMIN_PREFIX, ADMIN_TOKEN_HEADER
+from mockapi.serve.app import MockApp
+from mockapi.serve.transport import ConnectionCap, Limits, Refused, bounded_protocol, connection_cap
 
 __all__ = [
     "START_TIMEOUT",
@@ -208,7 +209,7 @@ class MockServer:
         ``admin_open``. ``uds``: listen on this Unix socket instead of TCP (mode 0600);
         ``public_url`` is then the address clients are told (a forwarder connects it to the
         socket). Only requests whose Host is that address are served. ``limits``: what a
-        connection may send before the app sees a request (``mockapi.transport.Limits``)."""
+        connection may send before the app sees a request (``mockapi.serve.transport.Limits``)."""
         self.uds = uds
         self._socket = bind_unix_socket(uds) if uds is not None else bind_socket(
             host, port, allow_remote=allow_remote)

@@ -5,7 +5,7 @@ The real API refuses a larger ``max_tokens`` with 400 ``invalid_request_error``:
 200000 > 64000, which is the maximum allowed number of output tokens for
 claude-sonnet-4-5-20250929`` (BerriAI/litellm#15715, OpenHands/software-agent-sdk#596;
 anthropics/claude-code#24451 for claude-opus-4-5-20251101, Effect-TS/effect#7129 for
-claude-opus-4-8). ``mockapi.validation`` refuses it likewise, naming the model's dated id
+claude-opus-4-8). ``mockapi.check.validation`` refuses it likewise, naming the model's dated id
 where it has one (the replies reported name dated ids; that an alias is named by its dated
 id is ours).
 

@@ -1,10 +1,10 @@
 """The shapes of a request's ``thinking``, ``tools`` and image and document sources, checked
-as the real API checks them, and the wording every refusal of ``mockapi.validation`` shares.
+as the real API checks them, and the wording every refusal of ``mockapi.check.validation`` shares.
 
 Only what the API documents is checked, and nothing more: unknown fields pass, so do
 ``thinking.display`` values (Claude Code 2.1.306 and later send ``"updates"``, which only the
 SDK's beta types know) and server tools of any versioned ``type``. Which rule comes from
-where is listed in ``mockapi.validation``'s docstring.
+where is listed in ``mockapi.check.validation``'s docstring.
 """
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ import json
 import re
 from typing import Any, Final, NoReturn
 
-from mockapi.records import OUTCOME_INVALID_REQUEST
-from mockapi.requests import BadRequest
+from mockapi.check.requests import BadRequest
+from mockapi.journal.records import OUTCOME_INVALID_REQUEST
 
 __all__ = [
     "IMAGE_MEDIA_TYPES",

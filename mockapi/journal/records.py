@@ -61,7 +61,7 @@ __all__ = [
 
 # The line format these types describe. It is not written into the lines (their bytes
 # are fixed); a change to any record's fields changes this number. 4: blob records and
-# request bodies that reference them (mockapi.journal_blobs); readers read 1 to 4.
+# request bodies that reference them (mockapi.journal.blobs); readers read 1 to 4.
 JOURNAL_FORMAT_VERSION: Final = 4
 MAX_WRITE_OFFSETS: Final = 4096
 
@@ -115,7 +115,7 @@ class Routing(TypedDict):
     rule: str | None
     reply_index: int | None
     replay_of: int | None  # the seq whose reply a non-streaming fallback got again
-    # a message-thread request: what it sent and what the thread supplied (mockapi.threads)
+    # a message-thread request: what it sent and what the thread supplied (mockapi.serve.threads)
     thread: NotRequired[dict[str, Any]]
     # a reply no rule scripted: "side-request" or "warmup" (the built-in side replies of a
     # claude-code scenario), "count-tokens" (the built-in token count); absent otherwise and
@@ -152,7 +152,7 @@ class RequestRecord(TypedDict):
     builtin_reply: NotRequired[BuiltinReply]
     reply: NotRequired[dict[str, Any]]  # the scripted reply, without its defaults
     # in the file only (format 4): where body holds a blob's "sha256:<hex>"; readers put
-    # each blob's value back and drop this field (mockapi.journal_blobs)
+    # each blob's value back and drop this field (mockapi.journal.blobs)
     body_refs: NotRequired[list[list[str | int]]]
     body: NotRequired[Any]  # the body, when it is JSON; else body_text, else body_base64
     body_text: NotRequired[str]
@@ -197,7 +197,7 @@ class JournalNote(TypedDict):
 
 
 class BlobRecord(TypedDict):
-    """A large part of request bodies, written once (format 4; ``mockapi.journal_blobs``):
+    """A large part of request bodies, written once (format 4; ``mockapi.journal.blobs``):
     in the file only, readers put it back where requests reference it."""
 
     type: Literal["blob"]

@@ -15,20 +15,19 @@ the lines into an unlinked file). Lines that could not be written when a
 reply had already been sent (its ``response_end``) are kept and written first
 once the journal can be written again. Readers skip unreadable lines wherever
 they are, and report them. The file is opened, and the files beside it made, never
-through a link (``mockapi.journal_file``): a link, a pipe or a device at its name is refused.
+through a link (``mockapi.journal.file``): a link, a pipe or a device at its name is refused.
 
 What is secret is never written: the writers pass every line's headers through
 ``redact_headers`` (``x-api-key``, ``authorization``...) and its query string through
 ``redact_query`` (``api_key=``, ``access_token=``...: ``is_secret_query_name``), which
 replace each value with ``[redacted]`` and leave every other byte as it came.
 
-Record types (``mockapi.records``): ``request`` (what arrived, its kind and
+Record types (``mockapi.journal.records``): ``request`` (what arrived, its kind and
 turn, the rule and the scripted reply or the error), ``response_end`` (how
 the reply ended), ``journal_note`` (what the journal itself noted) and ``blob``
 (a large part of request bodies, written once and referenced by its SHA-256:
-``mockapi.journal_blobs``; ``append_request`` splits a body). Reading
-is ``mockapi.journal_read``'s (``read_journal``, ``JournalContents`` and
-``TornLine`` are re-exported here).
+``mockapi.journal.blobs``; ``append_request`` splits a body). Reading
+is ``mockapi.journal.read``'s (``read_journal``, ``JournalContents``, ``TornLine``).
 """
 
 from __future__ import annotations
@@ -47,7 +46,7 @@ from urllib.parse import unquote_plus
 
 import orjson
 
-from mockapi.journal_blobs import (
+from mockapi.journal.blobs import (
     BLOB_LINE_HEAD,
     BlobError,
     BlobSplitter,
@@ -56,7 +55,7 @@ from mockapi.journal_blobs import (
     blob_line,
     parse_blob_line,
 )
-from mockapi.journal_file import (
+from mockapi.journal.file import (
     JournalError,
     JournalInUse,
     JournalRefused,
@@ -66,18 +65,17 @@ from mockapi.journal_file import (
     set_aside_torn_tail,
     write_pid_file,
 )
-from mockapi.journal_read import (
+from mockapi.journal.read import (
     JournalContents,
     TornLine,
     parse_journal,
-    read_journal,
     record_or_none,
 )
-from mockapi.records import fits_in_a_record, spliced_fields
+from mockapi.journal.records import fits_in_a_record, spliced_fields
 
-__all__ = ["REDACTED", "SECRET_HEADERS", "Journal", "JournalContents", "JournalError",
+__all__ = ["REDACTED", "SECRET_HEADERS", "Journal", "JournalError",
            "JournalInUse", "JournalRefused", "JournalUnavailable", "JournalWriteFailed",
-           "TornLine", "is_secret_query_name", "read_journal", "redact_headers", "redact_query"]
+           "is_secret_query_name", "redact_headers", "redact_query"]
 
 REDACTED = "[redacted]"
 SECRET_HEADERS = frozenset({"x-api-key", "authorization", "proxy-authorization", "cookie",
@@ -140,7 +138,7 @@ class Journal:
         self.fsync = fsync
         self._fd = -1
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        # never through a link: JournalRefused, JournalInUse (mockapi.journal_file)
+        # never through a link: JournalRefused, JournalInUse (mockapi.journal.file)
         self._fd = open_journal(self.path)
         self._identity = _identity(os.fstat(self._fd))
         write_pid_file(self.path)
@@ -237,7 +235,7 @@ class Journal:
 
         ``parsed``: the body as parsed from ``body`` (parsed again if not given); a body
         that is not a JSON object, or nests too deep, is written whole as before;
-        ``known``: parts of ``parsed`` already encoded (``mockapi.repeated_parts``)."""
+        ``known``: parts of ``parsed`` already encoded (``mockapi.check.repeated_parts``)."""
         split = None
         if body and body_is_json and len(body) >= self._blobs.threshold \
                 and fits_in_a_record(body):

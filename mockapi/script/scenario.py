@@ -15,7 +15,7 @@ A scenario file is YAML or JSON with the same shape as the Python models:
 ``{name}`` in any string of a reply is a placeholder filled from the run's
 context (``render``); ``{{name}}`` is a literal ``{name}``.
 
-A scenario that cannot be used raises ``ScenarioError`` (``mockapi.scenario_errors``, which
+A scenario that cannot be used raises ``ScenarioError`` (``mockapi.script.scenario_errors``, which
 words each problem; re-exported here) listing every problem found in one load.
 """
 
@@ -33,10 +33,10 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, model_validator
 
-from mockapi.events import prepare
-from mockapi.matching import Match
-from mockapi.replies import Reply
-from mockapi.scenario_errors import ScenarioError, ScenarioRefused, close_keys, problems_of, show
+from mockapi.script.events import prepare
+from mockapi.script.matching import Match
+from mockapi.script.replies import Reply
+from mockapi.script.scenario_errors import ScenarioError, ScenarioRefused, close_keys, problems_of, show
 
 __all__ = [
     "MAX_SCENARIO_BYTES",
@@ -100,7 +100,7 @@ class Scenario(BaseModel):
         default="strict",
         description="strict: a request the real API refuses with 400 invalid_request_error "
                     "(empty messages, a role or block type it does not know, unpaired "
-                    "tool_use/tool_result...; see mockapi.validation) gets that 400; lenient: "
+                    "tool_use/tool_result...; see mockapi.check.validation) gets that 400; lenient: "
                     "only the JSON, required-field, header and key checks are made",
     )
     thread_idle_seconds: float = Field(

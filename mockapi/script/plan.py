@@ -15,15 +15,15 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from mockapi.records import (
+from mockapi.journal.records import (
     END_COMPLETE,
     END_DISCONNECTED_BY_SCRIPT,
     END_STREAM_ERROR_BY_SCRIPT,
     END_TRUNCATED_BY_SCRIPT,
     EndReason,
 )
-from mockapi.replies import Message, Raw
-from mockapi.sse import encode_event
+from mockapi.script.replies import Message, Raw
+from mockapi.script.sse import encode_event
 
 __all__ = [
     "Abort",

@@ -3,7 +3,7 @@
 Each line says where the problem is as the user wrote it (``rules[0].reply.text``, not
 pydantic's location with its union tags), what was wrong or expected (for an unknown key,
 the keys that place accepts and the close match), and what was found, shown short.
-``mockapi.scenario`` finds the problems; this module words them.
+``mockapi.script.scenario`` finds the problems; this module words them.
 """
 
 from __future__ import annotations

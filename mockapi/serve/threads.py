@@ -63,8 +63,8 @@ from typing import Any, NoReturn
 
 import orjson
 
-from mockapi.records import OUTCOME_INVALID_REQUEST, OUTCOME_THREAD_NOT_FOUND, Outcome
-from mockapi.requests import BadRequest
+from mockapi.check.requests import BadRequest
+from mockapi.journal.records import OUTCOME_INVALID_REQUEST, OUTCOME_THREAD_NOT_FOUND, Outcome
 
 __all__ = ["CREATE_ONLY_FIELDS", "MAX_THREADS", "MAX_THREAD_BYTES", "THREADS_BETA",
            "THREAD_IDLE_SECONDS", "PendingTurn", "ThreadRefused", "Threads", "message_id"]

@@ -1,9 +1,9 @@
-"""Playing a scripted reply: a body executed from its plan (``mockapi.plan``), its progress
+"""Playing a scripted reply: a body executed from its plan (``mockapi.script.plan``), its progress
 noted, how it ended journaled once, and a ``max_streams`` slot held while it plays.
 
-``MockApp`` (``mockapi.app``) decides what to answer and records the request; what is here
+``MockApp`` (``mockapi.serve.app``) decides what to answer and records the request; what is here
 sends the body and says how it ended: complete only once its bytes were acknowledged (on
-TCP, ``mockapi.transport.delivery``), cut by a scripted disconnect, or left by the client.
+TCP, ``mockapi.serve.transport.delivery``), cut by a scripted disconnect, or left by the client.
 """
 
 from __future__ import annotations
@@ -19,9 +19,9 @@ from starlette.responses import Response
 from starlette.types import Receive, Scope
 from starlette.types import Send as ASGISend
 
-from mockapi.plan import Abort, Send, Sleep, Step
-from mockapi.records import END_CLIENT_DISCONNECTED, END_COMPLETE, MAX_WRITE_OFFSETS, EndReason
-from mockapi.transport import TRANSPORT_EXTENSION, Connection, delivery
+from mockapi.journal.records import END_CLIENT_DISCONNECTED, END_COMPLETE, MAX_WRITE_OFFSETS, EndReason
+from mockapi.script.plan import Abort, Send, Sleep, Step
+from mockapi.serve.transport import TRANSPORT_EXTENSION, Connection, delivery
 
 __all__ = ["SSE_HEADERS", "WHOLE_WRITE_BYTES", "DeliberateDisconnect", "Host", "Played",
            "Playing", "WholeStream", "play", "stall", "transport_of"]

@@ -18,11 +18,11 @@ from typing import Any
 
 import orjson
 
-from mockapi.events import PreparedMessage, PreparedReply, prepare
-from mockapi.matching import CLASSIFIERS, RequestFacts
-from mockapi.records import BuiltinReply, NearestRule
-from mockapi.replies import Message, TextBlock, ToolUseBlock
-from mockapi.scenario import Rule, Scenario
+from mockapi.journal.records import BuiltinReply, NearestRule
+from mockapi.script.events import PreparedMessage, PreparedReply, prepare
+from mockapi.script.matching import CLASSIFIERS, RequestFacts
+from mockapi.script.replies import Message, TextBlock, ToolUseBlock
+from mockapi.script.scenario import Rule, Scenario
 
 __all__ = ["BUILTIN_REQUESTS_KEPT", "SIDE_KINDS", "Decision", "Script"]
 

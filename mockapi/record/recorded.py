@@ -18,7 +18,7 @@ from typing import Any
 
 import yaml
 
-from mockapi.scenario import Scenario, parse_scenario
+from mockapi.script.scenario import Scenario, parse_scenario
 
 __all__ = ["RecordedScenario"]
 

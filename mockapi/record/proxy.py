@@ -29,7 +29,7 @@ Chosen where the docs are silent (a proxy's own choices):
   all: a target that could leave the base or be read two ways (a ``.``/``..`` segment, an
   encoded ``.``, ``/`` or backslash, a raw backslash, a control character, a malformed escape)
   is answered 400 ``invalid_request_error``, journaled, and never forwarded
-  (``mockapi.targets``); a head that is not HTTP gets the same 400 from the transport;
+  (``mockapi.check.targets``); a head that is not HTTP gets the same 400 from the transport;
 - secret-bearing query parameters (``api_key=``...) are forwarded, like the key headers,
   and journaled ``[redacted]``;
 - the client gets every byte of the upstream's body; a rule keeps at most
@@ -41,8 +41,8 @@ Chosen where the docs are silent (a proxy's own choices):
 - rules are made and the scenario written on a worker thread, never on the event loop.
 
 Here: the recorder on a socket (``RecordingProxy``) and ``loopprobe record``. The proxy
-as an ASGI app is ``mockapi.recorder``'s (``Recorder``, ``check_upstream``), the reply
-written for an exchange ``mockapi.upstream_reply``'s; their names are re-exported here.
+as an ASGI app is ``recorder``'s (``Recorder``), the reply written for an exchange
+``upstream_reply``'s; ``mockapi.record`` gives their names.
 """
 
 from __future__ import annotations
@@ -53,19 +53,18 @@ from types import FrameType, TracebackType
 
 import uvicorn
 
-from mockapi.recorder import RECORDED_PATH, Recorder, UpstreamError, check_upstream
-from mockapi.server import (
+from mockapi.check.targets import UpstreamError
+from mockapi.record.recorder import Recorder
+from mockapi.serve.server import (
     NonLoopbackRefused,
     ServerThread,
     bind_socket,
     bind_unix_socket,
     own_hosts,
 )
-from mockapi.server import uvicorn_config as _uvicorn_config
-from mockapi.upstream_reply import reply_from_exchange
+from mockapi.serve.server import uvicorn_config as _uvicorn_config
 
-__all__ = ["RECORDED_PATH", "Recorder", "RecordingProxy", "UpstreamError", "check_upstream",
-           "record", "reply_from_exchange"]
+__all__ = ["RecordingProxy", "record"]
 
 
 # ---- on a socket ------------------------------------------------------------------------

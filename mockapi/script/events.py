@@ -18,8 +18,8 @@ from typing import Any
 
 import orjson
 
-from mockapi.plan import Plan, StreamPlan, plan_raw, plan_stream
-from mockapi.replies import (
+from mockapi.script.plan import Plan, StreamPlan, plan_raw, plan_stream
+from mockapi.script.replies import (
     ApiError,
     Message,
     Raw,
@@ -29,7 +29,7 @@ from mockapi.replies import (
     ThinkingBlock,
     ToolUseBlock,
 )
-from mockapi.sse import encode_event
+from mockapi.script.sse import encode_event
 
 __all__ = [
     "REPLY_REFERENCE_BYTES",

@@ -9,8 +9,8 @@ import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
-from mockapi.journal import Journal, JournalError
-from mockapi.scenario import Scenario, ScenarioError, load_scenario
+from mockapi.journal.write import Journal, JournalError
+from mockapi.script.scenario import Scenario, ScenarioError, load_scenario
 
 __all__ = ["add_serve_arguments", "default_journal_path", "main", "serve"]
 
@@ -58,8 +58,8 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
 
 def serve(args: argparse.Namespace) -> int:
     # imported here: add_serve_arguments is used by CLIs that must not load the server stack
-    from mockapi.app import MockApp
-    from mockapi.server import NonLoopbackRefused, bind_socket, mock_server, own_hosts
+    from mockapi.serve.app import MockApp
+    from mockapi.serve.server import NonLoopbackRefused, bind_socket, mock_server, own_hosts
 
     if args.admin_open and args.admin_token:
         print("mockapi: --admin-open and --admin-token exclude each other", file=sys.stderr)

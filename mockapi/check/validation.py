@@ -4,7 +4,7 @@ Long because this docstring is the ledger of what is refused and accepted, where
 rule and each message's wording comes from, and what was measured, kept beside the one
 pass that applies them (under 300 lines of code): apart, the two would drift.
 
-``mockapi.requests.parse_body`` has already checked the headers' presence, the JSON and
+``mockapi.check.requests.parse_body`` has already checked the headers' presence, the JSON and
 the required fields' types; ``validate_request`` then checks what the real API also
 refuses, and ``check`` is what the app calls (a scenario's ``validation: lenient``, or
 the CLI's ``--lenient``, skips it). Each refusal is ``BadRequest(400,
@@ -17,7 +17,7 @@ Refused (``/v1/messages``; the rules about ``messages`` and the header hold for
 
 - ``anthropic-version`` not a date ``YYYY-MM-DD``;
 - ``max_tokens`` below 0 (``0`` is valid: it pre-warms the prompt cache, see below), or
-  above the output limit of a model ``mockapi.model_limits`` knows (ids and aliases, with
+  above the output limit of a model ``mockapi.check.model_limits`` knows (ids and aliases, with
   the betas that raise a limit; an unknown model has no limit);
 - ``thinking`` not an object, of a ``type`` other than ``enabled``, ``disabled``,
   ``adaptive`` or ``between_tools``, an ``enabled`` one without an integer ``budget_tokens``
@@ -56,7 +56,7 @@ Where the rules come from: ``max_tokens: 0`` being valid from the current API re
 a response", "minimum: 0"; older copies, .../api/ruby/messages/create, still say "minimum
 1" and lack that sentence: they predate it, and no ``anthropic-version`` makes a
 difference), and from the SDK (below); the output limits from the sources listed in
-``mockapi.model_limits``; ``thinking`` from the SDK's ``ThinkingConfigParam`` (its tags;
+``mockapi.check.model_limits``; ``thinking`` from the SDK's ``ThinkingConfigParam`` (its tags;
 "Must be ≥1024 and less than `max_tokens`", ``anthropic`` 2.17.0) and the extended-thinking
 docs (platform.claude.com/docs/en/build-with-claude/extended-thinking: with interleaved
 thinking the budget may exceed ``max_tokens``, being the whole turn's); a custom tool's
@@ -154,7 +154,7 @@ public issue search; "ours" where none was found):
   ``Unable to extract tag using discriminator 'type'``, and the 100,000-message limit
   (the SDK documents the limit, not the reply).
 
-Every message also says what arrived (``, got ...``), as ``mockapi.requests`` does.
+Every message also says what arrived (``, got ...``), as ``mockapi.check.requests`` does.
 
 Still accepted although the real API refuses it, or may:
 
@@ -170,7 +170,7 @@ Still accepted although the real API refuses it, or may:
 - a repeated ``anthropic-version`` header: the first value is checked (the API reads the
   joined ``"2023-06-01, 2023-06-01"`` and refuses it);
 - ``model`` names: any string (the mock answers as the scenario says);
-- ``max_tokens`` of a model not in ``mockapi.model_limits`` (any value), the Message
+- ``max_tokens`` of a model not in ``mockapi.check.model_limits`` (any value), the Message
   Batches API's larger limits, and ``max_tokens: 0`` together with ``stream``, thinking or
   structured outputs (reported as refused);
 - what depends on the model in ``thinking``: Claude Opus 4.7 and later refuse ``enabled``
@@ -211,11 +211,11 @@ import re
 from collections.abc import Mapping
 from typing import Any, Final, Literal, NoReturn
 
-from mockapi.model_limits import output_limit
-from mockapi.request_shapes import check_source, check_thinking, check_tools
-from mockapi.request_shapes import got as _got
-from mockapi.request_shapes import refuse as _refuse
-from mockapi.request_shapes import show as _show
+from mockapi.check.model_limits import output_limit
+from mockapi.check.request_shapes import check_source, check_thinking, check_tools
+from mockapi.check.request_shapes import got as _got
+from mockapi.check.request_shapes import refuse as _refuse
+from mockapi.check.request_shapes import show as _show
 
 __all__ = [
     "BLOCK_TYPES",

@@ -24,7 +24,7 @@ played from its plan (``plan``) by ``playing``; the gate in front of every route
 What the journal says is what happened: a request the journal cannot take (a full disk,
 its file deleted) is answered 500 and consumes nothing of the script; a stream over
 ``max_streams`` is answered 529 before any rule sees it; a stream is ``complete`` only
-once its bytes were acknowledged (on TCP, ``mockapi.transport.delivery``); one cut by
+once its bytes were acknowledged (on TCP, ``mockapi.serve.transport.delivery``); one cut by
 the server stopping says so.
 """
 
@@ -41,23 +41,10 @@ from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
-from mockapi.admin import ADMIN_PREFIX, admin_routes
-from mockapi.events import PreparedError, PreparedRaw, error_body
-from mockapi.gate import AnyMethod, Guard, Unrecorded, unrecorded
-from mockapi.gate import json_response as _json
-from mockapi.journal import Journal, JournalError, redact_headers, redact_query
-from mockapi.matching import RequestFacts, facts_from_body
-from mockapi.playing import (
-    SSE_HEADERS,
-    DeliberateDisconnect,
-    Played,
-    Playing,
-    WholeStream,
-    play,
-    stall,
-    transport_of,
-)
-from mockapi.records import (
+from mockapi.check.repeated_parts import RepeatedParts
+from mockapi.check.requests import MAX_BODY_BYTES, BadRequest, is_json, parse_body, read_body
+from mockapi.check.validation import check
+from mockapi.journal.records import (
     END_CLIENT_DISCONNECTED,
     END_SERVER_SHUTDOWN,
     OUTCOME_CLIENT_DISCONNECTED,
@@ -79,17 +66,27 @@ from mockapi.records import (
     response_end_record,
     transport_outcome,
 )
-from mockapi.repeated_parts import RepeatedParts
-from mockapi.requests import MAX_BODY_BYTES, BadRequest, is_json, parse_body, read_body
-from mockapi.scenario import Scenario
-from mockapi.script import Decision, Script
-from mockapi.threads import PendingTurn, Threads, message_id
-from mockapi.transport import BODY_TIMED_OUT, ConnectionCap
-from mockapi.validation import check
+from mockapi.journal.write import Journal, JournalError, redact_headers, redact_query
+from mockapi.script.decide import Decision, Script
+from mockapi.script.events import PreparedError, PreparedRaw, error_body
+from mockapi.script.matching import RequestFacts, facts_from_body
+from mockapi.script.scenario import Scenario
+from mockapi.serve.admin import ADMIN_PREFIX, admin_routes
+from mockapi.serve.gate import AnyMethod, Guard, Unrecorded, unrecorded
+from mockapi.serve.gate import json_response as _json
+from mockapi.serve.playing import (
+    SSE_HEADERS,
+    Played,
+    Playing,
+    WholeStream,
+    play,
+    stall,
+    transport_of,
+)
+from mockapi.serve.threads import PendingTurn, Threads, message_id
+from mockapi.serve.transport import BODY_TIMED_OUT, ConnectionCap
 
-# SSE_HEADERS, DeliberateDisconnect (mockapi.playing) and Unrecorded (mockapi.gate) are
-# re-exported: this module was their home
-__all__ = ["DELIVERY_TIMEOUT", "SSE_HEADERS", "DeliberateDisconnect", "MockApp", "Unrecorded"]
+__all__ = ["DELIVERY_TIMEOUT", "MockApp"]
 
 DELIVERY_TIMEOUT = 2.0  # how long a finished stream waits to see its bytes acknowledged
 
@@ -106,7 +103,7 @@ class MockApp:
                  admin_token: str | None = None, max_body_bytes: int = MAX_BODY_BYTES,
                  max_streams: int = 1024, allowed_hosts: Collection[str] | None = None,
                  lenient: bool = False, delivery_timeout: float = DELIVERY_TIMEOUT):
-        """``lenient``: skip the checks of ``mockapi.validation`` for every scenario (a
+        """``lenient``: skip the checks of ``mockapi.check.validation`` for every scenario (a
         scenario can also ask for it); ``delivery_timeout``: how long a finished stream
         waits for its bytes to be acknowledged."""
         self.context = dict(context or {})

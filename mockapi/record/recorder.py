@@ -3,7 +3,7 @@ answer relayed as it arrives, both journaled, and each Messages API exchange kep
 of the scenario it rewrites (``mockapi.record`` says what is written and serves it).
 
 A target that could leave the upstream's base path is refused 400 before anything is
-forwarded (``mockapi.targets``). The relay streams the upstream's body through and keeps
+forwarded (``mockapi.check.targets``). The relay streams the upstream's body through and keeps
 at most ``max_recorded_bytes`` of it for the recording (the scenario's ``description``
 says what a rule left out); the rule is made and the scenario written off the event loop.
 When the client leaves, the upstream's response is closed at once: what arrived until
@@ -28,11 +28,14 @@ import httpx
 from starlette.requests import ClientDisconnect, Request
 from starlette.types import Receive, Scope, Send
 
-from mockapi.events import error_body
-from mockapi.journal import Journal, redact_headers, redact_query
-from mockapi.matching import facts_from_body
-from mockapi.recorded import RecordedScenario
-from mockapi.records import (
+from mockapi.check.requests import MAX_BODY_BYTES, BadRequest, is_json, parse_body, read_body
+from mockapi.check.targets import (
+    UnsafeTarget,
+    check_upstream,
+    control_character,
+    forwarded_url,
+)
+from mockapi.journal.records import (
     END_CLIENT_DISCONNECTED,
     END_COMPLETE,
     END_DISCONNECTED_BY_SCRIPT,
@@ -52,21 +55,15 @@ from mockapi.records import (
     response_end_record,
     transport_outcome,
 )
-from mockapi.requests import MAX_BODY_BYTES, BadRequest, is_json, parse_body, read_body
-from mockapi.scenario import Scenario
-from mockapi.script import Script
-from mockapi.targets import (
-    UnsafeTarget,
-    UpstreamError,
-    check_upstream,
-    control_character,
-    forwarded_url,
-)
-from mockapi.upstream_reply import reply_from_exchange
+from mockapi.journal.write import Journal, redact_headers, redact_query
+from mockapi.record.recorded import RecordedScenario
+from mockapi.record.upstream_reply import reply_from_exchange
+from mockapi.script.decide import Script
+from mockapi.script.events import error_body
+from mockapi.script.matching import facts_from_body
+from mockapi.script.scenario import Scenario
 
-# UpstreamError and check_upstream (mockapi.targets) are re-exported: this module was their home
-__all__ = ["MAX_RECORDED_BYTES", "RECORDED_PATH", "Recorder", "UpstreamError",
-           "check_upstream"]
+__all__ = ["MAX_RECORDED_BYTES", "RECORDED_PATH", "Recorder"]
 
 RECORDED_PATH = "/v1/messages"  # the route whose exchanges become rules
 # of each upstream body, what the recording keeps (the client gets all of it)

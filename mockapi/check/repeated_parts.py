@@ -23,7 +23,7 @@ places. This gives the body ``orjson.loads`` would give, because
 
 Anything else (a different part, no sentinel where expected, text that does not parse) is
 parsed whole, the ordinary way, which also gives the ordinary error. Parsed parts are
-shared between requests: the mock never changes a body it parsed (``mockapi.journal_blobs``
+shared between requests: the mock never changes a body it parsed (``mockapi.journal.blobs``
 copies what it replaces).
 """
 
@@ -35,7 +35,7 @@ from typing import Any
 
 import orjson
 
-from mockapi.journal_blobs import EncodedPart, PartPath
+from mockapi.journal.blobs import EncodedPart, PartPath
 
 __all__ = ["PLACES", "RepeatedParts"]
 
@@ -198,7 +198,7 @@ class RepeatedParts:
 
 def _encoded(value: Any) -> bytes | None:
     """``value`` as orjson writes it; None for one it will not write (nested deeper than
-    orjson writes: such a body is journaled whole, ``mockapi.records.fits_in_a_record``)."""
+    orjson writes: such a body is journaled whole, ``mockapi.journal.records.fits_in_a_record``)."""
     try:
         return orjson.dumps(value)
     except orjson.JSONEncodeError:
