@@ -16,7 +16,7 @@ import pytest
 from mockapi import Journal, MockServer, Rule, Scenario, read_journal, text
 from mockapi.journal.read import TornLine
 from mockapi.journal.records import MAX_JOURNALED_BODY_DEPTH
-from mockapi.journal.write import REDACTED, redact_query
+from mockapi.journal.redact import REDACTED, redact_query
 from probes.report.schemas import validate_path
 
 StartMock = Callable[..., MockServer]

@@ -13,6 +13,7 @@ from typing import Any
 import orjson
 import pytest
 
+from mockapi.journal import blobs as blobs_module
 from mockapi.journal.blobs import (
     BLOB_THRESHOLD,
     BlobError,
@@ -112,19 +113,19 @@ def test_the_blob_index_is_bounded_and_a_forgotten_blob_is_still_read(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Memory does not grow with the run: past the index's bound the oldest blobs are
     forgotten, written again when referenced again, and found in the file when read."""
-    monkeypatch.setattr("mockapi.journal.write._BLOB_INDEX", 3)
+    monkeypatch.setattr("mockapi.journal.blobs._BLOB_INDEX", 3)
     journal = Journal(tmp_path / "j.jsonl")
     sent = [write(journal, seq, body(0, extra={"n": seq, "text": f"{seq} " * 600}))
             for seq in range(1, 3)]
     # every request brings a new large block: the first ones fall out of the index
     sent += [write(journal, seq, {**body(0), "messages": [
         {"role": "user", "content": f"block {seq} " + "b" * 2000}]}) for seq in range(3, 9)]
-    assert len(journal._blob_spans) <= 3 and len(journal._blobs.written) <= 3
+    assert len(journal._blob_places._spans) <= 3 and len(journal._blobs.written) <= 3
     sent.append(write(journal, 9, body(0)))  # the system prompt again, its blob forgotten
     scans = []
-    find_blob = journal._find_blob
-    monkeypatch.setattr(journal, "_find_blob", lambda digest: scans.append(digest) or
-                        find_blob(digest))
+    find_blob = blobs_module._find_blob
+    monkeypatch.setattr(blobs_module, "_find_blob", lambda fd, digest: scans.append(digest) or
+                        find_blob(fd, digest))
     for after in range(len(sent)):
         assert [r["body"] for r in journal.read_after(after).requests()] == \
             [orjson.loads(raw) for raw in sent[after:]]

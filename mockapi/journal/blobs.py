@@ -30,12 +30,16 @@ Where blobs are: the mock writes a blob in the same write as, and just before, t
 request line that references it (on disk before it, whole or absent like any line; with
 fsync, synced before it). A report journal (``probes.report``) puts its blobs after its
 records, so that the line numbers reports cite are those of the records. Readers accept
-either: they gather the blobs first.
+either: they gather the blobs first. A journal being written remembers where each blob's
+value is in its file (``BlobPlaces``), so a read from the middle puts back the blobs written
+before it.
 """
 
 from __future__ import annotations
 
 import hashlib
+import mmap
+import os
 import re
 import zlib
 from collections import OrderedDict
@@ -45,8 +49,10 @@ from typing import Any
 
 import orjson
 
-__all__ = ["BLOB_LINE_HEAD", "BLOB_THRESHOLD", "REF_PREFIX", "BlobError", "BlobSplitter",
-           "EncodedPart", "PartPath", "SplitBody", "blob_line", "blob_value_text",
+from mockapi.journal.file import read_at
+
+__all__ = ["BLOB_LINE_HEAD", "BLOB_THRESHOLD", "REF_PREFIX", "BlobError", "BlobPlaces",
+           "BlobSplitter", "EncodedPart", "PartPath", "SplitBody", "blob_line", "blob_value_text",
            "parse_blob_line", "resolve_body"]
 
 BLOB_THRESHOLD = 1024  # bytes of a value's encoding from which it becomes a blob
@@ -56,6 +62,9 @@ _RECENT_VALUES = 4096
 _RECENT_BYTES = 64 * 1024 * 1024
 _CANDIDATES_PER_KEY = 4
 _HEX = re.compile(r"[0-9a-f]{64}")
+# blobs whose place in the file is remembered (oldest forgotten first: a blob forgotten is
+# written again when next referenced, and found by a scan of the file when read)
+_BLOB_INDEX = 50_000
 BLOB_LINE_HEAD = b'{"type":"blob","sha256":"'
 
 _Path = list[str | int]
@@ -235,6 +244,51 @@ class BlobSplitter:
             _, dropped = self._recent.popitem(last=False)
             self._recent_bytes -= sum(len(value) for value, _ in dropped)
         return digest
+
+
+class BlobPlaces:
+    """Where one journal's file holds each blob's value, the latest ``_BLOB_INDEX`` of them;
+    a blob forgotten is no longer ``written`` for ``splitter`` (it is written again when next
+    referenced) and is found by a scan of the file."""
+
+    def __init__(self, splitter: BlobSplitter):
+        self._splitter = splitter
+        self._spans: dict[str, tuple[int, int]] = {}  # digest -> (offset, size) of its value
+
+    def written(self, digest: str, offset: int, line: bytes, size: int) -> None:
+        """The blob ``line`` is at ``offset`` of the file; its value is ``size`` bytes."""
+        self._splitter.written.add(digest)
+        # the value ends the line, before its closing brace and newline
+        self._spans[digest] = (offset + len(line.rstrip(b"\n")) - 1 - size, size)
+        if len(self._spans) > _BLOB_INDEX:  # memory bounded whatever the run's length
+            forgotten = next(iter(self._spans))
+            del self._spans[forgotten]
+            self._splitter.written.discard(forgotten)
+
+    def value(self, fd: int, digest: str) -> bytes | None:
+        """The value of a blob the file ``fd`` holds, as written; None if it holds none."""
+        span = self._spans.get(digest)
+        if span is None:
+            return _find_blob(fd, digest)  # forgotten by the index, or never written
+        return read_at(fd, span[1], span[0])
+
+
+def _find_blob(fd: int, digest: str) -> bytes | None:
+    """A blob's value found by reading the file (mapped, not loaded), its hash checked."""
+    head = BLOB_LINE_HEAD + digest.encode() + b'"'
+    if os.fstat(fd).st_size == 0:
+        return None
+    with mmap.mmap(fd, 0, access=mmap.ACCESS_READ) as data:
+        at = data.find(head)
+        while at >= 0:
+            if at == 0 or data[at - 1] == 0x0A:  # where a line starts
+                end = data.find(b"\n", at)
+                try:
+                    return parse_blob_line(data[at:end if end >= 0 else len(data)])[1]
+                except BlobError:
+                    pass  # altered: another copy may be whole
+            at = data.find(head, at + 1)
+    return None
 
 
 def _replace(skeleton: dict[str, Any], path: _Path, ref: str) -> None:

@@ -17,10 +17,8 @@ once the journal can be written again. Readers skip unreadable lines wherever
 they are, and report them. The file is opened, and the files beside it made, never
 through a link (``mockapi.journal.file``): a link, a pipe or a device at its name is refused.
 
-What is secret is never written: the writers pass every line's headers through
-``redact_headers`` (``x-api-key``, ``authorization``...) and its query string through
-``redact_query`` (``api_key=``, ``access_token=``...: ``is_secret_query_name``), which
-replace each value with ``[redacted]`` and leave every other byte as it came.
+What is secret is never written: the writers pass every line's headers and query string
+through ``mockapi.journal.redact`` first.
 
 Record types (``mockapi.journal.records``): ``request`` (what arrived, its kind and
 turn, the rule and the scripted reply or the error), ``response_end`` (how
@@ -32,7 +30,6 @@ is ``mockapi.journal.read``'s (``read_journal``, ``JournalContents``, ``TornLine
 
 from __future__ import annotations
 
-import mmap
 import os
 import sys
 import threading
@@ -42,13 +39,12 @@ from bisect import bisect_right
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
-from urllib.parse import unquote_plus
 
 import orjson
 
 from mockapi.journal.blobs import (
-    BLOB_LINE_HEAD,
     BlobError,
+    BlobPlaces,
     BlobSplitter,
     EncodedPart,
     PartPath,
@@ -73,52 +69,10 @@ from mockapi.journal.read import (
 )
 from mockapi.journal.records import fits_in_a_record, spliced_fields
 
-__all__ = ["REDACTED", "SECRET_HEADERS", "Journal", "JournalError",
-           "JournalInUse", "JournalRefused", "JournalUnavailable", "JournalWriteFailed",
-           "is_secret_query_name", "redact_headers", "redact_query"]
+__all__ = ["Journal", "JournalError", "JournalInUse", "JournalRefused", "JournalUnavailable",
+           "JournalWriteFailed"]
 
-REDACTED = "[redacted]"
-SECRET_HEADERS = frozenset({"x-api-key", "authorization", "proxy-authorization", "cookie",
-                            "x-loopprobe-admin-token"})
 _MAX_PENDING_LINES = 10_000  # response_end lines kept while the journal cannot be written
-# blobs whose place in the file is remembered (oldest forgotten first: a blob forgotten is
-# written again when next referenced, and found by a scan of the file when read)
-_BLOB_INDEX = 50_000
-# query parameters whose value is a credential: these names, and any name ending in one of
-# the suffixes (after lower-casing and reading "-" as "_": X-Api-Key is x_api_key)
-_SECRET_QUERY_NAMES = frozenset({"key", "apikey", "token", "secret", "password", "passwd",
-                                 "auth", "authorization", "sig", "signature", "credential",
-                                 "credentials", "session", "cookie"})
-_SECRET_QUERY_SUFFIXES = ("_key", "_token", "_secret", "_password", "_signature", "_auth")
-
-
-def redact_headers(raw: Iterable[tuple[bytes, bytes]]) -> dict[str, str]:
-    headers: dict[str, str] = {}
-    for name_b, value_b in raw:
-        name = name_b.decode("latin-1").lower()
-        value = REDACTED if name in SECRET_HEADERS else value_b.decode("latin-1")
-        headers[name] = f"{headers[name]}, {value}" if name in headers else value
-    return headers
-
-
-def is_secret_query_name(name: str) -> bool:
-    """Whether a query parameter of this (percent-decoded) name carries a credential."""
-    folded = name.strip().lower().replace("-", "_")
-    return folded in _SECRET_QUERY_NAMES or folded.endswith(_SECRET_QUERY_SUFFIXES)
-
-
-def redact_query(query: str) -> str:
-    """The query string with the value of each secret-bearing parameter (``api_key=``,
-    ``access_token=``...; ``is_secret_query_name``) replaced by ``[redacted]``; every other
-    byte as it came (``beta=true`` stays ``beta=true``)."""
-    if not query:
-        return query
-    parts = query.split("&")
-    for index, part in enumerate(parts):
-        name, equals, _ = part.partition("=")
-        if equals and is_secret_query_name(unquote_plus(name, errors="replace")):
-            parts[index] = f"{name}={REDACTED}"
-    return "&".join(parts)
 
 
 class JournalWriteFailed(JournalError):
@@ -149,8 +103,7 @@ class Journal:
         self._seq = self.last_run = 0
         self._size = 0
         self._blobs = BlobSplitter()
-        # digest -> (offset, size) of its value, oldest first; bounded by _BLOB_INDEX
-        self._blob_spans: dict[str, tuple[int, int]] = {}
+        self._blob_places = BlobPlaces(self._blobs)
         unreadable = self._index_existing()
         self._lock = threading.Lock()
         self._pending: list[bytes] = []
@@ -181,7 +134,7 @@ class Journal:
                 except BlobError:
                     record = None
                 else:
-                    self._blob_written(digest, offset, line, len(value))
+                    self._blob_places.written(digest, offset, line, len(value))
             if record is None:
                 if line:
                     torn.append(TornLine(number, offset, len(line), last=False))
@@ -249,38 +202,9 @@ class Journal:
                   b'"body":' + split.body]
         self._write(_line(record, fields), split.blobs)
 
-    def _blob_written(self, digest: str, offset: int, line: bytes, size: int) -> None:
-        self._blobs.written.add(digest)
-        # the value ends the line, before its closing brace and newline
-        self._blob_spans[digest] = (offset + len(line.rstrip(b"\n")) - 1 - size, size)
-        if len(self._blob_spans) > _BLOB_INDEX:  # memory bounded whatever the run's length
-            forgotten = next(iter(self._blob_spans))
-            del self._blob_spans[forgotten]
-            self._blobs.written.discard(forgotten)
-
     def blob(self, digest: str) -> bytes | None:
         """The value of a blob this journal holds, as written; None if it holds none."""
-        span = self._blob_spans.get(digest)
-        if span is None:
-            return self._find_blob(digest)  # forgotten by the index, or never written
-        return read_at(self._fd, span[1], span[0])
-
-    def _find_blob(self, digest: str) -> bytes | None:
-        """A blob's value found by reading the file (mapped, not loaded), its hash checked."""
-        head = BLOB_LINE_HEAD + digest.encode() + b'"'
-        if os.fstat(self._fd).st_size == 0:
-            return None
-        with mmap.mmap(self._fd, 0, access=mmap.ACCESS_READ) as data:
-            at = data.find(head)
-            while at >= 0:
-                if at == 0 or data[at - 1] == 0x0A:  # where a line starts
-                    end = data.find(b"\n", at)
-                    try:
-                        return parse_blob_line(data[at:end if end >= 0 else len(data)])[1]
-                    except BlobError:
-                        pass  # altered: another copy may be whole
-                at = data.find(head, at + 1)
-        return None
+        return self._blob_places.value(self._fd, digest)
 
     def append_or_keep(self, record: Mapping[str, Any]) -> bool:
         """Append ``record``, or keep it to be written first once the journal is writable
@@ -325,7 +249,7 @@ class Journal:
         end = self._offsets[-1] if not self.fsync else self._size
         offset = end - sum(len(line) for _, line, _ in lines)
         for digest, line, size in lines:
-            self._blob_written(digest, offset, line, size)
+            self._blob_places.written(digest, offset, line, size)
             offset += len(line)
 
     def _write_or_fail(self, line: bytes) -> None:

@@ -1,6 +1,6 @@
 """The recorder as an ASGI app: each request forwarded to the upstream as it came, the
 answer relayed as it arrives, both journaled, and each Messages API exchange kept as a rule
-of the scenario it rewrites (``mockapi.record`` says what is written and serves it).
+of the scenario it rewrites (``mockapi.record.proxy`` says what is written and serves it).
 
 A target that could leave the upstream's base path is refused 400 before anything is
 forwarded (``mockapi.check.targets``). The relay streams the upstream's body through and keeps
@@ -9,15 +9,15 @@ says what a rule left out); the rule is made and the scenario written off the ev
 When the client leaves, the upstream's response is closed at once: what arrived until
 then is the rule, cut off.
 
-Long because one exchange is one flow here, from the target's check through the relay to the
-rule kept: split, each half would need the other's state.
+What came back of one exchange, what of it the recording keeps and the rule it becomes are
+``mockapi.record.exchange``'s; here is the flow, from the target's check through the relay
+to the rule kept.
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -39,7 +39,6 @@ from mockapi.journal.records import (
     END_CLIENT_DISCONNECTED,
     END_COMPLETE,
     END_DISCONNECTED_BY_SCRIPT,
-    MAX_WRITE_OFFSETS,
     OUTCOME_CLIENT_DISCONNECTED,
     OUTCOME_HELLO,
     OUTCOME_INVALID_REQUEST,
@@ -55,9 +54,10 @@ from mockapi.journal.records import (
     response_end_record,
     transport_outcome,
 )
-from mockapi.journal.write import Journal, redact_headers, redact_query
+from mockapi.journal.redact import redact_headers, redact_query
+from mockapi.journal.write import Journal
+from mockapi.record.exchange import Exchange, rule_id
 from mockapi.record.recorded import RecordedScenario
-from mockapi.record.upstream_reply import reply_from_exchange
 from mockapi.script.decide import Script
 from mockapi.script.events import error_body
 from mockapi.script.matching import facts_from_body
@@ -91,47 +91,6 @@ class _QuietBreaks(logging.Filter):
 logging.getLogger("uvicorn.error").addFilter(_QuietBreaks())
 
 
-@dataclass
-class _Exchange:
-    """One forwarded request: what came back, and what of it the recording keeps."""
-
-    seq: int
-    routing: Routing | None  # None: not a recorded route, nothing of the body is kept
-    limit: int
-    status: int = 0
-    headers: httpx.Headers = field(default_factory=httpx.Headers)
-    chunks: list[bytes] = field(default_factory=list)  # the first ``limit`` bytes
-    kept: int = 0
-    size: int = 0  # every byte relayed
-    writes: int = 0
-    offsets: list[float] = field(default_factory=list)  # at most MAX_WRITE_OFFSETS + 1
-    response: httpx.Response | None = None
-    unreachable: str | None = None  # the upstream could not be asked
-    broken: str | None = None  # the upstream broke its body off
-    complete: bool = False
-
-    def take(self, chunk: bytes, offset: float) -> None:
-        self.size += len(chunk)
-        self.writes += 1
-        if len(self.offsets) <= MAX_WRITE_OFFSETS:
-            self.offsets.append(offset)
-        if self.routing is not None and self.kept < self.limit:
-            part = chunk[:self.limit - self.kept]
-            self.chunks.append(part)
-            self.kept += len(part)
-
-    def cut(self, rule_id: str) -> str | None:
-        """What the recording left out of this body, or None."""
-        if self.size <= self.kept:
-            return None
-        return (f"{rule_id} keeps the first {self.kept} of the {self.size} bytes the upstream "
-                f"sent (max_recorded_bytes) and replays cut off there")
-
-
-def _rule_id(routing: Routing) -> str:
-    return f"{routing['kind']}-turn{routing['turn']}-attempt{routing['attempt']}"
-
-
 def _outcome(path: str, status: int) -> Outcome:
     if path.startswith("/v1/models"):
         return OUTCOME_MODELS if status < 400 else OUTCOME_NOT_FOUND
@@ -143,7 +102,7 @@ def _outcome(path: str, status: int) -> Outcome:
 
 
 async def _until_disconnect(receive: Receive, scope: anyio.CancelScope,
-                            exchange: _Exchange) -> None:
+                            exchange: Exchange) -> None:
     """Cancel ``scope`` when the client leaves (its body was read: nothing else comes)."""
     while (await receive())["type"] != "http.disconnect":
         pass
@@ -178,7 +137,7 @@ class Recorder:
         self.started = time.monotonic()
         self.recorded = RecordedScenario(self.scenario_path, name=name, upstream=self.upstream,
                                          classifier=classifier)
-        self.open: dict[int, _Exchange] = {}
+        self.open: dict[int, Exchange] = {}
         self.write_scenario()
 
     # ---- the scenario ------------------------------------------------------------------
@@ -199,25 +158,15 @@ class Recorder:
         if with_open:
             for seq, exchange in list(self.open.items()):
                 if exchange.routing is not None and exchange.status:
-                    extra[seq] = self.recorded.rule_text(seq, self._rule(exchange, False))
+                    extra[seq] = self.recorded.rule_text(seq, exchange.rule(complete=False))
         return self.recorded.write(extra)
 
-    def _rule(self, exchange: _Exchange, complete: bool) -> dict[str, Any]:
-        routing = exchange.routing
-        assert routing is not None
-        return {"id": _rule_id(routing),
-                "match": {"kind": routing["kind"], "turn": routing["turn"],
-                          "attempt": routing["attempt"]},
-                "reply": reply_from_exchange(exchange.status, exchange.headers,
-                                             exchange.chunks,
-                                             complete and exchange.size == exchange.kept)}
-
-    def _keep(self, exchange: _Exchange, complete: bool) -> None:
+    def _keep(self, exchange: Exchange, complete: bool) -> None:
         """Add the exchange's rule (a Messages API exchange has one) and rewrite the file;
         run off the event loop."""
         if exchange.routing is not None:
-            self.recorded.keep(exchange.seq, self._rule(exchange, complete),
-                               exchange.cut(_rule_id(exchange.routing)))
+            self.recorded.keep(exchange.seq, exchange.rule(complete=complete),
+                               exchange.cut(rule_id(exchange.routing)))
 
     def close(self) -> None:
         """Write the scenario a last time (open exchanges as cut off) and close the journal."""
@@ -247,7 +196,7 @@ class Recorder:
             "stream": facts.stream, "model": facts.model, "rule": None, "reply_index": None,
             "replay_of": None}
         if path == RECORDED_PATH:
-            routing["rule"], routing["reply_index"] = _rule_id(routing), 0
+            routing["rule"], routing["reply_index"] = rule_id(routing), 0
         return routing
 
     def _journal_request(self, scope: Scope, seq: int, arrival: float, raw: bytes | None,
@@ -292,7 +241,7 @@ class Recorder:
         except ClientDisconnect:
             return
         routing = self._routing(scope["path"], scope["method"], raw, request.headers, seq)
-        exchange = _Exchange(seq, routing if scope["path"] == RECORDED_PATH else None,
+        exchange = Exchange(seq, routing if scope["path"] == RECORDED_PATH else None,
                              self.max_recorded_bytes)
         forwarded = [(k, v) for k, v in scope["headers"]
                      if k.decode("latin-1").lower() not in _HOP_REQUEST]
@@ -312,7 +261,7 @@ class Recorder:
             await self._end(scope, send, exchange, arrival, raw, routing)
 
     async def _relay(self, client: httpx.AsyncClient, upstream_request: httpx.Request,
-                     scope: Scope, send: Send, exchange: _Exchange, arrival: float, raw: bytes,
+                     scope: Scope, send: Send, exchange: Exchange, arrival: float, raw: bytes,
                      routing: Routing | None) -> None:
         """Ask the upstream and relay its body as it comes; cancelled when the client leaves
         (``_end`` then says what happened)."""
@@ -340,7 +289,7 @@ class Recorder:
             return
         exchange.complete = True
 
-    async def _end(self, scope: Scope, send: Send, exchange: _Exchange, arrival: float,
+    async def _end(self, scope: Scope, send: Send, exchange: Exchange, arrival: float,
                    raw: bytes, routing: Routing | None) -> None:
         """Journal how the exchange ended, keep its rule (off the event loop) and end the
         client's response as the upstream's ended."""

@@ -1,13 +1,12 @@
 """The Starlette application: the Messages API routes, each recorded before its reply starts.
 
-Long because ``MockApp`` is one request's path from arrival to answer (read, check,
-admit, decide, journal, reply), and its other routes journal the same way: split, a
-reader would follow one request across modules.
-
-Requests are checked by ``requests``, records built by ``records``; a reply's body is
-played from its plan (``plan``) by ``playing``; the gate in front of every route
-(``Origin``, ``Host``, an unjournaled request) is ``gate``; the admin prefix is in
-``admin``. Deliberate divergences from the real API:
+``MockApp`` is one request's path from arrival to answer (read, check, admit, decide,
+journal, reply), in one module so that a reader follows it without leaving it. Requests are
+checked by ``mockapi.check``, records built by ``mockapi.journal.records``; a reply's body
+is played from its plan by ``playing``; the gate in front of every route (``Origin``,
+``Host``, an unjournaled request) is ``gate``; the routes no rule answers (models, hello,
+404, the gate's refusals) are ``unscripted``'s, journaled by ``MockApp._record`` too; the
+admin prefix is in ``admin``. Deliberate divergences from the real API:
 
 - ``x-api-key``/``authorization`` must be present but any value is accepted.
 - request ids are deterministic (``req_loopprobe_<seq>``); message ids are
@@ -48,14 +47,9 @@ from mockapi.journal.records import (
     END_CLIENT_DISCONNECTED,
     END_SERVER_SHUTDOWN,
     OUTCOME_CLIENT_DISCONNECTED,
-    OUTCOME_HELLO,
-    OUTCOME_INVALID_REQUEST,
     OUTCOME_MOCK_ERROR,
-    OUTCOME_MODELS,
     OUTCOME_NO_RULE,
-    OUTCOME_NOT_FOUND,
     OUTCOME_OVER_LIMIT,
-    OUTCOME_REFUSED,
     OUTCOME_REPLIED,
     OUTCOME_TIMEOUT,
     EndReason,
@@ -66,7 +60,8 @@ from mockapi.journal.records import (
     response_end_record,
     transport_outcome,
 )
-from mockapi.journal.write import Journal, JournalError, redact_headers, redact_query
+from mockapi.journal.redact import redact_headers, redact_query
+from mockapi.journal.write import Journal, JournalError
 from mockapi.script.decide import Decision, Script
 from mockapi.script.events import PreparedError, PreparedRaw, error_body
 from mockapi.script.matching import RequestFacts, facts_from_body
@@ -85,6 +80,7 @@ from mockapi.serve.playing import (
 )
 from mockapi.serve.threads import PendingTurn, Threads, message_id
 from mockapi.serve.transport import BODY_TIMED_OUT, ConnectionCap
+from mockapi.serve.unscripted import Unscripted
 
 __all__ = ["DELIVERY_TIMEOUT", "MockApp"]
 
@@ -122,16 +118,15 @@ class MockApp:
         self.threads = Threads(scenario.thread_idle_seconds)
         self.parts = RepeatedParts()  # system prompts and tool lists, parsed once
         self.started = time.monotonic()
+        unscripted = Unscripted(self)
         self.app = Guard(Starlette(routes=[
             Route("/v1/messages", self.messages, methods=["POST"]),
             Route("/v1/messages/count_tokens", self.messages, methods=["POST"]),
-            Route("/v1/models", self.models, methods=["GET"]),
-            Route("/v1/models/{model_id:path}", self.model, methods=["GET"]),
-            Route("/api/hello", self.hello, methods=["GET", "HEAD"]),
+            *unscripted.api_routes(),
             *admin_routes(self),
             # an ASGI endpoint matches every method (a function endpoint defaults to GET)
-            Route("/{path:path}", AnyMethod(self.not_found)),
-        ], exception_handlers={Unrecorded: unrecorded}), allowed_hosts, self.refuse,
+            Route("/{path:path}", AnyMethod(unscripted.not_found)),
+        ], exception_handlers={Unrecorded: unrecorded}), allowed_hosts, unscripted.refuse,
             self.messages)
 
     # ---- play state -------------------------------------------------------
@@ -384,67 +379,6 @@ class MockApp:
                               "builtin_reply": "count-tokens"}, decision=decision)
         self.script.builtin_used(seq, "count-tokens")
         return _json(body, 200, {"request-id": request_id})
-
-    # ---- other API routes ---------------------------------------------------
-
-    def _model_entry(self, model_id: str) -> dict[str, Any]:
-        return {"type": "model", "id": model_id, "display_name": model_id,
-                "created_at": "2025-01-01T00:00:00Z"}
-
-    async def models(self, request: Request) -> Response:
-        seq = await self._record_simple(request, OUTCOME_MODELS, 200)
-        ids = self.script.scenario.models
-        return _json(orjson.dumps({
-            "data": [self._model_entry(m) for m in ids], "has_more": False,
-            "first_id": ids[0] if ids else None, "last_id": ids[-1] if ids else None,
-        }), headers={"request-id": f"req_loopprobe_{seq:06d}"})
-
-    async def model(self, request: Request) -> Response:
-        model_id = request.path_params["model_id"]
-        if model_id in self.script.scenario.models:
-            seq = await self._record_simple(request, OUTCOME_MODELS, 200)
-            return _json(orjson.dumps(self._model_entry(model_id)),
-                         headers={"request-id": f"req_loopprobe_{seq:06d}"})
-        return await self.not_found(request)
-
-    async def hello(self, request: Request) -> Response:
-        await self._record_simple(request, OUTCOME_HELLO, 200)
-        return _json(b'{"message":"hello"}')
-
-    async def not_found(self, request: Request) -> Response:
-        seq = await self._record_simple(request, OUTCOME_NOT_FOUND, 404)
-        message = f"Not found: {request.method} {request.url.path}"
-        request_id = f"req_loopprobe_{seq:06d}"
-        return _json(error_body("not_found_error", message, request_id), 404,
-                     {"request-id": request_id})
-
-    async def refuse(self, request: Request, why: str, status: int = 403) -> Response:
-        """403 (who may not be answered) or 400 (a path that is no path) in the API's
-        envelope; an API request is journaled (admin ones never are)."""
-        request_id = "req_loopprobe_refused"
-        outcome: Outcome = OUTCOME_REFUSED if status == 403 else OUTCOME_INVALID_REQUEST
-        error_type = "permission_error" if status == 403 else "invalid_request_error"
-        path: str = request.scope["path"]
-        if not path.startswith(ADMIN_PREFIX):
-            seq = self.journal.next_seq()
-            request_id = f"req_loopprobe_{seq:06d}"
-            try:
-                self._record(request, seq, time.time(), None, False, outcome, status,
-                             error=why, path=path)
-            except Unrecorded:
-                pass  # refused all the same; the journal notes its failure once it can
-        return _json(error_body(error_type, f"loopprobe mock: {why}", request_id),
-                     status, {"request-id": request_id})
-
-    async def _record_simple(self, request: Request, outcome: Outcome, status: int) -> int:
-        arrival = time.time()
-        seq = self.journal.next_seq()
-        try:
-            raw: bytes | None = await read_body(request, self.max_body_bytes)
-        except (BadRequest, ClientDisconnect):
-            raw = None
-        self._record(request, seq, arrival, raw, is_json(raw), outcome, status)
-        return seq
 
 
 _EXACT_ROUTES = frozenset(("/v1/messages", "/v1/messages/count_tokens"))
