@@ -36,14 +36,15 @@ import socket
 import struct
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import ClassVar, NamedTuple
 
 import httptools
 import orjson
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 __all__ = ["BODY_TIMED_OUT", "DESCRIPTOR_RESERVE", "OVER_CAP_ROOM", "TRANSPORT_EXTENSION",
-           "Connection", "ConnectionCap", "Limits", "Refused", "bounded_protocol",
-           "connection_cap", "delivery"]
+           "BoundedHttpToolsProtocol", "Bounds", "Connection", "ConnectionCap", "Limits", "Refused",
+           "bounded_protocol", "connection_cap", "delivery"]
 
 TRANSPORT_EXTENSION = "loopprobe.transport"
 BODY_TIMED_OUT = "loopprobe.body_timed_out"
@@ -131,188 +132,205 @@ class _Refusal(Exception):
             status, reason, error_type, message)
 
 
+class Bounds(NamedTuple):
+    """What a ``BoundedHttpToolsProtocol`` enforces, and whom it tells of each refusal."""
+
+    limits: Limits
+    on_refused: Refused
+
+
 def bounded_protocol(limits: Limits, on_refused: Refused) -> type[HttpToolsProtocol]:
     """An httptools protocol class enforcing ``limits`` and reporting refusals."""
 
-    class BoundedHttpToolsProtocol(HttpToolsProtocol):
-        _head_timer: asyncio.TimerHandle | None = None
-        _body_timer: asyncio.TimerHandle | None = None
-        _head_bytes = 0
-        _body_bytes = 0
-        _in_head = True
-        _head_begun = False  # a byte of the head parsed
-        _in_body = False
-        _pending: _Refusal | None = None  # answered once the reply being sent ends
-        _connection: Connection
+    class Bounded(BoundedHttpToolsProtocol):
+        bounds = Bounds(limits, on_refused)
 
-        def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
-            super().connection_made(transport)
-            sock = transport.get_extra_info("socket")
-            tcp = sock is not None and sock.family in (socket.AF_INET, socket.AF_INET6)
-            self._connection = Connection(transport, sock if tcp else None)
-            self._await_head()
-            limit = self.limit_concurrency
-            if limit is not None and len(self.connections) > limit + OVER_CAP_ROOM:
-                self._refuse(_overloaded(limit))  # a descriptor must stay for the next one
+    return Bounded
 
-        def connection_lost(self, exc: Exception | None) -> None:
-            # the event loop closes the socket after this returns
-            connection = self._connection
-            if connection.sock is not None and connection.lost_with is None:
-                connection.lost_with = _unacknowledged(connection, connection.sock)
-            self._stop_head_timer()
+
+class BoundedHttpToolsProtocol(HttpToolsProtocol):
+    """uvicorn's httptools protocol with ``bounds`` (a subclass's, from ``bounded_protocol``):
+    each connection's head and body timed and sized, its refusals answered in the API's
+    envelope and reported."""
+
+    bounds: ClassVar[Bounds]
+    _head_timer: asyncio.TimerHandle | None = None
+    _body_timer: asyncio.TimerHandle | None = None
+    _head_bytes = 0
+    _body_bytes = 0
+    _in_head = True
+    _head_begun = False  # a byte of the head parsed
+    _in_body = False
+    _pending: _Refusal | None = None  # answered once the reply being sent ends
+    _connection: Connection
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        super().connection_made(transport)
+        sock = transport.get_extra_info("socket")
+        tcp = sock is not None and sock.family in (socket.AF_INET, socket.AF_INET6)
+        self._connection = Connection(transport, sock if tcp else None)
+        self._await_head()
+        limit = self.limit_concurrency
+        if limit is not None and len(self.connections) > limit + OVER_CAP_ROOM:
+            self._refuse(_overloaded(limit))  # a descriptor must stay for the next one
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        # the event loop closes the socket after this returns
+        connection = self._connection
+        if connection.sock is not None and connection.lost_with is None:
+            connection.lost_with = _unacknowledged(connection, connection.sock)
+        self._stop_head_timer()
+        self._stop_body_timer()
+        super().connection_lost(exc)
+
+    def _await_head(self) -> None:
+        self._in_head, self._head_bytes = True, 0
+        self._stop_head_timer()
+        self._start_head_timer()
+
+    def _start_head_timer(self) -> None:
+        self._head_timer = self.loop.call_later(self.bounds.limits.header_timeout,
+                                                self._head_timed_out)
+
+    def _stop_head_timer(self) -> None:
+        if self._head_timer is not None:
+            self._head_timer.cancel()
+            self._head_timer = None
+
+    def _stop_body_timer(self) -> None:
+        if self._body_timer is not None:
+            self._body_timer.cancel()
+            self._body_timer = None
+
+    def _body_timed_out(self) -> None:
+        self._body_timer = None
+        cycle = self.cycle
+        if not self._in_body or self.transport.is_closing() or cycle is None:
+            return
+        self._in_body = False
+        if cycle.response_started:  # answered without waiting for the rest
+            self.transport.close()
+            return
+        message = (f"loopprobe mock: the request body paused for more than "
+                   f"{self.bounds.limits.body_timeout:g} s after {self._body_bytes} bytes")
+        cycle.scope["extensions"][BODY_TIMED_OUT] = message  # type: ignore[assignment]
+        self.transport.write(_error_response(408, "Request Timeout", "timeout_error",
+                                             message))
+        cycle.disconnected = True  # the application reading the body sees the client go
+        cycle.message_event.set()
+        self.transport.close()
+
+    def _head_timed_out(self) -> None:
+        self._head_timer = None
+        if self._in_head and not self.transport.is_closing() and not self._head_begun \
+                and self._head_bytes == 0:
+            self.transport.close()  # a connection that never sent a byte: nothing to answer
+        elif self._in_head and not self.transport.is_closing():
+            self._refuse(_Refusal(
+                408, "Request Timeout", "timeout_error",
+                f"loopprobe mock: the request's headers did not arrive within "
+                f"{self.bounds.limits.header_timeout:g} s"))
+
+    def data_received(self, data: bytes) -> None:
+        if self._pending is not None:  # refused: answered once the reply being sent ends
+            self.transport.pause_reading()  # again: the reply's receive() resumes reading
+            return
+        self._unset_keepalive_if_required()
+        if self._in_head:
+            self._head_bytes += len(data)
+        try:
+            self.parser.feed_data(data)
+        except httptools.HttpParserCallbackError as error:
+            if isinstance(error.__context__, _Refusal):
+                self._refuse(error.__context__)
+            else:  # uvicorn's own callbacks: a target that is not ASCII
+                self._refuse(_not_http(f"{type(error.__context__).__name__}: "
+                                       f"{error.__context__}"))
+            return
+        except httptools.HttpParserError as error:
+            # uvicorn would answer in plain text, unjournaled
+            self._refuse(_not_http(f"{type(error).__name__}: {error}"))
+            return
+        except httptools.HttpParserUpgrade:
+            self._unsupported_upgrade_warning()
+        if self._in_body and not self.transport.is_closing():
+            # a body that did not arrive whole: each part restarts the clock
             self._stop_body_timer()
-            super().connection_lost(exc)
+            self._body_timer = self.loop.call_later(self.bounds.limits.body_timeout,
+                                                    self._body_timed_out)
+        if self._in_head and self._head_bytes > self.bounds.limits.max_header_bytes \
+                and not self.transport.is_closing():
+            self._refuse(_too_large(f"the request line and headers exceed "
+                                    f"{self.bounds.limits.max_header_bytes} bytes"))
 
-        def _await_head(self) -> None:
-            self._in_head, self._head_bytes = True, 0
-            self._stop_head_timer()
+    def on_message_begin(self) -> None:
+        super().on_message_begin()
+        self._head_begun = True
+        if self._head_timer is None:  # pipelined: from the head's first byte
             self._start_head_timer()
 
-        def _start_head_timer(self) -> None:
-            self._head_timer = self.loop.call_later(limits.header_timeout, self._head_timed_out)
+    def on_header(self, name: bytes, value: bytes) -> None:
+        if len(self.headers) >= self.bounds.limits.max_headers:
+            raise _Refusal(*_too_large_args(
+                f"more than {self.bounds.limits.max_headers} request headers"))
+        super().on_header(name, value)
 
-        def _stop_head_timer(self) -> None:
-            if self._head_timer is not None:
-                self._head_timer.cancel()
-                self._head_timer = None
+    def on_headers_complete(self) -> None:
+        self._in_head = False
+        self._stop_head_timer()
+        limit = self.limit_concurrency
+        if limit is not None and (len(self.connections) >= limit or len(self.tasks) >= limit):
+            # uvicorn's own refusal is plain text and reaches no journal
+            raise _overloaded(limit)
+        self.scope["extensions"] = {TRANSPORT_EXTENSION: self._connection}  # type: ignore[dict-item]
+        super().on_headers_complete()
+        self._in_body, self._body_bytes = True, 0
 
-        def _stop_body_timer(self) -> None:
-            if self._body_timer is not None:
-                self._body_timer.cancel()
-                self._body_timer = None
+    def on_body(self, body: bytes) -> None:
+        self._body_bytes += len(body)
+        super().on_body(body)
 
-        def _body_timed_out(self) -> None:
-            self._body_timer = None
-            cycle = self.cycle
-            if not self._in_body or self.transport.is_closing() or cycle is None:
-                return
-            self._in_body = False
-            if cycle.response_started:  # answered without waiting for the rest
-                self.transport.close()
-                return
-            message = (f"loopprobe mock: the request body paused for more than "
-                       f"{limits.body_timeout:g} s after {self._body_bytes} bytes")
-            cycle.scope["extensions"][BODY_TIMED_OUT] = message  # type: ignore[assignment]
-            self.transport.write(_error_response(408, "Request Timeout", "timeout_error",
-                                                 message))
-            cycle.disconnected = True  # the application reading the body sees the client go
-            cycle.message_event.set()
-            self.transport.close()
+    def on_message_complete(self) -> None:
+        self._in_body = False
+        self._stop_body_timer()
+        super().on_message_complete()
+        # what follows is the next request's head, bounded like the first one even
+        # while this request's reply is still being sent (HTTP/1.1 pipelining)
+        self._in_head, self._head_begun, self._head_bytes = True, False, 0
 
-        def _head_timed_out(self) -> None:
-            self._head_timer = None
-            if self._in_head and not self.transport.is_closing() and not self._head_begun \
-                    and self._head_bytes == 0:
-                self.transport.close()  # a connection that never sent a byte: nothing to answer
-            elif self._in_head and not self.transport.is_closing():
-                self._refuse(_Refusal(
-                    408, "Request Timeout", "timeout_error",
-                    f"loopprobe mock: the request's headers did not arrive within "
-                    f"{limits.header_timeout:g} s"))
+    def on_response_complete(self) -> None:
+        super().on_response_complete()
+        if self.transport.is_closing():
+            return
+        if self._pending is not None:
+            self._answer(self._pending)
+        elif not self._head_begun:
+            self._await_head()  # keep-alive: the next head is timed from now
 
-        def data_received(self, data: bytes) -> None:
-            if self._pending is not None:  # refused: answered once the reply being sent ends
-                self.transport.pause_reading()  # again: the reply's receive() resumes reading
-                return
-            self._unset_keepalive_if_required()
-            if self._in_head:
-                self._head_bytes += len(data)
-            try:
-                self.parser.feed_data(data)
-            except httptools.HttpParserCallbackError as error:
-                if isinstance(error.__context__, _Refusal):
-                    self._refuse(error.__context__)
-                else:  # uvicorn's own callbacks: a target that is not ASCII
-                    self._refuse(_not_http(f"{type(error.__context__).__name__}: "
-                                           f"{error.__context__}"))
-                return
-            except httptools.HttpParserError as error:
-                # uvicorn would answer in plain text, unjournaled
-                self._refuse(_not_http(f"{type(error).__name__}: {error}"))
-                return
-            except httptools.HttpParserUpgrade:
-                self._unsupported_upgrade_warning()
-            if self._in_body and not self.transport.is_closing():
-                # a body that did not arrive whole: each part restarts the clock
-                self._stop_body_timer()
-                self._body_timer = self.loop.call_later(limits.body_timeout,
-                                                        self._body_timed_out)
-            if self._in_head and self._head_bytes > limits.max_header_bytes \
-                    and not self.transport.is_closing():
-                self._refuse(_too_large(f"the request line and headers exceed "
-                                        f"{limits.max_header_bytes} bytes"))
+    def _refuse(self, refusal: _Refusal) -> None:
+        self._stop_head_timer()
+        self._in_head = False
+        method = path = ""
+        try:  # the request line may not have arrived whole, or not begun
+            if self._head_begun:
+                method = self.parser.get_method().decode("latin-1")
+        except httptools.HttpParserError:
+            pass
+        if getattr(self, "url", b""):
+            path = self.url.split(b"?", 1)[0][:200].decode("latin-1")
+        self.bounds.on_refused(method, path, refusal.status, refusal.message)
+        cycle = self.cycle
+        if cycle is not None and not cycle.response_complete:
+            # a reply is still being sent: the refusal follows it; read nothing more
+            self._pending = refusal
+            self.transport.pause_reading()
+            return
+        self._answer(refusal)
 
-        def on_message_begin(self) -> None:
-            super().on_message_begin()
-            self._head_begun = True
-            if self._head_timer is None:  # pipelined: from the head's first byte
-                self._start_head_timer()
-
-        def on_header(self, name: bytes, value: bytes) -> None:
-            if len(self.headers) >= limits.max_headers:
-                raise _Refusal(*_too_large_args(
-                    f"more than {limits.max_headers} request headers"))
-            super().on_header(name, value)
-
-        def on_headers_complete(self) -> None:
-            self._in_head = False
-            self._stop_head_timer()
-            limit = self.limit_concurrency
-            if limit is not None and (len(self.connections) >= limit or len(self.tasks) >= limit):
-                # uvicorn's own refusal is plain text and reaches no journal
-                raise _overloaded(limit)
-            self.scope["extensions"] = {TRANSPORT_EXTENSION: self._connection}  # type: ignore[dict-item]
-            super().on_headers_complete()
-            self._in_body, self._body_bytes = True, 0
-
-        def on_body(self, body: bytes) -> None:
-            self._body_bytes += len(body)
-            super().on_body(body)
-
-        def on_message_complete(self) -> None:
-            self._in_body = False
-            self._stop_body_timer()
-            super().on_message_complete()
-            # what follows is the next request's head, bounded like the first one even
-            # while this request's reply is still being sent (HTTP/1.1 pipelining)
-            self._in_head, self._head_begun, self._head_bytes = True, False, 0
-
-        def on_response_complete(self) -> None:
-            super().on_response_complete()
-            if self.transport.is_closing():
-                return
-            if self._pending is not None:
-                self._answer(self._pending)
-            elif not self._head_begun:
-                self._await_head()  # keep-alive: the next head is timed from now
-
-        def _refuse(self, refusal: _Refusal) -> None:
-            self._stop_head_timer()
-            self._in_head = False
-            method = path = ""
-            try:  # the request line may not have arrived whole, or not begun
-                if self._head_begun:
-                    method = self.parser.get_method().decode("latin-1")
-            except httptools.HttpParserError:
-                pass
-            if getattr(self, "url", b""):
-                path = self.url.split(b"?", 1)[0][:200].decode("latin-1")
-            on_refused(method, path, refusal.status, refusal.message)
-            cycle = self.cycle
-            if cycle is not None and not cycle.response_complete:
-                # a reply is still being sent: the refusal follows it; read nothing more
-                self._pending = refusal
-                self.transport.pause_reading()
-                return
-            self._answer(refusal)
-
-        def _answer(self, refusal: _Refusal) -> None:
-            self.transport.write(_error_response(refusal.status, refusal.reason,
-                                                 refusal.error_type, refusal.message))
-            self.transport.close()
-
-    return BoundedHttpToolsProtocol
+    def _answer(self, refusal: _Refusal) -> None:
+        self.transport.write(_error_response(refusal.status, refusal.reason,
+                                             refusal.error_type, refusal.message))
+        self.transport.close()
 
 
 def _too_large_args(message: str) -> tuple[int, str, str, str]:
