@@ -3,7 +3,7 @@
 What the same uvicorn costs with nothing of a mock on top, so that the bench can
 say how much of the floor's speed our mock reaches:
 
-- At start-up our mock's own application (``mockapi.app.MockApp`` with the
+- At start-up our mock's own application (``mockapi.serve.app.MockApp`` with the
   bench scenario, its journal in a temporary directory deleted at once) is
   called in-process through ASGI, once per mode, with the request the bench
   sends (``--body``: that body, ``stream`` set to true and to false, and the
@@ -15,8 +15,8 @@ say how much of the floor's speed our mock reaches:
   the kept messages. No Starlette, no parsing, no journal, no routing (any
   method and path gets the reply).
 - Served by uvicorn exactly as ``python -m mockapi`` serves our mock: the
-  socket bound by ``mockapi.server.bind_socket``, the configuration of
-  ``mockapi.server.uvicorn_config``, ``uvicorn.Server(...).run(sockets=[sock])``.
+  socket bound by ``mockapi.serve.server.bind_socket``, the configuration of
+  ``mockapi.serve.server.uvicorn_config``, ``uvicorn.Server(...).run(sockets=[sock])``.
 
 So its bytes on the wire (status line, headers, chunked SSE body or JSON body)
 are our mock's for the same request, but for the ids our mock numbers per request
@@ -98,9 +98,9 @@ async def _capture(app: App, body: bytes, port: int) -> list[Message]:
 
 def capture_replies(body: Mapping[str, Any], port: int = 0) -> dict[bool, list[Message]]:
     """Our mock's ASGI reply messages to ``body`` streamed (True) and not (False)."""
-    from mockapi.app import MockApp
-    from mockapi.journal import Journal
-    from mockapi.scenario import parse_scenario
+    from mockapi.journal.write import Journal
+    from mockapi.script.scenario import parse_scenario
+    from mockapi.serve.app import MockApp
 
     async def both(app: App) -> dict[bool, list[Message]]:
         return {stream: await _capture(app, orjson.dumps({**body, "stream": stream}), port)
@@ -154,7 +154,7 @@ def main(argv: list[str] | None = None) -> int:
 
     import uvicorn
 
-    from mockapi.server import NonLoopbackRefused, bind_socket, uvicorn_config
+    from mockapi.serve.server import NonLoopbackRefused, bind_socket, uvicorn_config
 
     try:
         sock = bind_socket(args.host, args.port)

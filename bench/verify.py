@@ -12,7 +12,7 @@ import orjson
 
 from bench import FIXED_TEXT
 from bench.load import ANTHROPIC_VERSION, API_KEY, build_requests
-from mockapi.sse import decode_events
+from mockapi.script.sse import decode_events
 
 __all__ = ["VerifyError", "normalize_ids", "raw_reply", "verify_reply", "verify_same_bytes"]
 

@@ -1,13 +1,27 @@
-"""mockapi: a controlled, scripted, recording mock of the Anthropic Messages API."""
+"""mockapi: a controlled, scripted, recording mock of the Anthropic Messages API.
+
+Packages, from the ground up (a package imports only those above it in this list; ``check``
+and ``script`` stand side by side and import neither the other):
+
+- ``journal``  every request written before its reply starts, and read back
+- ``check``    a request read and checked as the real API checks it, before any rule sees it
+- ``script``   the scenario language: what the model says, and which rule answers a request
+- ``serve``    the HTTP face: the Messages API app, its transport and gate, server and CLI
+- ``record``   record, then replay: a proxy in front of a real endpoint
+
+Here: the public names (``__all__``); ``testing`` is the pytest plugin (``mock_api``).
+``tests/test_architecture.py`` keeps the order.
+"""
 
 from __future__ import annotations
 
 import importlib.metadata
 from typing import TYPE_CHECKING, Any
 
-from mockapi.journal import Journal, JournalContents, read_journal
-from mockapi.matching import KINDS, Match
-from mockapi.replies import (
+from mockapi.journal.read import JournalContents, read_journal
+from mockapi.journal.write import Journal
+from mockapi.script.matching import KINDS, Match
+from mockapi.script.replies import (
     ApiError,
     Message,
     Raw,
@@ -23,10 +37,10 @@ from mockapi.replies import (
     thinking,
     tool_use,
 )
-from mockapi.scenario import Rule, Scenario, ScenarioError, load_scenario, parse_scenario
+from mockapi.script.scenario import Rule, Scenario, ScenarioError, load_scenario, parse_scenario
 
 if TYPE_CHECKING:
-    from mockapi.server import MockServer
+    from mockapi.serve.server import MockServer
 
 __all__ = [
     "KINDS",
@@ -69,7 +83,7 @@ if not TYPE_CHECKING:  # hidden from type checkers, which would take any name as
         # Loaded on first use: the server brings uvicorn, starlette and httpx, which readers
         # of scenarios and journals (the harness) do not need.
         if name == "MockServer":
-            from mockapi.server import MockServer
+            from mockapi.serve.server import MockServer
 
             globals()["MockServer"] = MockServer
             return MockServer

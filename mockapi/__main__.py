@@ -1,5 +1,5 @@
 import sys
 
-from mockapi.cli import main
+from mockapi.serve.cli import main
 
 sys.exit(main())

@@ -21,8 +21,8 @@ from typing import Any
 
 import pytest
 
-from mockapi.scenario import Scenario
-from mockapi.server import MockServer
+from mockapi.script.scenario import Scenario
+from mockapi.serve.server import MockServer
 
 __all__ = ["mock_api"]
 

@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from mockapi.records import OUTCOME_INVALID_REQUEST
-from mockapi.requests import BadRequest
-from mockapi.validation import check, validate_request
+from mockapi.check.requests import BadRequest
+from mockapi.check.validation import check, validate_request
+from mockapi.journal.records import OUTCOME_INVALID_REQUEST
 
 CREATE = "/v1/messages"
 COUNT = "/v1/messages/count_tokens"

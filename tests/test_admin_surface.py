@@ -18,8 +18,8 @@ import httpx
 import pytest
 
 from mockapi import Rule, Scenario, text
-from mockapi.admin import ADMIN_TOKEN_HEADER
-from mockapi.server import MockServer
+from mockapi.serve.admin import ADMIN_TOKEN_HEADER
+from mockapi.serve.server import MockServer
 
 SCENARIO = Scenario(classifier="plain", rules=[Rule(reply=text("SCRIPTED"), repeat="always")])
 API_HEADERS = {"x-api-key": "k", "anthropic-version": "2023-06-01",

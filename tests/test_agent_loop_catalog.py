@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from mockapi.replies import ToolUseBlock
+from mockapi.script.replies import ToolUseBlock
 from probes.catalog import REPORTS as CLAUDE_CODE_REPORTS
 from probes.catalog import agent_loop
 from probes.catalog.agent_loop import CLAIMS, PROBES

@@ -14,12 +14,11 @@ import orjson
 import pytest
 from starlette.testclient import TestClient
 
-from mockapi.admin import SCENARIO_BODY
-from mockapi.app import MockApp
-from mockapi.events import PreparedMessage, prepare
-from mockapi.journal import Journal, read_journal
-from mockapi.matching import Match
-from mockapi.replies import (
+from mockapi.journal.read import read_journal
+from mockapi.journal.write import Journal
+from mockapi.script.events import PreparedMessage, prepare
+from mockapi.script.matching import Match
+from mockapi.script.replies import (
     Message,
     StreamError,
     TextBlock,
@@ -31,8 +30,10 @@ from mockapi.replies import (
     text,
     tool_use,
 )
-from mockapi.scenario import Rule, Scenario
-from mockapi.sse import decode_events
+from mockapi.script.scenario import Rule, Scenario
+from mockapi.script.sse import decode_events
+from mockapi.serve.admin import SCENARIO_BODY
+from mockapi.serve.app import MockApp
 
 API_HEADERS = {"x-api-key": "test-key", "anthropic-version": "2023-06-01"}
 TOOLS = [{"name": "Read", "description": "read", "input_schema": {"type": "object"}}]

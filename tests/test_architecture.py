@@ -1,8 +1,8 @@
 """The packages keep their floors: a package imports only the packages below it.
 
-``probes/__init__.py`` lists the floors and what each owns; this test is that list as code.
-Every import counts (module level, inside functions, under ``TYPE_CHECKING``): an upward
-import is a cycle waiting to happen and a reader's map that lies.
+``probes/__init__.py`` and ``mockapi/__init__.py`` list the floors and what each owns; this
+test is those lists as code. Every import counts (module level, inside functions, under
+``TYPE_CHECKING``): an upward import is a cycle waiting to happen and a reader's map that lies.
 """
 
 from __future__ import annotations
@@ -15,9 +15,19 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 
-# floor of each part; a module may import its own part and any part on a lower floor
-FLOORS: Mapping[str, int] = {
-    "mockapi": 0,            # the mock knows nothing of the harness
+# The mock knows nothing of the harness: all of it is floor 0 of probes' count. Inside it,
+# each package has a floor of its own; two on one floor stand side by side, neither
+# importing the other.
+MOCKAPI_FLOORS: Mapping[str, int] = {
+    "mockapi.journal": 1,    # the journal: imports nothing of mockapi
+    "mockapi.check": 2,      # a request read and checked
+    "mockapi.script": 2,     # the scenario language
+    "mockapi.serve": 3,      # the HTTP face: app, transport, server, CLI
+    "mockapi.record": 4,     # record, then replay: a proxy on the mock's server
+    "mockapi": 5,            # mockapi/__init__.py (the public names), testing, __main__
+}
+# floor of each part of probes; a module may import its own part and any part on a lower floor
+PROBES_FLOORS: Mapping[str, int] = {
     "probes.inside": 1,      # programs run in the sandbox: import nothing of loopprobe
     "probes.core": 2,        # declarations, evidence, checks, verdicts
     "probes.faces": 3,       # probes.model, .checks, .evidence, .provenance: for users' catalogs
@@ -32,6 +42,11 @@ FLOORS: Mapping[str, int] = {
     "probes.cli": 8,
     "probes.__main__": 9,
     "probes": 1,             # probes/__init__.py: the version, importing nothing
+}
+# (floor in probes' count, floor inside the mock): compared in that order
+FLOORS: Mapping[str, tuple[int, int]] = {
+    **{part: (0, floor) for part, floor in MOCKAPI_FLOORS.items()},
+    **{part: (floor, 0) for part, floor in PROBES_FLOORS.items()},
 }
 FACES = {"probes.model", "probes.checks", "probes.evidence", "probes.provenance"}
 
@@ -75,6 +90,11 @@ def imported(tree: ast.Module, module: str, is_package: bool) -> Iterable[tuple[
                 yield node.lineno, name
 
 
+def _floor(part: str) -> str:
+    outer, inner = FLOORS[part]
+    return f"floor {inner} of mockapi" if part in MOCKAPI_FLOORS else f"floor {outer}"
+
+
 def upward_imports(root: Path) -> list[str]:
     """Every import from a part to a part on the same or a higher floor, one line each."""
     found = []
@@ -94,8 +114,8 @@ def upward_imports(root: Path) -> list[str]:
                 seen.add((line, there))
                 # the faces are for users' catalogs: the harness imports probes.core itself
                 if there != here and (FLOORS[there] >= FLOORS[here] or there == "probes.faces"):
-                    found.append(f"{path.relative_to(root)}:{line}: {here} (floor {FLOORS[here]}) "
-                                 f"imports {target} ({there}, floor {FLOORS[there]})")
+                    found.append(f"{path.relative_to(root)}:{line}: {here} ({_floor(here)}) "
+                                 f"imports {target} ({there}, {_floor(there)})")
     return found
 
 
@@ -113,11 +133,29 @@ def test_every_package_of_probes_has_a_floor_and_says_what_it_owns() -> None:
             ast.parse((ROOT / "probes/__init__.py").read_text())) or ""), name
 
 
+def test_every_package_of_mockapi_has_a_floor_and_says_what_it_owns() -> None:
+    listed = ast.get_docstring(ast.parse((ROOT / "mockapi/__init__.py").read_text())) or ""
+    for init in sorted((ROOT / "mockapi").glob("*/__init__.py")):
+        name = module_name(init, ROOT)
+        assert name in MOCKAPI_FLOORS, \
+            f"{name}: a new package; give it a floor here and in mockapi/__init__.py"
+        doc = ast.get_docstring(ast.parse(init.read_text())) or ""
+        assert "May import" in doc, f"{init.relative_to(ROOT)}: its docstring says what it may import"
+        assert f"``{name.rpartition('.')[2]}``" in listed, name
+    assert sorted((ROOT / "mockapi").glob("*.py")) == [
+        ROOT / "mockapi" / name for name in ("__init__.py", "__main__.py", "testing.py")], \
+        "a module of the mock belongs in one of its packages"
+
+
 @pytest.mark.parametrize(("planted_in", "line"), [
     ("probes/core/planted.py", "from probes.run.runner import run_probe\n"),
     ("probes/catalog/planted.py", "from probes.sandbox.files import SandboxFiles\n"),  # same floor
     ("probes/inside/planted.py", "import probes.core.names\n"),
     ("mockapi/planted.py", "def f():\n    from probes.core import checks\n"),
+    ("mockapi/journal/planted.py", "from mockapi.serve.app import MockApp\n"),
+    ("mockapi/check/planted.py", "from mockapi.script import scenario\n"),  # beside it
+    ("mockapi/serve/planted.py", "if TYPE_CHECKING:\n    from mockapi.record import Recorder\n"),
+    ("mockapi/script/planted.py", "from mockapi import text\n"),  # the public names: the top
     ("probes/run/planted.py", "from ..report import build\n"),
     ("probes/core/planted.py", "from probes.model import Probe\n"),
     ("probes/run/planted.py", "from probes.checks import Checks\n"),  # the harness skips the faces

@@ -38,11 +38,12 @@ from hypothesis import strategies as st
 from hypothesis.strategies import SearchStrategy
 
 from mockapi import KINDS, Journal, Match, Rule, Scenario, ScenarioError, read_journal, text
-from mockapi.app import MAX_BODY_BYTES, MockApp
-from mockapi.journal_read import parse_journal
-from mockapi.records import MAX_JOURNALED_BODY_DEPTH
-from mockapi.scenario import load_scenario, parse_scenario
-from mockapi.sse import decode_events
+from mockapi.check.requests import MAX_BODY_BYTES
+from mockapi.journal.read import parse_journal
+from mockapi.journal.records import MAX_JOURNALED_BODY_DEPTH
+from mockapi.script.scenario import load_scenario, parse_scenario
+from mockapi.script.sse import decode_events
+from mockapi.serve.app import MockApp
 from probes.core.safe_read import nested_deeper_than
 
 FUZZ = settings(
@@ -192,7 +193,7 @@ class Harness:
         self.sent += 1
         expected = expected_answer(sent, self.mock.max_body_bytes)
         if expected.status == 200 and response.status_code == 400 and not self.mock.lenient:
-            # what the real API also refuses (mockapi.validation, tested on its own in
+            # what the real API also refuses (mockapi.check.validation, tested on its own in
             # test_validation.py); everything else below still holds for it
             expected = Expected(400, "")
         shown = response.content[:300]

@@ -1,4 +1,4 @@
-"""mockapi.events.prepare: the exact event sequence and JSON body of every reply kind."""
+"""mockapi.script.events.prepare: the exact event sequence and JSON body of every reply kind."""
 
 from __future__ import annotations
 
@@ -9,14 +9,14 @@ from typing import Any
 
 import pytest
 
-from mockapi.events import (
+from mockapi.script.events import (
     PreparedError,
     PreparedMessage,
     PreparedRaw,
     error_body,
     prepare,
 )
-from mockapi.replies import (
+from mockapi.script.replies import (
     Message,
     RedactedThinkingBlock,
     TextBlock,
@@ -30,7 +30,7 @@ from mockapi.replies import (
     thinking,
     tool_use,
 )
-from mockapi.sse import decode_events
+from mockapi.script.sse import decode_events
 
 MSG_ID = "msg_test_1"
 MODEL = "claude-sonnet-4-5"

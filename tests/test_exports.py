@@ -31,8 +31,9 @@ def _loaded_after(code: str) -> list[str]:
 
 def test_scenarios_records_journals_and_the_cli_arguments_load_no_server() -> None:
     assert _loaded_after(
-        "import mockapi, mockapi.scenario, mockapi.records, mockapi.journal, mockapi.plan\n"
-        "import argparse\nfrom mockapi.cli import add_serve_arguments\n"
+        "import mockapi, mockapi.script.scenario, mockapi.journal.records, mockapi.journal.write\n"
+        "import mockapi.journal.read, mockapi.script.plan\n"
+        "import argparse\nfrom mockapi.serve.cli import add_serve_arguments\n"
         "add_serve_arguments(argparse.ArgumentParser())") == []
 
 

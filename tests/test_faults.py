@@ -31,7 +31,7 @@ from mockapi import (
     text,
     tool_use,
 )
-from mockapi.replies import (
+from mockapi.script.replies import (
     ApiError,
     ApiErrorSpec,
     EventCount,
@@ -42,7 +42,7 @@ from mockapi.replies import (
     StreamError,
     StreamStall,
 )
-from mockapi.sse import decode_events
+from mockapi.script.sse import decode_events
 
 StartMock = Callable[..., MockServer]
 

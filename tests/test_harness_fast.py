@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from mockapi import Match, Message, Rule, Scenario, TextBlock, ToolUseBlock, text, tool_use
-from mockapi.replies import StreamError
+from mockapi.script.replies import StreamError
 from probes import cli
 from probes.clients import registry
 from probes.core.checks import CheckResult, Checks

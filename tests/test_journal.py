@@ -14,8 +14,9 @@ import orjson
 import pytest
 
 from mockapi import Journal, MockServer, Rule, Scenario, read_journal, text
-from mockapi.journal import REDACTED, TornLine, redact_query
-from mockapi.records import MAX_JOURNALED_BODY_DEPTH
+from mockapi.journal.read import TornLine
+from mockapi.journal.records import MAX_JOURNALED_BODY_DEPTH
+from mockapi.journal.redact import REDACTED, redact_query
 from probes.report.schemas import validate_path
 
 StartMock = Callable[..., MockServer]
@@ -323,7 +324,7 @@ def test_seq_continues_when_the_journal_is_reopened(mock_api: StartMock, tmp_pat
         mock.stop()
 
     assert [r["seq"] for r in read_journal(path).requests()] == [1, 2, 3, 4, 5]
-    # the seq is in every reply id, and the rest cannot be guessed (mockapi.threads)
+    # the seq is in every reply id, and the rest cannot be guessed (mockapi.serve.threads)
     assert [i[:20] for i in ids] == [f"msg_loopprobe_{seq:06d}" for seq in range(1, 6)]
     assert all(len(i) == 20 + 1 + 24 for i in ids) and len(set(i[21:] for i in ids)) == 5
     reopened = Journal(path)
@@ -337,7 +338,7 @@ def test_with_fsync_every_line_is_synced_before_the_reply(tmp_path: Path, monkey
     import httpx
 
     from mockapi import Match, MockServer, Rule, Scenario, text
-    from mockapi import journal as journal_module
+    from mockapi.journal import write as journal_module
 
     events: list[tuple[str, int]] = []
     real_fsync = os_module.fsync

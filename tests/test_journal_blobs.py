@@ -13,8 +13,8 @@ from typing import Any
 import orjson
 import pytest
 
-from mockapi.journal import Journal, read_journal
-from mockapi.journal_blobs import (
+from mockapi.journal import blobs as blobs_module
+from mockapi.journal.blobs import (
     BLOB_THRESHOLD,
     BlobError,
     BlobSplitter,
@@ -22,7 +22,9 @@ from mockapi.journal_blobs import (
     parse_blob_line,
     resolve_body,
 )
-from mockapi.records import request_record
+from mockapi.journal.read import read_journal
+from mockapi.journal.records import request_record
+from mockapi.journal.write import Journal
 from probes.core.safe_read import ReadRefused, json_lines
 from probes.report.format import read_journal_lines
 from probes.report.journal_blobs import compact_journal_file, compact_lines, expand_lines
@@ -111,19 +113,19 @@ def test_the_blob_index_is_bounded_and_a_forgotten_blob_is_still_read(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Memory does not grow with the run: past the index's bound the oldest blobs are
     forgotten, written again when referenced again, and found in the file when read."""
-    monkeypatch.setattr("mockapi.journal._BLOB_INDEX", 3)
+    monkeypatch.setattr("mockapi.journal.blobs._BLOB_INDEX", 3)
     journal = Journal(tmp_path / "j.jsonl")
     sent = [write(journal, seq, body(0, extra={"n": seq, "text": f"{seq} " * 600}))
             for seq in range(1, 3)]
     # every request brings a new large block: the first ones fall out of the index
     sent += [write(journal, seq, {**body(0), "messages": [
         {"role": "user", "content": f"block {seq} " + "b" * 2000}]}) for seq in range(3, 9)]
-    assert len(journal._blob_spans) <= 3 and len(journal._blobs.written) <= 3
+    assert len(journal._blob_places._spans) <= 3 and len(journal._blobs.written) <= 3
     sent.append(write(journal, 9, body(0)))  # the system prompt again, its blob forgotten
     scans = []
-    find_blob = journal._find_blob
-    monkeypatch.setattr(journal, "_find_blob", lambda digest: scans.append(digest) or
-                        find_blob(digest))
+    find_blob = blobs_module._find_blob
+    monkeypatch.setattr(blobs_module, "_find_blob", lambda fd, digest: scans.append(digest) or
+                        find_blob(fd, digest))
     for after in range(len(sent)):
         assert [r["body"] for r in journal.read_after(after).requests()] == \
             [orjson.loads(raw) for raw in sent[after:]]
@@ -276,8 +278,8 @@ def test_real_bodies_served_by_the_mock_read_back_as_sent(mock_api: Any) -> None
     """Every committed Claude Code 2.1.235 body (sent unsorted, as a client would, and as
     the bench sends it), through a real mock: each reader sees the body exactly as sent,
     ``/_mock/requests`` too, and the journal smaller than the bodies."""
-    from mockapi.replies import text
-    from mockapi.scenario import Rule, Scenario
+    from mockapi.script.replies import text
+    from mockapi.script.scenario import Rule, Scenario
 
     mock = mock_api(Scenario(classifier="plain", validation="lenient",
                              rules=[Rule(reply=text("hi"), repeat="always")]))

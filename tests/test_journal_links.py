@@ -6,7 +6,7 @@ link (to a file, or dangling), a hard link, a named pipe, a folder: each is refu
 line naming the path and what it is, and the link's target is left as it was. Where the
 old mock started anyway, a request is sent, so the test shows the target written through.
 The files it writes beside the journal (``.pid``, ``.torn-at-N``) are not followed either;
-the folders above the journal are the caller's path and are followed (mockapi.journal_file).
+the folders above the journal are the caller's path and are followed (mockapi.journal.file).
 """
 
 from __future__ import annotations
@@ -22,7 +22,8 @@ import httpx
 import pytest
 
 from mockapi import MockServer, Rule, Scenario, text
-from mockapi.journal import Journal, JournalError, read_journal
+from mockapi.journal.read import read_journal
+from mockapi.journal.write import Journal, JournalError
 from tests.mock_process import read_line
 
 PRECIOUS = b"someone else's file\n"

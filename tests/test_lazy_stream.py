@@ -26,9 +26,9 @@ import orjson
 import pytest
 
 from mockapi import MockServer, Rule, Scenario
-from mockapi.events import PreparedMessage, prepare
-from mockapi.plan import End, Send, Sleep, Step
-from mockapi.replies import Message
+from mockapi.script.events import PreparedMessage, prepare
+from mockapi.script.plan import End, Send, Sleep, Step
+from mockapi.script.replies import Message
 from tests.mock_process import read_line
 
 GOLDEN = Path(__file__).parent / "fixtures" / "stream_golden.json"
@@ -186,9 +186,9 @@ def _large_scenario(tmp_path: Path, size: int, **reply: Any) -> Path:
 
 _LOAD = """
 import resource, sys
-from mockapi.events import PreparedMessage
-from mockapi.scenario import load_scenario
-from mockapi.script import Script
+from mockapi.script.events import PreparedMessage
+from mockapi.script.scenario import load_scenario
+from mockapi.script.decide import Script
 before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 script = Script(load_scenario(sys.argv[1]).render({}))
 after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss

@@ -34,7 +34,7 @@ import orjson
 import pytest
 
 from mockapi import read_journal
-from mockapi.sse import decode_events
+from mockapi.script.sse import decode_events
 from tests.mock_process import read_line
 
 SOAK_SECONDS = float(os.environ.get("LOOPPROBE_SOAK_SECONDS", "20"))

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from starlette.datastructures import Headers
 
-from mockapi.matching import (
+from mockapi.script.matching import (
     CLASSIFIERS,
     KINDS,
     Match,

@@ -130,9 +130,9 @@ def test_a_pipelined_head_is_bounded_while_the_reply_before_it_is_sent(
         tmp_path: Path, then: str, status: bytes, why: bytes, outcome: str) -> None:
     """Before: the head of a request pipelined behind a streamed reply was neither counted nor
     timed; 64 MiB of it were read into memory, and a stalled one was dropped unanswered."""
-    from mockapi.scenario import parse_scenario
-    from mockapi.server import MockServer
-    from mockapi.transport import Limits
+    from mockapi.script.scenario import parse_scenario
+    from mockapi.serve.server import MockServer
+    from mockapi.serve.transport import Limits
 
     journal = tmp_path / "j.jsonl"
     with MockServer(parse_scenario(SLOW_STREAM), journal,
@@ -159,9 +159,9 @@ def test_silent_connections_past_the_room_over_the_cap_are_answered_at_once(
         tmp_path: Path) -> None:
     """Connections over the cap that send nothing would hold descriptors until their head
     timeout: past OVER_CAP_ROOM of them a connection is answered 503 as it is accepted."""
-    from mockapi.scenario import Scenario
-    from mockapi.server import MockServer
-    from mockapi.transport import OVER_CAP_ROOM, Limits
+    from mockapi.script.scenario import Scenario
+    from mockapi.serve.server import MockServer
+    from mockapi.serve.transport import OVER_CAP_ROOM, Limits
     from tests.test_mock_hardening import connections_reach
 
     journal = tmp_path / "j.jsonl"
@@ -197,7 +197,7 @@ def test_silent_connections_past_the_room_over_the_cap_are_answered_at_once(
 ])
 def test_the_connection_cap_follows_the_soft_descriptor_limit(
         monkeypatch: pytest.MonkeyPatch, soft: int, expected: int, why: str) -> None:
-    from mockapi import transport
+    from mockapi.serve import transport
 
     monkeypatch.setattr(transport.resource, "getrlimit", lambda which: (soft, soft))
     monkeypatch.setattr(transport, "_open_descriptors", lambda: 10)

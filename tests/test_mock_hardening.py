@@ -26,11 +26,11 @@ import orjson
 import pytest
 
 from mockapi import Match, Rule, Scenario, read_journal, text
-from mockapi.journal import Journal, JournalInUse
-from mockapi.records import RequestRecord, ResponseEndRecord
-from mockapi.scenario import MAX_SCENARIO_BYTES, ScenarioError, decode_scenario_text, load_scenario
-from mockapi.server import MockServer
-from mockapi.transport import Limits
+from mockapi.journal.records import RequestRecord, ResponseEndRecord
+from mockapi.journal.write import Journal, JournalInUse
+from mockapi.script.scenario import MAX_SCENARIO_BYTES, ScenarioError, decode_scenario_text, load_scenario
+from mockapi.serve.server import MockServer
+from mockapi.serve.transport import Limits
 from tests.test_records import _misfits as misfits
 
 HEADERS = {"x-api-key": "k", "anthropic-version": "2023-06-01"}

@@ -20,7 +20,7 @@ import pytest
 import yaml
 
 from mockapi import Rule, Scenario, ScenarioError, parse_scenario, read_journal, text
-from mockapi.scenario import load_scenario
+from mockapi.script.scenario import load_scenario
 from tests.mock_process import read_line
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -6,15 +6,15 @@ from typing import Any
 
 import pytest
 
-from mockapi.events import PreparedMessage, PreparedRaw, prepare
-from mockapi.plan import Abort, End, Plan, Send, Sleep, StreamPlan, one_write, plan_raw
-from mockapi.records import (
+from mockapi.journal.records import (
     END_COMPLETE,
     END_DISCONNECTED_BY_SCRIPT,
     END_STREAM_ERROR_BY_SCRIPT,
     END_TRUNCATED_BY_SCRIPT,
 )
-from mockapi.replies import Message, Raw, RawChunk, RawSpec, TextBlock, raw
+from mockapi.script.events import PreparedMessage, PreparedRaw, prepare
+from mockapi.script.plan import Abort, End, Plan, Send, Sleep, StreamPlan, one_write, plan_raw
+from mockapi.script.replies import Message, Raw, RawChunk, RawSpec, TextBlock, raw
 
 # The greeting's events on the wire: "hello world" in chunks of 5 ("hello", " worl", "d").
 START = (b'event: message_start\ndata: {"type":"message_start","message":{"id":"msg_1",'

@@ -29,8 +29,8 @@ from mockapi import (
     tool_use,
 )
 from mockapi.record import RecordingProxy, reply_from_exchange
-from mockapi.replies import EventCount, TextBlock, ThinkingBlock, ToolUseBlock, Usage
-from mockapi.server import MockServer
+from mockapi.script.replies import EventCount, TextBlock, ThinkingBlock, ToolUseBlock, Usage
+from mockapi.serve.server import MockServer
 from probes.report.schemas import validate_path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -373,7 +373,7 @@ def test_a_real_client_recorded_then_replayed(claude_code_binary, tmp_path: Path
 def test_an_exchange_open_when_the_proxy_stops_is_kept_cut_off(tmp_path: Path) -> None:
     import threading
 
-    from mockapi.replies import StreamStall
+    from mockapi.script.replies import StreamStall
     upstream = Scenario(rules=[Rule(match=Match(turn=1), reply=text(
         "half of it, then a long pause", stall=StreamStall(after_events=3, seconds=60)))])
     ended: list[tuple[bytes, str]] = []
@@ -425,7 +425,7 @@ def test_other_routes_are_relayed_and_journaled_without_rules(tmp_path: Path) ->
 def test_a_client_leaving_early_closes_the_upstream_and_keeps_what_came(tmp_path: Path) -> None:
     """Issue 27: the upstream was read to its end after the client left (tokens paid for
     nobody); now its response is closed at once, and the rule is what came, cut off."""
-    from mockapi.replies import StreamStall
+    from mockapi.script.replies import StreamStall
     upstream = Scenario(rules=[Rule(match=Match(turn=1), reply=text(
         "all of it, after a pause", stall=StreamStall(after_events=2, seconds=30)))])
     with MockServer(upstream, tmp_path / "upstream.jsonl") as mock, \

@@ -26,7 +26,7 @@ import pytest
 
 from mockapi import load_scenario, read_journal
 from mockapi.record import RecordingProxy
-from mockapi.recorder import Recorder
+from mockapi.record.recorder import Recorder
 
 API_KEY = "sk-ant-record-hardening-0001"
 HEADERS = [(b"x-api-key", API_KEY.encode()), (b"anthropic-version", b"2023-06-01"),

@@ -14,8 +14,8 @@ import pytest
 import typing_extensions
 
 from mockapi import Journal, Match, MockServer, Rule, Scenario, api_error, raw, text
-from mockapi import records as records_module
-from mockapi.records import (
+from mockapi.journal import records as records_module
+from mockapi.journal.records import (
     EndReason,
     NearestRule,
     Outcome,

@@ -1,4 +1,4 @@
-"""Parsing a body with the large parts of earlier bodies reused (``mockapi.repeated_parts``)
+"""Parsing a body with the large parts of earlier bodies reused (``mockapi.check.repeated_parts``)
 gives exactly what ``orjson.loads`` gives: on every request body committed in reports/, and
 on bodies written to mislead it."""
 
@@ -14,10 +14,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mockapi.journal import Journal, read_journal
-from mockapi.journal_blobs import BlobSplitter
-from mockapi.records import request_record
-from mockapi.repeated_parts import RepeatedParts
+from mockapi.check.repeated_parts import RepeatedParts
+from mockapi.journal.blobs import BlobSplitter
+from mockapi.journal.read import read_journal
+from mockapi.journal.records import request_record
+from mockapi.journal.write import Journal
 from probes.core.safe_read import json_lines
 from probes.report.journal_blobs import expand_lines
 

@@ -378,7 +378,7 @@ def test_a_bypass_is_caught(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> 
 def test_the_sandbox_is_enterable_whatever_the_umask(tmp_path: Path) -> None:
     """Probes run in threads and the umask is the process's: a folder made under another
     thread's umask must still let the client (without capabilities) in."""
-    from mockapi.server import bind_unix_socket
+    from mockapi.serve.server import bind_unix_socket
     from probes.sandbox.folders import Sandbox
     previous = os.umask(0o177)
     try:

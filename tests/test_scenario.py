@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 import yaml
 
-from mockapi.matching import Match
-from mockapi.replies import ApiError, Message, Raw, TextBlock, ToolUseBlock, raw, text, tool_use
-from mockapi.scenario import Rule, Scenario, ScenarioError, load_scenario, parse_scenario
+from mockapi.script.matching import Match
+from mockapi.script.replies import ApiError, Message, Raw, TextBlock, ToolUseBlock, raw, text, tool_use
+from mockapi.script.scenario import Rule, Scenario, ScenarioError, load_scenario, parse_scenario
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "scenarios" / "tool-then-text.yaml"
 

@@ -10,9 +10,10 @@ from typing import Any
 import orjson
 import pytest
 
-from mockapi.events import PreparedError, PreparedMessage
-from mockapi.matching import Match, facts_from_body
-from mockapi.replies import (
+from mockapi.script.decide import Decision, Script
+from mockapi.script.events import PreparedError, PreparedMessage
+from mockapi.script.matching import Match, facts_from_body
+from mockapi.script.replies import (
     Message,
     TextBlock,
     ToolUseBlock,
@@ -21,8 +22,7 @@ from mockapi.replies import (
     text,
     tool_use,
 )
-from mockapi.scenario import Rule, Scenario, load_scenario
-from mockapi.script import Decision, Script
+from mockapi.script.scenario import Rule, Scenario, load_scenario
 
 EXAMPLE = (Path(__file__).resolve().parent.parent
            / "examples" / "scenarios" / "tool-then-text.yaml")

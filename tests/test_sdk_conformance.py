@@ -19,8 +19,8 @@ from typing import Any
 import pytest
 
 from mockapi import Rule, Scenario, api_error, message
-from mockapi.replies import Message, RedactedThinkingBlock, TextBlock, ThinkingBlock, ToolUseBlock
-from mockapi.server import MockServer
+from mockapi.script.replies import Message, RedactedThinkingBlock, TextBlock, ThinkingBlock, ToolUseBlock
+from mockapi.serve.server import MockServer
 from tests import sdk_lines
 from tests.conftest import missing_install
 

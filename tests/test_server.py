@@ -12,7 +12,7 @@ import httpx
 import pytest
 
 from mockapi import Match, MockServer, Rule, Scenario, text
-from mockapi.server import NonLoopbackRefused
+from mockapi.serve.server import NonLoopbackRefused
 
 HEADERS = {"x-api-key": "k", "anthropic-version": "2023-06-01"}
 BODY = {"model": "m", "max_tokens": 5, "stream": True,

@@ -155,7 +155,7 @@ def test_a_scheduled_wakeup_in_a_run_without_command_lifecycle_is_absent_for_its
 
 def test_the_scheduling_reply_follows_the_declared_schedulewakeup_schema() -> None:
     """noop where the version's ScheduleWakeup declares it (2.1.268 on), not otherwise."""
-    from mockapi.matching import facts_from_body
+    from mockapi.script.matching import facts_from_body
     rules = {r.id: r for r in LOOP_PROBE.scenario.rules}
     prompt = [{"role": "user", "content": "/loop LOOP_WAKE_MARKER"}]
     with_noop = {"name": "ScheduleWakeup", "input_schema": {"properties": {

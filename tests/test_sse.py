@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from mockapi.sse import SEPARATOR, decode_events, encode_event, encode_raw_event
+from mockapi.script.sse import SEPARATOR, decode_events, encode_event, encode_raw_event
 
 # (payload, exact bytes on the wire). Each payload is shaped as the API sends it.
 EVENT_TABLE: list[tuple[str, dict[str, Any], bytes]] = [

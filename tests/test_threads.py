@@ -25,9 +25,9 @@ import httpx
 import pytest
 
 from mockapi import Match, MockServer, Rule, Scenario, api_error, message, text, tool_use
-from mockapi.records import RequestRecord
-from mockapi.replies import TextBlock, ThinkingBlock, ToolUseBlock
-from mockapi.threads import THREADS_BETA
+from mockapi.journal.records import RequestRecord
+from mockapi.script.replies import TextBlock, ThinkingBlock, ToolUseBlock
+from mockapi.serve.threads import THREADS_BETA
 from probes.clients.npm import cache_root
 from tests import sdk_lines
 from tests.conftest import missing_install

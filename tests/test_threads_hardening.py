@@ -19,7 +19,7 @@ from typing import Any
 import httpx
 
 from mockapi import MockServer, Rule, Scenario, text
-from mockapi.threads import MAX_THREAD_BYTES, MAX_THREADS, THREADS_BETA, Threads
+from mockapi.serve.threads import MAX_THREAD_BYTES, MAX_THREADS, THREADS_BETA, Threads
 from tests.test_threads import FIRST, HEADERS, TIMEOUT, USE_THEN_DONE, continue_from
 
 MB = 1024 * 1024

@@ -1,4 +1,4 @@
-"""Request validation (mockapi.validation): what the real API refuses is refused, with its
+"""Request validation (mockapi.check.validation, .messages): what the real API refuses is refused, with its
 wording; what real clients send (every committed journal, the SDK lines) is accepted."""
 
 from __future__ import annotations
@@ -23,16 +23,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from mockapi import ScenarioError, parse_scenario
-from mockapi.requests import BadRequest
-from mockapi.validation import (
-    BLOCK_TYPES,
-    MAX_MESSAGES,
-    MESSAGE_ROLES,
-    SAMPLING_REMOVED_IN,
-    TOOL_RESULT_CONTENT_TYPES,
-    check,
-    validate_request,
-)
+from mockapi.check.messages import BLOCK_TYPES, MESSAGE_ROLES, TOOL_RESULT_CONTENT_TYPES
+from mockapi.check.requests import BadRequest
+from mockapi.check.validation import MAX_MESSAGES, SAMPLING_REMOVED_IN, check, validate_request
 from probes.report.format import read_journal_lines
 from tests import sdk_lines
 from tests.conftest import missing_install
@@ -268,7 +261,7 @@ def _journal_requests() -> list[tuple[str, dict[str, Any], dict[str, str], str]]
             thread = record.get("body", {}).get("thread") if isinstance(
                 record.get("body"), dict) else None
             if isinstance(thread, dict) and thread.get("type") == "continue":
-                continue  # a fragment: the mock validated it whole (mockapi.threads)
+                continue  # a fragment: the mock validated it whole (mockapi.serve.threads)
             if record.get("type") == "request" and record.get("path") in (CREATE, COUNT):
                 found.append((str(path.relative_to(ROOT)), record["body"], record["headers"],
                               record["path"]))
@@ -462,10 +455,10 @@ def test_the_tables_hold_every_tag_the_sdk_declares() -> None:
     results = set().union(*(_list_item_tags(_fields(kind)["content"])
                             for kind in (types_.ToolResultBlockParam, beta.BetaToolResultBlockParam)))
     assert {"user", "assistant", "text", "tool_use", "tool_result"} <= roles | blocks  # the walk works
-    assert roles - MESSAGE_ROLES == set(), "update MESSAGE_ROLES in mockapi/validation.py"
-    assert blocks - BLOCK_TYPES == set(), "update BLOCK_TYPES in mockapi/validation.py"
+    assert roles - MESSAGE_ROLES == set(), "update MESSAGE_ROLES in mockapi/check/messages.py"
+    assert blocks - BLOCK_TYPES == set(), "update BLOCK_TYPES in mockapi/check/messages.py"
     assert results - TOOL_RESULT_CONTENT_TYPES == set(), \
-        "update TOOL_RESULT_CONTENT_TYPES in mockapi/validation.py"
+        "update TOOL_RESULT_CONTENT_TYPES in mockapi/check/messages.py"
 
 
 # ---- properties: valid shapes pass; one mutation from the refusal list is refused ---------

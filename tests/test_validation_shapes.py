@@ -1,5 +1,5 @@
 """The refusals of a model's output limit, and of ``thinking``, ``tools``, image and
-document shapes (mockapi.model_limits, mockapi.request_shapes): each refusal in the API's
+document shapes (mockapi.check.model_limits, mockapi.check.request_shapes): each refusal in the API's
 wording, and a valid body of each documented shape accepted."""
 
 from __future__ import annotations
@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from mockapi.model_limits import ModelLimit, output_limit
-from mockapi.request_shapes import THINKING_TYPES, TOOL_NAME
-from mockapi.validation import validate_request
+from mockapi.check.model_limits import ModelLimit, output_limit
+from mockapi.check.request_shapes import THINKING_TYPES, TOOL_NAME
+from mockapi.check.validation import validate_request
 from tests.refusals import COUNT, CREATE, HEADERS, refusal, refused_only_when_strict
 
 INTERLEAVED = {**HEADERS, "anthropic-beta": "claude-code-20250219,interleaved-thinking-2025-05-14"}
@@ -326,4 +326,4 @@ def test_the_thinking_tags_are_every_one_the_sdk_declares() -> None:
                 for member in typing.get_args(union)
                 for tag in typing.get_args(typing.get_type_hints(member)["type"])}
     assert "enabled" in declared
-    assert declared == THINKING_TYPES, "update THINKING_TYPES in mockapi/request_shapes.py"
+    assert declared == THINKING_TYPES, "update THINKING_TYPES in mockapi/check/request_shapes.py"

@@ -10,7 +10,7 @@ import os
 from functools import partial
 from pathlib import Path
 
-from mockapi.scenario import Scenario
+from mockapi.script.scenario import Scenario
 from probes.cases.expectations import check_expectation, statement
 from probes.cases.format import Case, CaseFile, CaseFileError, expectation_ids, load_case_file
 from probes.cases.paths import given_path, repository_root, setup_path

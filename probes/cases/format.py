@@ -3,7 +3,7 @@
 YAML (``loopprobe: cases/1``), read like a scenario (bounded, no aliases) and validated here;
 ``case.schema.json`` is generated from these models (``loopprobe schemas``). The scripted
 model is the mock's own scenario language: each ``model`` item is one mock reply
-(``mockapi.replies.Reply``), ``rules`` are mock rules; nothing of it is re-invented here.
+(``mockapi.script.replies.Reply``), ``rules`` are mock rules; nothing of it is re-invented here.
 The expectations are a closed set (``EXPECTATION_KINDS``), each checked by
 ``probes.cases.expectations``.
 """
@@ -15,9 +15,9 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from mockapi.replies import Message, Reply
-from mockapi.scenario import Rule
-from mockapi.scenario_errors import ScenarioError
+from mockapi.script.replies import Message, Reply
+from mockapi.script.scenario import Rule
+from mockapi.script.scenario_errors import ScenarioError
 from probes.core.safe_read import read_yaml
 
 __all__ = ["CASES_FORMAT", "DEFAULT_REPLY", "DEFAULT_RULE", "EXPECTATION_KINDS", "Case",

@@ -6,7 +6,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from mockapi import Match, Rule, Scenario, text, tool_use
-from mockapi.records import RequestRecord
+from mockapi.journal.records import RequestRecord
 from probes.catalog.common import body_text, check_ended, last_user_locations
 from probes.catalog.variants import recording_hooks, with_runs
 from probes.core.checks import Checks

@@ -14,7 +14,7 @@ from dataclasses import replace
 from typing import Any, Literal
 
 from mockapi import Rule
-from mockapi.replies import Reply
+from mockapi.script.replies import Reply
 from probes.core.probe import Hooks, Probe
 from probes.core.streamed import Step
 

@@ -7,14 +7,14 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from mockapi.cli import add_serve_arguments
+from mockapi.serve.cli import add_serve_arguments
 from probes.cli.common import EXIT_HARNESS, check_out, command, mark_output_files
 
 __all__ = ["add_record", "add_serve", "cmd_record", "cmd_serve"]
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    from mockapi.cli import serve
+    from mockapi.serve.cli import serve
     return serve(args)
 
 

@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from mockapi.records import JournalRecord, RequestRecord
+from mockapi.journal.records import JournalRecord, RequestRecord
 from probes.core.invocation import Invocation
 from probes.core.safe_read import json_lines, nested_deeper_than
 from probes.core.tally import NotKept

@@ -13,8 +13,8 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from mockapi.replies import ToolUseBlock
-from mockapi.scenario import Scenario
+from mockapi.script.replies import ToolUseBlock
+from mockapi.script.scenario import Scenario
 from probes.core.checks import Checks
 from probes.core.evidence import Evidence
 from probes.core.invocation import CAPABILITIES, Hooks, Invocation

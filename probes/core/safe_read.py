@@ -18,7 +18,7 @@ import zlib
 from pathlib import Path
 from typing import Any
 
-from mockapi.scenario import MAX_SCENARIO_BYTES, ScenarioRefused, decode_scenario_text
+from mockapi.script.scenario import MAX_SCENARIO_BYTES, ScenarioRefused, decode_scenario_text
 
 __all__ = ["BLOB_SIDECAR_SUFFIX", "BLOB_STORE_NAME", "GZIP_RATIO_FLOOR", "MAX_DEPTH",
            "MAX_GZIP_RATIO", "MAX_JOURNAL_BYTES",
@@ -36,7 +36,7 @@ MAX_GZIP_RATIO = 100
 GZIP_RATIO_FLOOR = 1024 * 1024
 # a report nests ~15 levels, a journal line ~11; Python's own limit is ~1,000 and every
 # reader, the schema validator and the page templates recurse into what they are given
-MAX_DEPTH = 200  # above the journal's bodies (mockapi.records.MAX_JOURNALED_BODY_DEPTH)
+MAX_DEPTH = 200  # above the journal's bodies (mockapi.journal.records.MAX_JOURNALED_BODY_DEPTH)
 
 
 class ReadRefused(Exception):

@@ -25,7 +25,7 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from mockapi.scenario_errors import ScenarioError
+from mockapi.script.scenario_errors import ScenarioError
 from probes.core.safe_read import ReadRefused, read_yaml
 
 __all__ = ["ANY_EXPECTATION", "ANY_VERSION", "BASELINE_FORMAT", "Baseline", "BaselineError",

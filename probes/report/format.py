@@ -13,7 +13,7 @@ from typing import Any, Literal, NotRequired
 
 from typing_extensions import TypedDict
 
-from mockapi.journal_blobs import BlobError
+from mockapi.journal.blobs import BlobError
 from probes.core.safe_read import ReadRefused, confined, json_lines, read_journal, read_json
 from probes.core.verdicts import CLAIM_VERDICTS
 from probes.report.journal_blobs import expand_lines

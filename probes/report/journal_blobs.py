@@ -3,7 +3,7 @@
 A report's journal holds every request of every probe (``probes.report.build``), and
 each Claude Code request repeats the same system prompt and tool list: most of a version
 folder's bytes. ``compact_lines`` writes each such part once, as a blob record after
-the records (``mockapi.journal_blobs``: the mock's journal format 4, in the report's line
+the records (``mockapi.journal.blobs``: the mock's journal format 4, in the report's line
 format: sorted keys, ``json.dumps``'s separators), so the line numbers reports cite stay
 those of the records. ``expand_lines`` gives back the lines exactly as they were before
 (a test checks every committed journal): every reader of a report's journal goes
@@ -17,7 +17,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from mockapi.journal_blobs import BLOB_LINE_HEAD, BlobError, BlobSplitter, parse_blob_line, resolve_body
+from mockapi.journal.blobs import BLOB_LINE_HEAD, BlobError, BlobSplitter, parse_blob_line, resolve_body
 from probes.core.safe_read import json_lines, loads
 
 __all__ = ["compact_journal_file", "compact_lines", "expand_lines"]

@@ -41,8 +41,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from mockapi.scenario import Scenario
-from mockapi.server import MockServer
+from mockapi.script.scenario import Scenario
+from mockapi.serve.server import MockServer
 from probes.clients.base import ClientBinary, Command
 from probes.clients.info_run import allow_uncontained
 from probes.inside.egress import EgressSink

@@ -19,8 +19,9 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Protocol
 
-from mockapi.journal import Journal, read_journal
-from mockapi.scenario import Scenario
+from mockapi.journal.read import read_journal
+from mockapi.journal.write import Journal
+from mockapi.script.scenario import Scenario
 from probes.clients.base import (
     Client,
     ClientBinary,

@@ -19,8 +19,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from mockapi.scenario import Scenario
-from mockapi.server import MockServer
+from mockapi.script.scenario import Scenario
+from mockapi.serve.server import MockServer
 from probes.clients.base import ClientBinary, Command
 from probes.core.mcp import SERVER_SCRIPT
 from probes.inside import egress, hook_recorder, hook_wrapper, sandbox_init

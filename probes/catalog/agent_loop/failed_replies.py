@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from mockapi import Match, Message, Raw, Rule, Scenario, TextBlock, ToolUseBlock, api_error, text
-from mockapi.replies import EventCount, RawChunk, RawSpec
+from mockapi.script.replies import EventCount, RawChunk, RawSpec
 from probes.catalog.agent_loop.common import (
     CUT,
     RETRY,

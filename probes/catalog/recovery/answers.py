@@ -10,7 +10,7 @@ from dataclasses import replace
 from typing import Any
 
 from mockapi import Match, Message, Raw, Rule, Scenario, TextBlock, ThinkingBlock, raw, text, tool_use
-from mockapi.sse import encode_event
+from mockapi.script.sse import encode_event
 from probes.catalog.common import check_ended, check_terminal, last_user_locations, result_of
 from probes.catalog.variants import answering, with_rules
 from probes.core.checks import Checks

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from mockapi import ApiError, Match, Message, Rule, Scenario, api_error, prompt_too_long, text, tool_use
-from mockapi.replies import PROMPT_TOO_LONG, Usage
+from mockapi.script.replies import PROMPT_TOO_LONG, Usage
 from probes.catalog.common import body_text, check_ended, check_terminal, result_of
 from probes.catalog.variants import answering, scripted_rule, with_rules, with_runs
 from probes.core.checks import Checks

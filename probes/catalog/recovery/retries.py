@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from mockapi import Match, Message, Rule, Scenario, TextBlock, ThinkingBlock, api_error, text, tool_use
-from mockapi.replies import EventCount, StreamError, StreamStall
+from mockapi.script.replies import EventCount, StreamError, StreamStall
 from probes.catalog.common import body_text, check_ended
 from probes.catalog.variants import answering, with_rules, with_runs
 from probes.core.checks import Checks

@@ -5,7 +5,7 @@ session resumed after it.
 from __future__ import annotations
 
 from mockapi import Match, Rule, Scenario, text, tool_use
-from mockapi.replies import StreamStall
+from mockapi.script.replies import StreamStall
 from probes.catalog.common import (
     body_text,
     check_ended,

@@ -5,7 +5,7 @@ compaction off), structured output still invalid after its retries.
 from __future__ import annotations
 
 from mockapi import Match, Rule, Scenario, api_error, text, tool_use
-from mockapi.replies import Usage
+from mockapi.script.replies import Usage
 from probes.catalog.common import check_terminal, result_of
 from probes.catalog.variants import answering, with_rules
 from probes.core.checks import Checks

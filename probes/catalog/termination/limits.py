@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from mockapi import Match, Message, Rule, Scenario, ToolUseBlock, api_error, text, tool_use
-from mockapi.replies import Usage
+from mockapi.script.replies import Usage
 from probes.catalog.common import check_ended, check_mentioned, check_terminal, result_of
 from probes.catalog.variants import answering, recording_hooks, with_rules, with_runs
 from probes.core.checks import Checks

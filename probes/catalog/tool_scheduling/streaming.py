@@ -4,7 +4,7 @@ the message still streams."""
 from __future__ import annotations
 
 from mockapi import Match, Message, Rule, Scenario, ToolUseBlock, text
-from mockapi.replies import StreamStall
+from mockapi.script.replies import StreamStall
 from probes.catalog.common import check_ended, tool_pairs
 from probes.catalog.tool_scheduling.windows import TIMELINE, tool_windows
 from probes.catalog.variants import answering, with_rules

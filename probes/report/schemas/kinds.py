@@ -10,8 +10,8 @@ from typing import Annotated, Any
 
 from pydantic import Field, TypeAdapter
 
-from mockapi.records import BlobRecord, JournalNote, RequestRecord, ResponseEndRecord
-from mockapi.scenario import Scenario
+from mockapi.journal.records import BlobRecord, JournalNote, RequestRecord, ResponseEndRecord
+from mockapi.script.scenario import Scenario
 from probes.cases.format import CaseFile
 from probes.report.format import FingerprintFile, Report
 from probes.report.normalise import JOURNAL_VOLATILE, REPORT_JOURNAL_OMITTED

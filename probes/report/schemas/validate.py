@@ -11,8 +11,8 @@ from typing import Any
 
 import jsonschema
 
-from mockapi.journal_read import parse_journal
-from mockapi.scenario import ScenarioError
+from mockapi.journal.read import parse_journal
+from mockapi.script.scenario import ScenarioError
 from probes.cases.format import CASES_FORMAT
 from probes.core.safe_read import (
     ReadRefused,
