@@ -25,7 +25,8 @@ from probes.core.outcome import ProbeOutcome
 from probes.core.probe import Counterfactual, Probe, served_scenario, with_tool_names
 from probes.core.verdicts import decide_claim
 from probes.report.counterfactuals import counterfactual_entry
-from probes.run.runner import _as_the_client_sees_it, run_probe
+from probes.run.applicable import as_the_client_sees_it
+from probes.run.runner import run_probe
 from tests.fakeloop.toolloop import PLANTS
 from tests.fakeloop.toolloop_client import FakeToolLoopClient
 
@@ -91,15 +92,15 @@ def test_a_cli_client_runs_the_catalog_with_the_loop_tools_over_mcp(tmp_path: Pa
                                        "read_file": "mcp__loop__read_file"}
     # its warmups and side requests are told apart from its loop's, as in every Claude
     # Code probe, and the scripted calls named as it names the tools
-    seen, names = _as_the_client_sees_it(BY_NAME["loop.step-limit"], capabilities)
+    seen, names = as_the_client_sees_it(BY_NAME["loop.step-limit"], capabilities)
     assert seen.scenario.classifier == "claude-code" and names == capabilities.tool_names
     assert "mcp__loop__add" in seen.scenario.model_dump_json()
     # a probe of another catalog is served as written, whatever its tools are named
     own = Probe(name="own-add", title="t", claims=(), scenario=BY_NAME["loop.step-limit"].scenario,
                 invocations=(Invocation("run", "x"),), check=lambda ev, c: None)
-    assert _as_the_client_sees_it(own, capabilities) == (own, {})
+    assert as_the_client_sees_it(own, capabilities) == (own, {})
     loop = FakeToolLoopClient(())
-    assert _as_the_client_sees_it(BY_NAME["loop.step-limit"],
+    assert as_the_client_sees_it(BY_NAME["loop.step-limit"],
                                   loop.capabilities(loop.install("1"))) \
         == (BY_NAME["loop.step-limit"], {})
     older = tmp_path / "older"

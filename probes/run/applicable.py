@@ -12,7 +12,7 @@ from probes.clients.base import Capabilities, Client, ClientBinary
 from probes.core.outcome import ProbeOutcome
 from probes.core.probe import Probe, served_scenario, with_tool_names
 
-__all__ = ["Decided", "decide_before_running"]
+__all__ = ["Decided", "as_the_client_sees_it", "decide_before_running"]
 
 # the probe as served, the binary of each invocation, the loop tools' names as the client
 # names them
@@ -39,7 +39,7 @@ def decide_before_running(probe: Probe, client: Client,
         if verdict == "absent":
             return ProbeOutcome(probe, None, [], None, absent=why)
         return ProbeOutcome(probe, None, [], None, not_applicable=why)
-    probe, tool_names = _as_the_client_sees_it(probe, client.capabilities(binary))
+    probe, tool_names = as_the_client_sees_it(probe, client.capabilities(binary))
     return probe, binaries, tool_names
 
 
@@ -71,7 +71,7 @@ def _not_applicable(probe: Probe, client: Client, binary: ClientBinary,
     return None
 
 
-def _as_the_client_sees_it(probe: Probe, capabilities: Capabilities) -> tuple[Probe, Mapping[str, str]]:
+def as_the_client_sees_it(probe: Probe, capabilities: Capabilities) -> tuple[Probe, Mapping[str, str]]:
     """A loop-tools probe's script in the client's terms: each scripted call named as the
     client names the tool (the loop tools over MCP), and a script that tells no requests
     apart (``plain``) told the client's apart, as the client declares (Claude Code's warmups,
