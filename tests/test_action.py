@@ -231,22 +231,28 @@ cases:
 """
 
 
-def test_the_check_step_runs_loopprobe_check_from_another_folder(tmp_path: Path) -> None:
-    why_not = _check_command_exists()
-    if why_not:
-        pytest.skip(why_not)
+def check_step_on_the_fake_loop(tmp_path: Path, cases_text: str) -> subprocess.CompletedProcess[str]:
+    """The action's check step as a runner runs it, on ``cases_text`` (a case file in a
+    repository of its own) with the fake loop, one version."""
     cases = tmp_path / "cases-repo" / "cases.yaml"
     cases.parent.mkdir()
-    cases.write_text(CASES)
+    cases.write_text(cases_text)
     loopprobe = tmp_path / "bin"
     loopprobe.mkdir()
     # the console script of this checkout (not installed here): python -m probes
     (loopprobe / "loopprobe").write_text(f'#!/usr/bin/env bash\nexec "{sys.executable}" '
                                          '-m probes "$@"\n')
     (loopprobe / "loopprobe").chmod(0o755)
-    done = run_step("check", tmp_path, {"cases": str(cases), "versions": "1",
+    return run_step("check", tmp_path, {"cases": str(cases), "versions": "1",
                                         "client": "fake-loop", "out": "evidence"}, loopprobe,
                     {"LOOPPROBE_CLIENTS": FAKE_LOOP})
+
+
+def test_the_check_step_runs_loopprobe_check_from_another_folder(tmp_path: Path) -> None:
+    why_not = _check_command_exists()
+    if why_not:
+        pytest.skip(why_not)
+    done = check_step_on_the_fake_loop(tmp_path, CASES)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     evidence = tmp_path / "caller" / "evidence"
     for name in ("check.json", "junit.xml", "ctrf.json"):

@@ -380,18 +380,8 @@ cases:
 def test_the_actions_check_step_writes_a_fork_case_files_text_escaped(tmp_path: Path) -> None:
     """The action's own check step, as a runner runs it, on the fake loop: the expectation
     a fork wrote reaches the job summary as text. Before: `<img onerror>` as it was."""
-    from tests.test_action import FAKE_LOOP, run_step
-    cases = tmp_path / "cases-repo" / "cases.yaml"
-    cases.parent.mkdir()
-    cases.write_text(HOSTILE_CASES)
-    loopprobe = tmp_path / "bin"
-    loopprobe.mkdir()
-    (loopprobe / "loopprobe").write_text(f'#!/usr/bin/env bash\nexec "{sys.executable}" '
-                                         '-m probes "$@"\n')
-    (loopprobe / "loopprobe").chmod(0o755)
-    done = run_step("check", tmp_path, {"cases": str(cases), "versions": "1",
-                                        "client": "fake-loop", "out": "evidence"}, loopprobe,
-                    {"LOOPPROBE_CLIENTS": FAKE_LOOP})
+    from tests.test_action import check_step_on_the_fake_loop
+    done = check_step_on_the_fake_loop(tmp_path, HOSTILE_CASES)
     assert done.returncode == 1, done.stdout[-3000:] + done.stderr[-3000:]
     summary = (tmp_path / "summary.md").read_text()
     assert "onerror=alert(1)" in summary and "<" not in summary

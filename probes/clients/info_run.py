@@ -35,7 +35,7 @@ from pathlib import Path
 
 from probes.clients.npm import InstallError
 from probes.sandbox.folders import BASE_PATH
-from probes.sandbox.view import NO_CAPABILITIES, runtime_prefix, system_mounts
+from probes.sandbox.view import NO_CAPABILITIES, fresh_mounts, runtime_prefix, system_mounts
 
 __all__ = ["HOME", "INFO_TIMEOUT", "OUTPUT_CAP", "InfoRun", "allow_uncontained",
            "informational_run", "sandbox_problem"]
@@ -113,8 +113,7 @@ def _contained_argv(bwrap: str, argv: Sequence[str], shown: Sequence[Path]) -> l
     folders = [*shown, *([runtime] if runtime is not None else [])]
     # /dev read-only but for its nodes and /dev/shm, as in a probe run; what is shown last,
     # so an install under /tmp is not hidden by the private one
-    mounts = [*system_mounts(), "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/dev/shm",
-              "--remount-ro", "/dev", "--tmpfs", "/tmp", "--tmpfs", "/sandbox", "--dir", HOME]
+    mounts = [*system_mounts(), *fresh_mounts(), "--tmpfs", "/sandbox", "--dir", HOME]
     for folder in folders:
         mounts += ["--ro-bind", str(folder), str(folder)]
     return [bwrap, "--unshare-all", "--die-with-parent", "--new-session", *NO_CAPABILITIES,

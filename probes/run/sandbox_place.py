@@ -28,7 +28,13 @@ from probes.inside.egress import proxy_environment
 from probes.run.bounds import Bounds, Limiter, RunConfinement, find_limiter
 from probes.run.sandbox_fs import SandboxFs
 from probes.sandbox.folders import Sandbox
-from probes.sandbox.view import ETC_SHOWN, NO_CAPABILITIES, SYSTEM_DIRS, system_mounts
+from probes.sandbox.view import (
+    ETC_SHOWN,
+    NO_CAPABILITIES,
+    SYSTEM_DIRS,
+    fresh_mounts,
+    system_mounts,
+)
 
 __all__ = ["CAPABILITIES", "CLIENT_DIR", "CONTAINED_ROOT", "DNS_PORT", "ETC_SHOWN",
            "INPUTS_DIR", "MOCK_PORT", "PROXY_PORT", "RECORD_SOCKET", "RUN_DIR", "SYSTEM_DIRS",
@@ -124,14 +130,7 @@ class SandboxPlace:
         args = system_mounts()
         for name in ("hosts", "resolv.conf", "hostname"):
             args += ["--ro-bind", str(self.run_dir / "etc" / name), f"/etc/{name}"]
-        # the fresh filesystems first: one mounted later over a folder hides what was bound
-        # beneath it (a cache under /tmp: its runtimes and tools vanished under /tmp's tmpfs)
-        # /dev is a tmpfs as large as half the host's memory: its /dev/shm gets the /tmp
-        # bound, and the rest is made read-only (the device nodes still work)
-        args += ["--proc", "/proc", "--dev", "/dev",
-                 *self.limiter.bwrap_args_for_tmp(), "--tmpfs", "/dev/shm",
-                 "--remount-ro", "/dev",
-                 *self.limiter.bwrap_args_for_tmp(), "--tmpfs", "/tmp"]
+        args += fresh_mounts(self.limiter.bwrap_args_for_tmp())  # before what is bound under them
         for runtime in [*self.runtimes, *self.readonly]:
             args += ["--ro-bind", str(runtime), str(runtime)]
         args += ["--ro-bind", str(self.binary.root), CLIENT_DIR]

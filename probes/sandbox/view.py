@@ -9,9 +9,11 @@ client's short informational run (``--version``, ``--help``).
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from pathlib import Path
 
-__all__ = ["ETC_SHOWN", "NO_CAPABILITIES", "SYSTEM_DIRS", "runtime_prefix", "system_mounts"]
+__all__ = ["ETC_SHOWN", "NO_CAPABILITIES", "SYSTEM_DIRS", "fresh_mounts", "runtime_prefix",
+           "system_mounts"]
 
 SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
 # what programs need of /etc; nothing that configures tools per machine or user (npmrc,
@@ -37,6 +39,17 @@ def system_mounts() -> list[str]:
     for name in ETC_SHOWN:
         args += ["--ro-bind-try", f"/etc/{name}", f"/etc/{name}"]
     return args
+
+
+def fresh_mounts(tmp_size: Sequence[str] = ()) -> list[str]:
+    """bwrap's arguments for the sandbox's own /proc, /dev and /tmp (``tmp_size``: bwrap's
+    ``--size`` arguments for /dev/shm and /tmp). They go before anything is bound beneath
+    them: a filesystem mounted later over a folder hides what was bound there (a cache
+    under /tmp vanished under the sandbox's /tmp). /dev is a tmpfs as large as half the
+    host's memory: its /dev/shm gets the /tmp bound, and the rest is made read-only (the
+    device nodes still work)."""
+    return ["--proc", "/proc", "--dev", "/dev", *tmp_size, "--tmpfs", "/dev/shm",
+            "--remount-ro", "/dev", *tmp_size, "--tmpfs", "/tmp"]
 
 
 def runtime_prefix(executable: str) -> Path | None:
