@@ -110,8 +110,8 @@ def newest_claude_code_binary():  # type: ignore[no-untyped-def]
 def real_suite(claude_code_binary, tmp_path_factory):  # type: ignore[no-untyped-def]
     """One run of the built-in suite on the default client as ``loopprobe run`` makes it (-j
     the cores), without the /loop probe (tests.fixtures.suite_without_clock): its report
-    folder and each probe's outcome. The tests that read it share one run: they are in the
-    xdist group ``REAL_SUITE``, so under ``--dist loadgroup`` they share a worker too."""
+    folder and each probe's outcome. The tests that read it (``REAL_SUITE_TESTS``) share one
+    run, and under ``-n`` one worker (``pytest_xdist_make_scheduler``)."""
     from probes.cli.suite import execute_suite
     from probes.clients.claude_code import ClaudeCode
     from probes.scale.schedule import default_jobs
@@ -122,20 +122,28 @@ def real_suite(claude_code_binary, tmp_path_factory):  # type: ignore[no-untyped
 
 
 REAL_SUITE = "real-suite"
+# the tests that read real_suite (node id prefixes): one unit of work under -n, so one run
+REAL_SUITE_TESTS = ("tests/test_probe_checks.py::",
+                    "tests/test_client_runs.py::test_the_suite_through_the_cli_is_reproducible")
 
 
-@pytest.hookimpl(tryfirst=True)
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Under ``--dist loadgroup`` (./scripts/test's client tier) a test file is one group, as
-    under ``loadfile``, so its module fixtures run once, unless a test names its own group
-    (``REAL_SUITE``: the tests sharing one real run of the suite)."""
-    # a worker is told by its own flag (xdist sets its dist to "no")
-    if not (getattr(config.option, "loadgroup", False)
-            or getattr(config.option, "dist", None) == "loadgroup"):
-        return
-    for item in items:
-        if item.get_closest_marker("xdist_group") is None:
-            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """Under ``--dist loadfile`` (./scripts/test) a test file is one unit of work, so its
+    module fixtures run once, and the tests reading the one shared real run of the suite
+    (``REAL_SUITE_TESTS``) are one unit together, so the run is made once. (xdist's own
+    ``loadgroup`` would say this with a mark, but under pytest 9 it no longer keeps a group
+    on one worker: a group's tests were measured running on both.)"""
+    if config.getvalue("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadFileScheduling
+
+    class ByFileSharingTheRealSuite(LoadFileScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            if nodeid.startswith(REAL_SUITE_TESTS):
+                return REAL_SUITE
+            return str(super()._split_scope(nodeid))
+
+    return ByFileSharingTheRealSuite(config, log)
 
 
 def _tier(keywords: Any) -> str:

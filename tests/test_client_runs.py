@@ -18,7 +18,6 @@ from probes.core.checks import Checks
 from probes.core.evidence import Evidence
 from probes.core.probe import Claim, Invocation, Probe
 from probes.run.runner import run_probe
-from tests.conftest import REAL_SUITE
 
 pytestmark = pytest.mark.client
 
@@ -125,7 +124,6 @@ CLIENT_RACES = {
 # (docs/guarantees.md names both).
 
 
-@pytest.mark.xdist_group(REAL_SUITE)
 def test_the_suite_through_the_cli_is_reproducible(real_suite, claude_code_binary,
                                                    tmp_path: Path) -> None:
     """The shared run of the suite (``real_suite``, made as ``loopprobe run`` makes it) and

@@ -20,10 +20,9 @@ from probes.catalog import REPORTS
 from probes.core.evidence import Evidence, blocks_of_type, messages
 from probes.core.outcome import ProbeOutcome
 from probes.core.verdicts import check_evidence
-from tests.conftest import REAL_SUITE
 from tests.fixtures.suite_without_clock import CLOCKED
 
-pytestmark = [pytest.mark.client, pytest.mark.xdist_group(REAL_SUITE)]
+pytestmark = pytest.mark.client
 
 # every probe once on the real client, but the /loop one, which waits a minute or more on the
 # client's clock (its checks are shown able to fail by its counterfactual on 2.1.332)
