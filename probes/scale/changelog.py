@@ -30,8 +30,13 @@ TOPICS: dict[str, re.Pattern[str]] = {
     "turns and limits": re.compile(
         r"max[-_ ]?turns|max[-_ ]budget|budget_exhausted|\bmax_tokens\b|max output tokens|"
         r"output token limit|blocking[_ ]limit|num_turns|turn limit|thinking-only|"
-        r"empty (response|answer|assistant)|context (window|limit)|terminal_reason|"
-        r"\bend_turn\b|stop_reason", _I),
+        r"empty (response|answer|assistant|turn)|context (window|limit)|terminal_reason|"
+        r"\bend_turn\b|stop_reason|\bturns?\b(?! (it |them )?(on|off)\b)|thinking block|"
+        r"re-?prompts?\b|no visible output", _I),
+    "queued input": re.compile(
+        r"\bqueue[ds]?\b|\bqueueing\b|mid-turn|(sent|typed|submitted) while|"
+        r"while (Claude|the agent|the model|it) (is|was) (working|responding|running)|"
+        r"steering messages?", _I),
     "compaction": re.compile(r"compact|auto-?summar|microcompact", _I),
     "resume and fork": re.compile(
         r"\bresum(e|es|ed|ing)\b|--continue\b|claude -c\b|`-c`|\bfork(s|ed|ing)?\b|"
