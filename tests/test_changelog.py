@@ -1,23 +1,33 @@
 """The public changelog as data: releases and entries parsed, loop entries found by topic, a
 malformed changelog refused in one line; the reviewed mapping checked (schema, unknown claim
-ids, counts) and updated from a newer changelog without losing a review."""
+ids, counts) and updated from a newer changelog without losing a review (the update command
+flags what is not reviewed, exit 1); the committed mapping lists and reviews every loop entry
+of its source."""
 
 from __future__ import annotations
 
+import os
+import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
-from probes.scale.changelog import ChangelogError, parse_changelog, topics_of
+from probes import cli
+from probes.catalog import REPORTS
+from probes.scale.changelog import ChangelogError, loop_entries, parse_changelog, topics_of
 from probes.scale.changelog_map import (
     MappingError,
+    claim_ids_of,
+    entry_key,
     load_mapping,
     mapping_text,
     unmapped,
     update_mapping,
 )
+
+ROOT = Path(__file__).resolve().parent.parent
 
 SMALL = """\
 # Changelog
@@ -207,3 +217,117 @@ def test_an_update_keeps_every_review_and_adds_new_loop_entries_unreviewed() -> 
     assert update.mapping["source"]["newest"] == "2.1.4"
     assert update.mapping["source"]["loop_entries"] == 4
     assert update.mapping["source"]["sections"]["2.1.4"] == 2
+
+
+# ---- the update command -----------------------------------------------------------------------
+
+def _cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    code = cli.main(["almanac", "changelog", *args])
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def test_the_update_command_flags_new_loop_entries_and_writes_only_when_asked(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    mapping = _written(tmp_path, _reviewed())
+    old, new = tmp_path / "old.md", tmp_path / "new.md"
+    old.write_text(SMALL)
+    new.write_text(NEWER)
+    code, out, _ = _cli(capsys, "--changelog", str(old), "--mapping", str(mapping))
+    assert code == 0 and "0 not reviewed yet" in out
+    before = mapping.read_text()
+    code, out, _ = _cli(capsys, "--changelog", str(new), "--mapping", str(mapping))
+    assert code == 1
+    assert ("not reviewed: 2.1.4 [turns and limits, stream-json, print mode and SDK] Fixed "
+            "`--max-budget-usd` not stopping the loop in print mode") in out
+    assert "was (text since edited): not probed: no probe's MCP server sends" in out
+    assert "gone: 2.1.2 Added `tools/list_changed` support for MCP servers (the tool" in out
+    assert mapping.read_text() == before  # not written without --write
+    code, out, _ = _cli(capsys, "--changelog", str(new), "--mapping", str(mapping), "--write",
+                        "--commit", "a" * 40)
+    assert code == 1 and f"wrote {mapping}" in out
+    written = load_mapping(mapping, CLAIMS)
+    assert written["source"]["commit"] == "a" * 40
+    assert [e.get("claims") for e in written["entries"]] == [
+        None, ["probe.max-turns-counts-model-turns"], None, ["probe.result-pairing-by-id"]]
+    # reviewed now: the command says so and exits 0
+    text = mapping.read_text().replace(
+        "  topics: [turns and limits, 'stream-json, print mode and SDK']\n",
+        "  topics: [turns and limits, 'stream-json, print mode and SDK']\n"
+        "  claims: [probe.max-turns-counts-model-turns]\n", 1).replace(
+        "  topics: [MCP]\n", "  topics: [MCP]\n  not_probed: reviewed again\n", 1)
+    mapping.write_text(text)
+    code, out, _ = _cli(capsys, "--changelog", str(new), "--mapping", str(mapping))
+    assert code == 0 and "4 reviewed, 0 new, 0 not reviewed yet" in out
+
+
+@pytest.mark.parametrize(("setup", "said"), [
+    ("malformed", "line 1: expected a release heading '## X.Y.Z', found '## next'"),
+    ("missing", "expected a CHANGELOG.md, but there is no such file"),
+    ("binary", "expected UTF-8 text"),
+    ("no commit", "--write: expected --commit SHA"),
+    ("bad mapping", "expected a claim id of the catalog, found 'probe.nope'"),
+])
+def test_the_update_command_refuses_bad_input_in_one_line(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], setup: str, said: str) -> None:
+    changelog = tmp_path / "CHANGELOG.md"
+    changelog.write_text(SMALL)
+    mapping = tmp_path / "m.yaml"
+    args = ["--changelog", str(changelog), "--mapping", str(mapping)]
+    if setup == "malformed":
+        changelog.write_text("## next\n- x\n")
+    elif setup == "missing":
+        changelog.unlink()
+    elif setup == "binary":
+        changelog.write_bytes(b"## 2.1.0\n- \xff\xfe\n")
+    elif setup == "no commit":
+        args.append("--write")
+    elif setup == "bad mapping":
+        broken = _reviewed()
+        broken["entries"][0]["claims"] = ["probe.nope"]
+        _written(tmp_path, broken).rename(mapping)
+    code, out, err = _cli(capsys, *args)
+    assert code == 2, out + err
+    assert said in err and len(err.strip().splitlines()) == 1
+
+
+# ---- the committed mapping --------------------------------------------------------------------
+
+COMMITTED = ROOT / "reports" / "changelog" / "claude-code.yaml"
+MIRROR = Path(os.environ.get("LOOPPROBE_CLAUDE_CODE_GIT",
+                             "/work/.mirror/anthropics+claude-code/repo"))
+
+
+def test_the_committed_mapping_reviews_every_loop_entry_it_lists() -> None:
+    """Offline: the file holds every loop entry of its source (their count is recorded), each
+    reviewed, its claims the catalog's, its topics the ones the parser finds now."""
+    mapping = load_mapping(COMMITTED, claim_ids_of(REPORTS))
+    entries = mapping["entries"]
+    assert unmapped(mapping) == []
+    assert mapping["source"]["loop_entries"] == len(entries) > 1500
+    assert all(e["topics"] == list(topics_of(e["text"])) for e in entries), \
+        "the loop topics changed: run loopprobe almanac changelog --write on the source"
+    mapped = [e for e in entries if "claims" in e]
+    assert len(mapped) + sum("not_probed" in e for e in entries) == len(entries)
+    assert 40 <= len(mapped) <= 80
+    assert sum(mapping["source"]["sections"].values()) > len(entries)
+
+
+def test_the_committed_mapping_lists_exactly_the_loop_entries_of_its_source() -> None:
+    """With the source at hand (the public repository's CHANGELOG.md at the recorded commit),
+    the mapping's entries are its loop entries, no more, no fewer, and its sections match."""
+    mapping = load_mapping(COMMITTED)
+    source = mapping["source"]
+    if not (MIRROR / "HEAD").is_file():
+        pytest.skip(f"no clone of {source['repository']} at {MIRROR} "
+                    "(set LOOPPROBE_CLAUDE_CODE_GIT to a git dir of it)")
+    shown = subprocess.run(["git", "--git-dir", str(MIRROR), "show",
+                            f"{source['commit']}:{source['path']}"],
+                           capture_output=True, text=True, timeout=60)
+    if shown.returncode != 0:
+        pytest.skip(f"{MIRROR} does not hold {source['commit']}: {shown.stderr.strip()}")
+    releases = parse_changelog(shown.stdout, source["path"])
+    assert {r.version: len(r.entries) for r in releases} == source["sections"]
+    assert releases[0].version == source["newest"]
+    expected = [(e.release, e.text) for e in loop_entries(releases)]
+    assert [entry_key(e) for e in mapping["entries"]] == expected

@@ -73,7 +73,7 @@ def _entry_line(entry: dict[str, Any]) -> str:
 
 
 def _story_text(story: dict[str, Any], root: Path) -> list[str]:
-    lines = [plain(f"{story['id']}  ({story['area']}; probe {story['probe']})"),
+    lines = [f"{plain(story['id'])}  ({plain(story['area'])}; probe {plain(story['probe'])})",
              f"  {plain(story['statement'])}", "  segments:"]
     for s in story["segments"]:
         span = s["first"] if s["first"] == s["last"] else f"{s['first']}–{s['last']}"
