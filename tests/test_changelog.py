@@ -266,6 +266,7 @@ def test_the_update_command_flags_new_loop_entries_and_writes_only_when_asked(
     ("missing", "expected a CHANGELOG.md, but there is no such file"),
     ("binary", "expected UTF-8 text"),
     ("no commit", "--write: expected --commit SHA"),
+    ("bad commit", "--commit: expected a commit's 40 hex digits, found 'main'"),
     ("bad mapping", "expected a claim id of the catalog, found 'probe.nope'"),
 ])
 def test_the_update_command_refuses_bad_input_in_one_line(
@@ -282,6 +283,8 @@ def test_the_update_command_refuses_bad_input_in_one_line(
         changelog.write_bytes(b"## 2.1.0\n- \xff\xfe\n")
     elif setup == "no commit":
         args.append("--write")
+    elif setup == "bad commit":
+        args += ["--write", "--commit", "main"]
     elif setup == "bad mapping":
         broken = _reviewed()
         broken["entries"][0]["claims"] = ["probe.nope"]

@@ -10,6 +10,7 @@ mapping into an existing ``almanac.json`` and renders its page again, without a 
 from __future__ import annotations
 
 import argparse
+import re
 from pathlib import Path
 from typing import Any
 
@@ -67,6 +68,9 @@ def cmd_almanac_changelog(args: argparse.Namespace) -> int:
     if args.write and not commit:
         raise HarnessInputError("--write: expected --commit SHA (the changelog's commit), "
                                 "found none and no earlier mapping to keep it from")
+    if args.commit and not re.fullmatch(r"[0-9a-f]{40}", args.commit):
+        raise HarnessInputError(f"--commit: expected a commit's 40 hex digits, found "
+                                f"{args.commit[:60]!r}")
     update = update_mapping(mapping, releases, client=args.client, source={
         "repository": args.repository or before.get("repository", "anthropics/claude-code"),
         "path": before.get("path", "CHANGELOG.md"), "commit": commit or "0" * 40})
