@@ -18,7 +18,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from probes.cli import almanac_ask, almanac_changelog
+from probes.cli.almanac_ask import add_almanac_ask
+from probes.cli.almanac_changelog import add_almanac_changelog
 from probes.cli.catalogs import load_catalog
 from probes.cli.common import (
     EXIT_FAILED,
@@ -395,5 +396,5 @@ def add_almanac(commands: Any) -> None:
     published.add_argument("--out", default="reports", help="(default: %(default)s)")
     _state_options(published)
     published.set_defaults(func=cmd_almanac_publish)
-    almanac_ask.add_almanac_ask(steps)  # show, at
-    almanac_changelog.add_almanac_changelog(steps)  # changelog, attach-changelog
+    add_almanac_ask(steps)  # show, at
+    add_almanac_changelog(steps)  # changelog, attach-changelog

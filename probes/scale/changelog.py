@@ -16,8 +16,8 @@ from dataclasses import dataclass
 
 from packaging.version import InvalidVersion, Version
 
-__all__ = ["TOPICS", "ChangelogError", "Entry", "Release", "loop_entries", "parse_changelog",
-           "topics_of", "version_key"]
+__all__ = ["MAX_ENTRY_CHARS", "TOPICS", "ChangelogError", "Entry", "Release", "loop_entries",
+           "parse_changelog", "topics_of", "version_key"]
 
 MAX_ENTRY_CHARS = 4000  # the longest entry of Claude Code's changelog has about 700
 _I = re.IGNORECASE
