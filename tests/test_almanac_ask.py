@@ -137,3 +137,17 @@ def test_untrusted_text_never_reaches_the_terminal_raw(
     out = capsys.readouterr().out
     assert "\x1b" not in out and "\x07" not in out
     assert "\\x1b[2J" in out and "\\x1b[31m red" in out
+
+
+def test_a_reader_that_leaves_early_ends_the_output_quietly() -> None:
+    """``almanac show ... | head``: the pipe closes mid-output; exit 0, nothing on stderr."""
+    import subprocess
+    import sys
+    process = subprocess.Popen([sys.executable, "-m", "probes", "almanac", "show", "compaction",
+                                "--json", "--almanac", str(ALMANAC)], stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE)
+    assert process.stdout is not None and process.stderr is not None
+    assert process.stdout.readline().strip() == b"{"
+    process.stdout.close()
+    assert process.wait(timeout=60) == 0
+    assert process.stderr.read() == b""

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -50,6 +52,15 @@ def plain(text: Any) -> str:
     whitespace one space, other control characters shown escaped, never sent raw."""
     return "".join(ch if ch.isprintable() else repr(ch)[1:-1]
                    for ch in " ".join(str(text).split()))
+
+
+def _emit(text: str) -> None:
+    """``text`` on stdout; a reader that left early (``| head``) ends the output quietly."""
+    try:
+        sys.stdout.write(text + "\n")
+        sys.stdout.flush()
+    except BrokenPipeError:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
 
 
 def _value(value: Any) -> str:
@@ -121,13 +132,13 @@ def cmd_almanac_show(args: argparse.Namespace) -> int:
                                 + (f"; close: {', '.join(close)}" if close else ""))
     stories = [claim_story(document, claim, root) for claim in claims]
     if args.json:
-        print(json.dumps({"almanac": args.almanac, "query": query, "claims": stories},
+        _emit(json.dumps({"almanac": args.almanac, "query": query, "claims": stories},
                          indent=2, sort_keys=True, default=str))
         return EXIT_PASSED
     out: list[str] = []
     for story in stories:
         out += [*_story_text(story, root), ""]
-    print("\n".join(out).rstrip("\n"))
+    _emit("\n".join(out).rstrip("\n"))
     return EXIT_PASSED
 
 
@@ -138,7 +149,7 @@ def cmd_almanac_at(args: argparse.Namespace) -> int:
     except QueryError as error:
         raise HarnessInputError(f"almanac at {error}") from None
     if args.json:
-        print(json.dumps(found, indent=2, sort_keys=True))
+        _emit(json.dumps(found, indent=2, sort_keys=True))
         return EXIT_PASSED
     probed = sum(1 for row in found["claims"] if row["probed"])
     lines = [f"{found['version']}: {probed} of {len(found['claims'])} claim(s) probed on it, "
@@ -153,7 +164,7 @@ def cmd_almanac_at(args: argparse.Namespace) -> int:
         else:
             how = "no segment holds it"
         lines.append(f"  {plain(row['id']):<48} {row['verdict']:<22} {how}")
-    print("\n".join(lines))
+    _emit("\n".join(lines))
     return EXIT_PASSED
 
 
