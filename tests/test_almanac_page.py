@@ -118,3 +118,75 @@ def test_the_committed_almanac_page_is_current_works_and_links_only_committed_wi
     shown = [e for e in dom.elements if e["tag"] == "section" and "data-area" in e]
     assert len(shown) == len(document["claims"])
     assert dom.having("data-shown")[0]["data-shown"] == str(len(document["claims"]))
+
+
+# ---- a change's "why": title, details without JavaScript, side panel with it ------------------
+
+HOSTILE = '<img src=x onerror="document.body.dataset.owned=1">'
+
+
+def _explained(tmp_path: Path) -> Path:
+    """The synthetic almanac with a changelog joined (an entry that agrees with claim.b2's
+    change, one not probed, text trying to be markup) and premises on the change."""
+    from probes.scale.almanac_changelog import with_changelog
+    path = _published(tmp_path)
+    document = json.loads(path.read_text())
+    mapping = {"kind": "changelog-map", "format": 1, "client": "claude-code",
+               "source": {"repository": "anthropics/claude-code", "path": "CHANGELOG.md",
+                          "commit": "5" * 40, "newest": VERSIONS[-1], "loop_entries": 2,
+                          "sections": {v: 1 for v in reversed(VERSIONS)}},
+               "entries": [{"release": "2.1.113", "text": "Broke B2 " + HOSTILE,
+                            "topics": ["hooks"], "claims": ["claim.b2"]},
+                           {"release": "2.1.113", "text": "Changed the theme",
+                            "topics": ["hooks"], "not_probed": "terminal UI " + HOSTILE}]}
+    joined = with_changelog(document, mapping)
+    change = next(c for c in joined["claims"] if c["id"] == "claim.b2")["changes"][0]
+    change["premises"] = [{"name": "--max-turns", "kind": "flag", "present": True},
+                          "hook input tool_use_id " + HOSTILE]
+    path.write_text(json.dumps(joined))
+    return path
+
+
+def test_each_change_says_why_on_hover_and_in_details_without_javascript(
+        tmp_path: Path) -> None:
+    page = render_almanac_page(_explained(tmp_path))
+    assert HOSTILE not in page and "&lt;img src=x" in page  # escaped, every place
+    dom = _Elements(page)
+    [change] = [e for e in dom.elements if e["tag"] == "li" and e.get("data-after") == "2.1.113"]
+    assert change["title"].startswith("regressed in 2.1.113; flipped: claim.b2.check passed→failed")
+    assert "premises: kind: flag; name: --max-turns; present: true" in change["title"]
+    assert "changelog: 2 loop entries (agrees)" in change["title"]
+    marks = [e for e in dom.elements if e.get("class") == "mark"
+             and e["href"] == "#change-claim.b2-2.1.113"]
+    assert marks and marks[0]["title"] == change["title"]
+    [details] = [e for e in dom.elements if e["tag"] == "details"
+                 and e.get("data-why") == "claim.b2-2.1.113"]
+    statuses = {e["data-status"] for e in dom.having("data-status") if e["tag"] == "li"}
+    assert statuses == {"agrees", "not probed"}
+    assert not any(e["tag"] == "img" for e in dom.elements)
+    assert details and "Broke B2 <img src=x" in page.replace("&lt;", "<").replace("&#34;", '"')
+
+
+def test_the_why_panel_opens_in_a_real_browser(tmp_path: Path) -> None:
+    path = _explained(tmp_path)
+    assert cli.main(["render", str(path)]) == cli.EXIT_PASSED
+    page = path.parent / "almanac.html"
+    # no address: the panel stays closed
+    closed = _shown(page, tmp_path / "p0")
+    [panel] = [e for e in closed.elements if e.get("id") == "why-panel"]
+    assert "hidden" in panel
+    # a change's address (a click on its mark): the panel shows its why, as the page's nodes
+    opened = _Elements(_browser_at(page.as_uri() + "#change-claim.b2-2.1.113", tmp_path / "p1"))
+    [panel] = [e for e in opened.elements if e.get("id") == "why-panel"]
+    assert "hidden" not in panel and panel["data-change"] == "change-claim.b2-2.1.113"
+    inside = opened.elements[opened.elements.index(panel):]
+    inside = inside[:next(i for i, e in enumerate(inside) if e.get("id") == "almanac-versions")]
+    texts = " ".join(e["text"] for e in inside)
+    assert "claim.b2.check" in texts and "Broke B2 <img src=x" in texts
+    assert "agrees" in texts and "terminal UI <img" in texts
+    assert not any(e["tag"] == "img" for e in opened.elements)
+    body = next(e for e in opened.elements if e["tag"] == "body")
+    assert "data-owned" not in body
+    ARTEFACTS.mkdir(parents=True, exist_ok=True)
+    _browser(page, tmp_path / "p2", f"--screenshot={ARTEFACTS / 'almanac-why.png'}",
+             "--window-size=1200,900")

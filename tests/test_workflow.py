@@ -195,3 +195,37 @@ def test_the_nightly_almanac_steps_extend_the_almanac_only_when_every_shard_succ
 def _venv_path() -> str:
     import sys
     return f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}"
+
+
+def test_the_nightly_changelog_step_flags_unreviewed_loop_entries(tmp_path: Path) -> None:
+    """The changelog-witness job's step, its fetches answered locally: the changelog read at
+    the commit GitHub names, every review kept, a new loop entry failing the job (exit 1) and
+    named in its log, the mapping with it added left for the artefact."""
+    from tests.test_changelog import NEWER, SMALL, _reviewed, _written
+    workflow = yaml.safe_load(NIGHTLY.read_text())
+    step = _step(workflow, "changelog-witness", "read the public changelog against the mapping")
+    mapping = _written(tmp_path, _reviewed())
+    fixture, fetched = tmp_path / "fixture.md", tmp_path / "fetched.txt"
+    sha = "c" * 40
+    fake_curl = (
+        "curl() { local out=''; echo \"$*\" >> \"$FETCHED\"\n"
+        "  while [ $# -gt 0 ]; do case \"$1\" in -o) out=\"$2\"; shift 2;; *) shift;; esac; done\n"
+        f"  if [ -n \"$out\" ]; then cp \"$FIXTURE\" \"$out\"; else printf {sha}; fi; }}\n")
+    env = {"RUNNER_TEMP": str(tmp_path / "runner"), "CHANGELOG_REPO": "anthropics/claude-code",
+           "CHANGELOG_MAPPING": str(mapping), "FIXTURE": str(fixture),
+           "FETCHED": str(fetched), "PATH": _venv_path()}
+    fixture.write_text(SMALL)
+    done = _bash("source() { :; }\n" + fake_curl + step, env)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    assert f"https://raw.githubusercontent.com/anthropics/claude-code/{sha}/CHANGELOG.md" \
+        in fetched.read_text()
+    fixture.write_text(NEWER)
+    done = _bash("source() { :; }\n" + fake_curl + step, env)
+    assert done.returncode == 1, done.stdout[-2000:] + done.stderr[-2000:]
+    assert "not reviewed: 2.1.4" in done.stdout
+    written = (tmp_path / "runner" / "changelog-witness" / "mapping.yaml").read_text()
+    assert f"commit: {sha}" in written and "Fixed `--max-budget-usd`" in written
+    assert "claims: [probe.max-turns-counts-model-turns]" in written  # the review kept
+    assert "changelog-witness" in workflow["jobs"]
+    upload = workflow["jobs"]["changelog-witness"]["steps"][-1]
+    assert upload["if"] == "always()" and upload["with"]["name"] == "changelog-mapping"

@@ -3,7 +3,8 @@
 ``common`` (exit codes, the one-line input error, progress, output paths), ``catalogs``
 (``--catalog``, ``--report``, ``--probe``), ``suite`` (one suite run); then the commands:
 ``run`` (run, probes), ``matrix`` (matrix, merge), ``versions`` (versions, bisect),
-``almanac`` (build, merge, retract, publish), ``sessions``, ``clients``, ``mock`` (serve, record),
+``almanac`` (build, merge, retract, publish; ``almanac_ask``: show, at;
+``almanac_changelog``: changelog, attach-changelog), ``sessions``, ``clients``, ``mock`` (serve, record),
 ``compare`` (diff, render, mechanisms, guide, validate, schemas).
 
 May import: every package of ``probes`` (the top floor); nothing imports it.

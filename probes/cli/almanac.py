@@ -18,6 +18,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from probes.cli.almanac_ask import add_almanac_ask
+from probes.cli.almanac_changelog import add_almanac_changelog
 from probes.cli.catalogs import load_catalog
 from probes.cli.common import (
     EXIT_FAILED,
@@ -328,7 +330,7 @@ def _state_options(parser: argparse.ArgumentParser) -> None:
 
 
 def add_almanac(commands: Any) -> None:
-    """``almanac build|merge|retract|publish``"""
+    """``almanac build|merge|retract|publish|show|at|changelog|attach-changelog``"""
     almanac = command(commands, "almanac", help="every published version of a range, every "
                       "change of every claim located to adjacent releases")
     steps = almanac.add_subparsers(dest="almanac_command", required=True)
@@ -394,3 +396,5 @@ def add_almanac(commands: Any) -> None:
     published.add_argument("--out", default="reports", help="(default: %(default)s)")
     _state_options(published)
     published.set_defaults(func=cmd_almanac_publish)
+    add_almanac_ask(steps)  # show, at
+    add_almanac_changelog(steps)  # changelog, attach-changelog

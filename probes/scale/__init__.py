@@ -6,7 +6,10 @@ timeline of a matrix), the almanac of every release of a range: ``almanac_search
 to run next: grid, screen, interval search, re-verification), ``almanac_state`` (its runs on
 disk, resumable, merged across shards), ``almanac_build`` (the loop that runs them) and
 ``almanac_doc`` (``almanac.json``) with ``almanac_witness`` (the evidence folders copied
-beside it); ``workflow`` (the CI matrix of
+beside it); the public changelog as a witness: ``changelog`` (its releases, entries and
+loop topics), ``changelog_map`` (the reviewed mapping of its loop entries to claims),
+``almanac_changelog`` (the mapping joined to the almanac's changes); ``almanac_query``
+(a claim's story, every verdict on one release); ``workflow`` (the CI matrix of
 versions, the nightly almanac), ``sessions`` (one version writes a session, another
 resumes it).
 

@@ -30,6 +30,7 @@ from probes.core.verdicts import claim_change
 from probes.report.format import ReportError, load_json_file
 from probes.report.schemas import schema
 from probes.scale.almanac_build import claims_of
+from probes.scale.almanac_changelog import attach_changelog
 from probes.scale.almanac_search import grid_indices, search
 from probes.scale.almanac_state import AlmanacState
 from probes.scale.almanac_witness import (
@@ -135,6 +136,7 @@ def publish(state: AlmanacState, work: Path, out: Path, published: Sequence[str]
         "claims": claims,
         "cost": _cost(state),
     }
+    document = attach_changelog(document, out)  # the changelog's entries, when mapped
     path = out / ALMANAC_FILE
     write_json(path, document)
     _write_text(out, document)

@@ -9,7 +9,8 @@ editors and other tools. ``validate_path`` checks a file, or every file in a fol
 One module per concern: ``kinds`` (every kind of file, its schema), ``validate`` (a file held
 against it), and the shapes of the files not described where they are made, by document:
 ``tables`` (timing, matrix, sessions, bisect, counterfactuals), ``gates`` (check,
-conformance), ``almanac``; their names here.
+conformance), ``almanac``, ``changelog`` (the changelog mapping, the almanac's witness
+block); their names here.
 """
 
 from __future__ import annotations
@@ -27,6 +28,16 @@ from probes.report.schemas.almanac import (
     AlmanacRun,
     AlmanacSegment,
     AlmanacVersion,
+)
+from probes.report.schemas.changelog import (
+    CHANGELOG_STATUSES,
+    ChangelogDecision,
+    ChangelogEntryShown,
+    ChangelogMapEntry,
+    ChangelogMapFile,
+    ChangelogSource,
+    ChangelogStatus,
+    ChangelogWitness,
 )
 from probes.report.schemas.gates import (
     CheckFile,
@@ -72,6 +83,7 @@ from probes.report.schemas.tables import (
 from probes.report.schemas.validate import Problem, kind_of, validate_path
 
 __all__ = [
+    "CHANGELOG_STATUSES",
     "DESCRIPTIONS",
     "DIALECT",
     "KINDS",
@@ -90,6 +102,13 @@ __all__ = [
     "AlmanacSegment",
     "AlmanacVersion",
     "BisectFile",
+    "ChangelogDecision",
+    "ChangelogEntryShown",
+    "ChangelogMapEntry",
+    "ChangelogMapFile",
+    "ChangelogSource",
+    "ChangelogStatus",
+    "ChangelogWitness",
     "CheckFile",
     "CheckNote",
     "CheckRow",

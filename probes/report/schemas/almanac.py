@@ -8,6 +8,8 @@ from typing import Annotated, Literal, NotRequired
 from pydantic import Field
 from typing_extensions import TypedDict
 
+from probes.report.schemas.changelog import ChangelogDecision, ChangelogEntryShown
+
 __all__ = ["AlmanacChange", "AlmanacClaim", "AlmanacCost", "AlmanacFile", "AlmanacFlip",
            "AlmanacLine", "AlmanacMethod", "AlmanacRange", "AlmanacRetraction", "AlmanacRun",
            "AlmanacSegment", "AlmanacVersion"]
@@ -46,6 +48,7 @@ AlmanacChange = TypedDict("AlmanacChange", {
     "verified": bool,  # both sides run again in a fresh sandbox, the same
     "flipped_checks": list[AlmanacFlip],
     "witnesses": dict[str, str | None],  # before/after -> evidence folder, relative
+    "changelog": NotRequired[list[ChangelogEntryShown]],  # loop entries of (before, after]
 })
 
 
@@ -102,6 +105,7 @@ class AlmanacFile(TypedDict):
     versions: list[AlmanacVersion]
     claims: list[AlmanacClaim]
     cost: AlmanacCost
+    changelog: NotRequired[ChangelogDecision]  # the public changelog as a witness
 
 
 class AlmanacRun(TypedDict):

@@ -16,6 +16,7 @@ from probes.cases.format import CaseFile
 from probes.report.format import FingerprintFile, Report
 from probes.report.normalise import JOURNAL_VOLATILE, REPORT_JOURNAL_OMITTED
 from probes.report.schemas.almanac import AlmanacFile, AlmanacLine
+from probes.report.schemas.changelog import ChangelogMapFile
 from probes.report.schemas.gates import CheckFile, ConformanceFile
 from probes.report.schemas.tables import (
     BisectFile,
@@ -40,7 +41,7 @@ KINDS: dict[str, Any] = {
     "counterfactuals": CounterfactualsFile, "check": CheckFile,
     "conformance": ConformanceFile, "almanac": AlmanacFile, "almanac-run": AlmanacLine,
     "journal-line": JournalLine, "report-journal-line": JournalLine, "scenario": Scenario,
-    "cases": CaseFile,
+    "cases": CaseFile, "changelog-map": ChangelogMapFile,
 }
 # what a report's copy of the journal changes in each line (probes.report.normalise.journal_line)
 REPORT_JOURNAL_VOLATILE = (*JOURNAL_VOLATILE, "body_size")
@@ -65,6 +66,9 @@ DESCRIPTIONS = {
     "scenario": "a mock scenario (YAML or JSON); point an editor at this with `$schema`",
     "cases": "a case file (loopprobe: cases/1): your own setup, the scripted model and what "
              "you expect (loopprobe check)",
+    "changelog-map": "a reviewed mapping of a client's changelog entries touching the agent "
+                     "loop to the claims they concern, or why no probe sees them "
+                     "(reports/changelog/<client>.yaml)",
 }
 
 

@@ -52,7 +52,7 @@ def kind_of(path: Path, data: Any) -> str | None:
     if not isinstance(data, dict):
         return None
     if data.get("kind") in ("fingerprint", "matrix", "counterfactuals", "check", "conformance",
-                            "almanac"):
+                            "almanac", "changelog-map"):
         return str(data["kind"])
     if "report" in data and "claims" in data:
         return "report"

@@ -100,6 +100,34 @@
     area.addEventListener("change", apply);
     changed.addEventListener("change", apply);
     apply();
+
+    // a change's "why" (its <details>, which works without this) shown in the side panel:
+    // on a click on the change's summary or its mark on the bar, or a #change-... address.
+    // The panel gets a copy of the page's own (escaped) nodes, never text parsed as HTML.
+    var panel = doc.getElementById("why-panel");
+    var content = doc.getElementById("why-content");
+    var show = function (change) {
+      var body = change ? change.querySelector(".why-body") : null;
+      if (!body) { return; }
+      while (content.firstChild) { content.removeChild(content.firstChild); }
+      content.appendChild(body.cloneNode(true));
+      panel.removeAttribute("hidden");
+      panel.setAttribute("data-change", change.id);
+    };
+    var fromHash = function () {
+      var wanted = /^#(change-.*)$/.exec(doc.location.hash);
+      if (wanted) { show(doc.getElementById(decodeURIComponent(wanted[1]))); }
+    };
+    almanac.addEventListener("click", function (event) {
+      var summary = event.target.closest ? event.target.closest("summary.why-summary") : null;
+      if (summary) { show(summary.closest("li.change")); }
+    });
+    doc.getElementById("why-close").addEventListener("click", function () {
+      panel.setAttribute("hidden", "");
+      panel.removeAttribute("data-change");
+    });
+    window.addEventListener("hashchange", fromHash);
+    fromHash();
   }
 
   doc.body.setAttribute("data-js", "ready");
