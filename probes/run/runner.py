@@ -206,8 +206,8 @@ def _complete(evidence: Evidence, not_started: dict[str, str], collector: Collec
     evidence.egress = sorted([*place.egress_attempts(), *collector.egress],
                              key=lambda a: float(a.get("time") or 0))
     evidence.containment = containment.describe()
-    if probe.client_mentions:
-        evidence.client_mentions = look_up(binary, probe.client_mentions)
+    if probe.looked_up:
+        evidence.client_mentions = look_up(binary, probe.looked_up)
     evidence.client_paths = {name: place.seen(Path(host))
                              for host, name in box.placeholders().items()}
 
