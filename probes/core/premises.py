@@ -76,6 +76,9 @@ class Premise:
     claims: tuple[str, ...] = ()
     mention: str | None = None
     event: str | None = None
+    # False: the client's files decide nothing of it (a name every version writes for other
+    # reasons: tool_use_id is the API's own field); only a run can establish it
+    static: bool = True
 
     def __post_init__(self) -> None:
         owner = f"Premise {self.name!r}"
@@ -109,6 +112,8 @@ class Premise:
     @property
     def looked_for(self) -> str | None:
         """What the static search looks for in the client's files, if anything."""
+        if not self.static:
+            return None
         if self.mention is not None:
             return self.mention
         if self.kind == "event":
@@ -121,7 +126,8 @@ class Premise:
 
     @property
     def slug(self) -> str:
-        return f"{self.kind}.{re.sub(r'[^A-Za-z0-9_]+', '-', self.name).strip('-')}"
+        name = re.sub(r'[^A-Za-z0-9_]+', '-', self.name).strip('-')
+        return f"{self.kind}.{self.event}.{name}" if self.event else f"{self.kind}.{name}"
 
 
 @dataclass(frozen=True)
@@ -170,8 +176,9 @@ def _static(premise: Premise, ev: Evidence, from_run: Finding | None) -> Finding
     if found is None:
         return Finding(None, f"{ran}not decided: " + (
             "no run showed it, and the client's files were not searched" if needle is not None
-            else "no run showed it, and its name is too common a word for the client's files "
-                 "to decide"), from_run.evidence if from_run is not None else "the runs")
+            else "no run showed it, and the client's files cannot decide it (its name is "
+                 "written there for other reasons)"),
+            from_run.evidence if from_run is not None else "the runs")
     sha = str((ev.client_mentions or {}).get("binary_sha256") or ev.client.get("binary_sha256"))
     said = "mentions" if found else "never mentions"
     return Finding(found, f"{ran}the installed client (sha256 {sha[:12]}…) {said} {needle}",

@@ -10,6 +10,7 @@ from probes.catalog.common import check_terminal, result_of
 from probes.catalog.variants import answering, with_rules
 from probes.core.checks import Checks
 from probes.core.evidence import Evidence, blocks_of_type
+from probes.core.premises import Premise
 from probes.core.probe import Claim, Counterfactual, Invocation, Probe
 from probes.core.provenance import from_analysis
 
@@ -35,6 +36,12 @@ def _small_context(p: Probe) -> Probe:
 
 BLOCKING_PROBE = Probe(
     name="blocking-limit",
+    premises=(
+        Premise("env", "CLAUDE_CODE_AUTO_COMPACT_WINDOW", "instrument",
+                "sets the context window the blocking line is taken from"),
+        Premise("env", "DISABLE_AUTO_COMPACT", "instrument",
+                "keeps the automatic compaction from moving the context below the line"),
+    ),
     title="Past the blocking line with compaction off, the loop stops before the next call",
     claims=(Claim(BLOCKING, "When the context is already past the blocking line before a "
                             "model call and no compaction succeeded, the loop ends with "
@@ -104,6 +111,11 @@ def check_structured(ev: Evidence, c: Checks) -> None:
 
 STRUCTURED_PROBE = Probe(
     name="structured-output-retry-exhausted",
+    premises=(
+        Premise("flag", "--json-schema", "feature", "asks for output of the given schema"),
+        Premise("tool", "StructuredOutput", "feature",
+                "the tool the model answers the schema with"),
+    ),
     title="--json-schema: a model that keeps giving invalid structured output ends the loop",
     claims=(Claim(STRUCTURED, "With --json-schema, a model whose every StructuredOutput call "
                               "fails the schema is told so and asked again until the client "
