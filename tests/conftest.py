@@ -106,6 +106,38 @@ def newest_claude_code_binary():  # type: ignore[no-untyped-def]
     return _claude_code(NEWEST_CLIENT_VERSION)
 
 
+@pytest.fixture(scope="session")
+def real_suite(claude_code_binary, tmp_path_factory):  # type: ignore[no-untyped-def]
+    """One run of the built-in suite on the default client as ``loopprobe run`` makes it (-j
+    the cores), without the /loop probe (tests.fixtures.suite_without_clock): its report
+    folder and each probe's outcome. The tests that read it share one run: they are in the
+    xdist group ``REAL_SUITE``, so under ``--dist loadgroup`` they share a worker too."""
+    from probes.cli.suite import execute_suite
+    from probes.clients.claude_code import ClaudeCode
+    from probes.scale.schedule import default_jobs
+    from tests.fixtures.suite_without_clock import REPORTS
+    folder = tmp_path_factory.mktemp("real-suite")
+    return execute_suite((ClaudeCode(), claude_code_binary.version), folder / "out",
+                         work_dir=str(folder / "work"), catalog=REPORTS, jobs=default_jobs())
+
+
+REAL_SUITE = "real-suite"
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Under ``--dist loadgroup`` (./scripts/test's client tier) a test file is one group, as
+    under ``loadfile``, so its module fixtures run once, unless a test names its own group
+    (``REAL_SUITE``: the tests sharing one real run of the suite)."""
+    # a worker is told by its own flag (xdist sets its dist to "no")
+    if not (getattr(config.option, "loadgroup", False)
+            or getattr(config.option, "dist", None) == "loadgroup"):
+        return
+    for item in items:
+        if item.get_closest_marker("xdist_group") is None:
+            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
+
+
 def _tier(keywords: Any) -> str:
     return next((tier for tier in ("client", "sdk", "slow") if tier in keywords), "fast")
 

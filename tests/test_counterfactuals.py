@@ -22,6 +22,10 @@ from probes.scale.schedule import default_jobs, run_scheduled
 # The fast coverage test below runs without a client, so the marker is per test, not the
 # module's pytestmark.
 CLIENT = pytest.mark.client
+# Alone (CONTRIBUTING, "serial tests"): the tool-scheduling variants are told from the
+# claims by hook windows of 0.1-2 s; a loaded machine can stretch the client's own steps
+# past them, and a variant then passes what it must fail.
+SERIAL = pytest.mark.serial
 
 PROBES: tuple[Probe, ...] = tuple(p for spec in REPORTS for p in spec.probes)
 CASES = [pytest.param(p, cf, id=f"{p.name}:{cf.name}") for p in PROBES for cf in p.counterfactuals]
@@ -63,6 +67,7 @@ def selected_outcomes(request: pytest.FixtureRequest,
 
 
 @CLIENT
+@SERIAL
 @pytest.mark.parametrize(("probe", "counterfactual"), CASES)
 def test_counterfactual_makes_its_claims_fail(probe: Probe, counterfactual: Counterfactual,
                                               selected_outcomes: dict[str, ProbeOutcome]) -> None:

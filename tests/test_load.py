@@ -243,6 +243,7 @@ class Memory:
 
 
 @pytest.mark.slow
+@pytest.mark.serial  # its bounds are the mock's growth under its own load alone (CONTRIBUTING)
 def test_200_streaming_clients_soak(tmp_path: Path,
                                     record_property: Callable[[str, object], None]) -> None:
     process, url, journal, log = start_mock(tmp_path)

@@ -1,6 +1,7 @@
 """Every check of every probe can fail: fed real evidence altered to break its property.
 
-The evidence comes from one run of the real client (the session fixture). The
+The evidence comes from one run of the real client (the session fixture ``real_suite``,
+shared with the reproducibility test of tests/test_client_runs.py). The
 alterations in ALTERATIONS each break one property of the published probes and
 name the checks that must then fail; GENERIC alterations break whole kinds of
 evidence (results, hooks, requests, files, timings) of every probe. The last
@@ -19,9 +20,10 @@ from probes.catalog import REPORTS
 from probes.core.evidence import Evidence, blocks_of_type, messages
 from probes.core.outcome import ProbeOutcome
 from probes.core.verdicts import check_evidence
+from tests.conftest import REAL_SUITE
 from tests.fixtures.suite_without_clock import CLOCKED
 
-pytestmark = pytest.mark.client
+pytestmark = [pytest.mark.client, pytest.mark.xdist_group(REAL_SUITE)]
 
 # every probe once on the real client, but the /loop one, which waits a minute or more on the
 # client's clock (its checks are shown able to fail by its counterfactual on 2.1.332)
@@ -454,18 +456,9 @@ ALTERATIONS: list[tuple[str, str, Callable[[Evidence], Any], set[str]]] = [
 
 
 @pytest.fixture(scope="session")
-def real_outcomes(claude_code_binary, tmp_path_factory) -> dict[str, ProbeOutcome]:  # type: ignore[no-untyped-def]
-    from probes.clients.claude_code import ClaudeCode
-    from probes.run.runner import run_probe
-    from probes.scale.schedule import default_jobs, run_scheduled
-    work = tmp_path_factory.mktemp("probe-checks")
-    # side by side, as the suite runs them (-j): the runs are most of this tier's time
-    scheduled = run_scheduled(list(PROBES.values()),
-                              lambda probe: run_probe(probe, ClaudeCode(), claude_code_binary,
-                                                      work), default_jobs())
-    assert not scheduled.interrupted
-    return {name: outcome for name, outcome in zip(PROBES, scheduled.outcomes, strict=True)
-            if outcome is not None}
+def real_outcomes(real_suite) -> dict[str, ProbeOutcome]:  # type: ignore[no-untyped-def]
+    assert set(real_suite.outcomes) == set(PROBES), sorted(real_suite.outcomes)
+    return dict(real_suite.outcomes)
 
 
 def test_the_published_probes_pass_on_the_real_client(

@@ -54,6 +54,9 @@ class SuiteResult:
     out: Path
     reports: list[Report] = field(default_factory=list)
     error: str | None = None
+    # probe name -> what its run gave (the evidence, checks and verdicts the reports hold),
+    # for a caller in the same process; never in the JSON summary
+    outcomes: dict[str, ProbeOutcome] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         return {"command": "run", "exit_code": self.exit_code, "client": self.client,
@@ -125,7 +128,9 @@ def execute_suite(client_spec: str | tuple[Client, str], out: Path, *,
     if counterfactuals and not interrupted:
         interrupted = not _write_counterfactuals(run, everything)
     say(f"  wrote {write_guide(out)}")
-    return _summary(label, out, written, interrupted)
+    result = _summary(label, out, written, interrupted)
+    result.outcomes = {o.probe.name: o for o in scheduled.outcomes if o is not None}
+    return result
 
 
 @dataclass
