@@ -123,7 +123,7 @@ REWRITE_PROBE = Probe(
                 "the PostToolUse hook's rewrite of an MCP tool's output",
                 claims=(MCP_REWRITE_CLAIM,)),
     ),
-    revision=2,  # the final text where the result event's is empty
+    revision=3,  # premises: a version lacking one is absent or not observable, never contradicted
     title="PostToolUse replaces a tool's output: valid, invalid, and an MCP tool's",
     claims=(
         Claim(UPDATED_CLAIM,

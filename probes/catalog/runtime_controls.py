@@ -161,6 +161,7 @@ STOP_PROBE = Probe(
 
 MAX_TURNS_PROBE = Probe(
     name="max-turns-terminal",
+    revision=2,  # premises: a version lacking one is absent or not observable, never contradicted
     premises=(
         Premise("flag", "--max-turns", "feature", "limits the run to one model turn"),
         hook_tool_ids("PostToolUse"),

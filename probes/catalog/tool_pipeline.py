@@ -145,7 +145,7 @@ PROBE = Probe(
         Premise("hook_output", "updatedInput", "feature",
                 "the PreToolUse hook's rewrite of the call's input", claims=(REWRITTEN,)),
     ),
-    revision=2,  # the final text where the result event's is empty
+    revision=3,  # premises: a version lacking one is absent or not observable, never contradicted
     title="Every tool path ends in a paired tool_result and the loop continues",
     claims=(
         Claim(UNKNOWN, "A call to an unknown tool name becomes an error tool_result with the "

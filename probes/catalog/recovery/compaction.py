@@ -224,7 +224,7 @@ AUTO_COMPACT_PROBE = Probe(
         Premise("env", "CLAUDE_CODE_AUTO_COMPACT_WINDOW", "instrument",
                 "sets the context window the automatic compaction's threshold is taken from"),
     ),
-    revision=2,  # the final text where the result event's is empty
+    revision=3,  # premises: a version lacking one is absent or not observable, never contradicted
     title="Auto-compaction with a configured window runs inside the loop",
     claims=(Claim(AUTO_COMPACT, "With a configured context window, a turn whose reported "
                                 "input_tokens exceed the threshold is followed by an automatic "
@@ -319,6 +319,7 @@ def _gate_rules() -> list[Rule]:
 
 GATE_PROBE = Probe(
     name="compaction-gate",
+    revision=2,  # premises: a version lacking one is absent or not observable, never contradicted
     premises=(
         Premise("env", "CLAUDE_CODE_AUTO_COMPACT_WINDOW", "instrument",
                 "sets the context window of the automatic compaction runs"),

@@ -139,6 +139,7 @@ def check_no_stream_fallback(ev: Evidence, c: Checks) -> None:
 
 NO_STREAM_FALLBACK_PROBE = Probe(
     name="nonstreaming-fallback-disabled",
+    revision=2,  # premises: a version lacking one is absent or not observable, never contradicted
     premises=(
         Premise("env", "CLAUDE_CODE_DISABLE_NONSTREAMING_FALLBACK", "feature",
                 "disables the non-streaming re-send the claim is about"),

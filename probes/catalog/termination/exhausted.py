@@ -72,7 +72,7 @@ BLOCKING_PROBE = Probe(
                 "100000 window; automatic compaction is switched off with DISABLE_AUTO_COMPACT, "
                 "and a compaction the client tries all the same is answered with a 400 error, "
                 "so none succeeds.",),
-    revision=2,  # compaction answered with an error (it had no rule: a harness error)
+    revision=3,  # premises: a version lacking one is absent or not observable, never contradicted
     counterfactuals=(
         Counterfactual(
             "small-context",
@@ -111,6 +111,7 @@ def check_structured(ev: Evidence, c: Checks) -> None:
 
 STRUCTURED_PROBE = Probe(
     name="structured-output-retry-exhausted",
+    revision=2,  # premises: a version lacking one is absent or not observable, never contradicted
     premises=(
         Premise("flag", "--json-schema", "feature", "asks for output of the given schema"),
         Premise("tool", "StructuredOutput", "feature",

@@ -116,7 +116,7 @@ def _one_call_per_response(p: Probe) -> Probe:
 BATCH_PROBE = Probe(
     name="tool-batch-scheduling",
     premises=(HOOK_TOOL_IDS, hook_tool_ids("PostToolUse")),
-    revision=2,  # the final text where the result event's is empty
+    revision=3,  # premises: a version lacking one is absent or not observable, never contradicted
     title="Concurrency-safe calls overlap; an unsafe call is a barrier",
     claims=(
         Claim(CONCURRENCY, "Several concurrency-safe calls (Read, Grep) in one response run "

@@ -58,7 +58,7 @@ def _same_id(p: Probe) -> Probe:
 PAIRING_PROBE = Probe(
     name="result-pairing",
     premises=(HOOK_TOOL_IDS, hook_tool_ids("PostToolUse")),
-    revision=2,  # the final text where the result event's is empty
+    revision=3,  # premises: a version lacking one is absent or not observable, never contradicted
     title="Results pair by tool_use_id whatever the completion order",
     claims=(Claim(PAIRING, "Tool results are paired with their calls by tool_use_id, not by "
                            "completion order; every tool_use gets exactly one tool_result.",

@@ -63,7 +63,7 @@ def _block_held_open(p: Probe) -> Probe:
 STREAMING_PROBE = Probe(
     name="streaming-tool-start",
     premises=(HOOK_TOOL_IDS,),
-    revision=2,  # the final text where the result event's is empty
+    revision=3,  # premises: a version lacking one is absent or not observable, never contradicted
     title="A tool_use block is executed as soon as it is complete, before the message ends",
     claims=(Claim(STREAMING, "The client starts executing a tool_use block at its "
                              "content_block_stop, while the rest of the message is still "
