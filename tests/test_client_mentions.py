@@ -1,4 +1,4 @@
-"""Static evidence (``probes.run.client_mentions``): whether the installed client's files
+"""Static evidence (``probes.clients.mentions``): whether the installed client's files
 mention a string, and the reach check that reads it (``probes.catalog.common.check_mentioned``).
 
 A fake client package stands in for an install, with and without the string; the fake loop
@@ -16,15 +16,15 @@ import pytest
 
 from mockapi import Match, Rule, Scenario, text
 from probes.catalog.common import check_mentioned
+from probes.clients import mentions as client_mentions
 from probes.clients.base import ClientBinary
+from probes.clients.mentions import look_up, searched_files
 from probes.core.checks import Checks
 from probes.core.evidence import Evidence
 from probes.core.probe import CatalogError, Claim, Invocation, Probe, ReportSpec
 from probes.core.provenance import project_expectation
 from probes.core.verdicts import check_evidence
 from probes.report.build import build_report
-from probes.run import client_mentions
-from probes.run.client_mentions import look_up, searched_files
 from probes.run.runner import run_probe
 from tests.fakeloop import FakeLoopClient
 

@@ -19,7 +19,7 @@ import pytest
 from probes.catalog import REPORTS
 from probes.core.evidence import Evidence, blocks_of_type, messages
 from probes.core.outcome import ProbeOutcome
-from probes.core.verdicts import check_evidence
+from probes.core.verdicts import check_evidence, decide_claim
 from tests.fixtures.suite_without_clock import CLOCKED
 
 pytestmark = pytest.mark.client
@@ -657,10 +657,20 @@ def _errors_printed(ev: Evidence) -> None:
         run.stdout += "\n".join(messages_)
 
 
+def _refused_as_unknown(ev: Evidence) -> None:
+    """Every run's client said it knows none of its flags and none of its slash command."""
+    for run in ev.runs.values():
+        flags = [arg for arg in run.argv if arg.startswith("--")]
+        run.stderr += "".join(f"error: unknown option '{flag}'\n" for flag in flags)
+        prompt = run.invocation.prompt.lstrip()
+        if prompt.startswith("/"):
+            run.stdout += f"\nUnknown skill: {prompt[1:].split()[0]}"
+
+
 GENERIC = (_errors_printed, _phantom_hooks, _results_broken, _no_hooks, _requests_doubled,
            _requests_gone, _requests_scrambled, _workspace_changed, _timing_inverted, _events_gone,
            _served_twice, _phantom_tool_results, _workspace_emptied, _exits_clean,
-           _client_never_mentions)
+           _client_never_mentions, _refused_as_unknown)
 
 
 def test_alterations_reach_every_claim_check(real_outcomes: dict[str, ProbeOutcome]) -> None:
@@ -677,3 +687,61 @@ def test_alterations_reach_every_claim_check(real_outcomes: dict[str, ProbeOutco
     # the harness's own checks are the same code in every probe: one of each kind suffices
     assert {check.rsplit(".", 1)[-1] for _, check in reached if check.startswith("harness.")} \
         == {"finished", "script-covered", "side-replies-offered-no-tools"}
+
+
+# ---- premises, on the real evidence --------------------------------------------------------
+
+def test_every_premise_holds_on_the_default_version(
+        real_outcomes: dict[str, ProbeOutcome]) -> None:
+    """2.1.235 has every flag, variable, hook field, tool and command the probes rely on; its
+    files or its runs say so (tests/test_premises_client.py shows them missing on 2.0.77)."""
+    held = {c.id: (c.status, c.observed) for o in real_outcomes.values() for c in o.checks
+            if c.role == "premise"}
+    assert len(held) >= 25
+    assert {k: v for k, v in held.items() if v[0] != "passed"} == {}
+
+
+def _no_hook_ids(ev: Evidence) -> None:
+    """The hook input as before 2.0.43: no tool_use_id."""
+    for call in ev.hook_calls:
+        if isinstance(call.get("input"), dict):
+            call["input"]["tool_use_id"] = None
+
+
+def _never_mentioned(needle: str) -> Callable[[Evidence], None]:
+    def alter(ev: Evidence) -> None:
+        ev.client_mentions["found"][needle] = False
+    return alter
+
+
+def _verdicts_of(outcome: ProbeOutcome, alter: Callable[[Evidence], Any]) -> dict[str, str]:
+    evidence = copy.deepcopy(outcome.evidence)
+    assert evidence is not None
+    alter(evidence)
+    results, _ = check_evidence(outcome.probe, evidence)
+    every = [c.to_json() for c in results]
+    return {claim.id: decide_claim([c for c in every if c["claim"] == claim.id], every)[0]
+            for claim in outcome.probe.claims}
+
+
+def test_without_pairing_ids_the_schedule_is_not_observable_never_contradicted(
+        real_outcomes: dict[str, ProbeOutcome]) -> None:
+    for name in ("tool-batch-scheduling", "result-pairing", "streaming-tool-start"):
+        outcome = real_outcomes[name]
+        assert set(_verdicts_of(outcome, lambda ev: None).values()) == {"confirmed"}, name
+        assert set(_verdicts_of(outcome, _no_hook_ids).values()) == {"not_observable"}, name
+    windows = recheck(real_outcomes["tool-batch-scheduling"], _no_hook_ids)
+    overlap = windows["safe-calls-overlap"]
+    assert overlap.status == "not_observable"
+    assert str(overlap.observed).startswith("not measured: none of the")
+
+
+@pytest.mark.parametrize(("probe", "needle", "verdict"), [
+    ("auto-compaction-window", "CLAUDE_CODE_AUTO_COMPACT_WINDOW", "not_observable"),
+    ("nonstreaming-fallback-disabled", "CLAUDE_CODE_DISABLE_NONSTREAMING_FALLBACK", "absent"),
+])
+def test_a_variable_the_files_never_mention_decides_the_claim(
+        real_outcomes: dict[str, ProbeOutcome], probe: str, needle: str, verdict: str) -> None:
+    outcome = real_outcomes[probe]
+    assert set(_verdicts_of(outcome, lambda ev: None).values()) == {"confirmed"}
+    assert set(_verdicts_of(outcome, _never_mentioned(needle)).values()) == {verdict}

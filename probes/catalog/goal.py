@@ -19,6 +19,7 @@ from probes.catalog.common import body_text, check_ended, last_user_locations
 from probes.catalog.variants import answering, with_rules, with_runs
 from probes.core.checks import Checks
 from probes.core.evidence import Evidence
+from probes.core.premises import Premise
 from probes.core.probe import Claim, Counterfactual, Invocation, Probe
 from probes.core.provenance import project_expectation
 
@@ -159,6 +160,9 @@ def _evaluator(answer_contains: str) -> Match:
 
 PROBE = Probe(
     name="goal-evaluator",
+    premises=(
+        Premise("command", "goal", "feature", "sets the goal the evaluator checks"),
+    ),
     title="/goal: an evaluator request after each turn decides whether the loop goes on",
     claims=(
         Claim(GOAL_CLAIM,

@@ -13,10 +13,12 @@ from typing import Any
 
 from mockapi import Match, Rule, Scenario, text, tool_use
 from probes.catalog.common import check_ended, check_mentioned
+from probes.catalog.premises import MCP_CONFIG, STREAMED_INPUT, hook_tool_ids
 from probes.catalog.variants import recording_hooks, with_runs
 from probes.core.checks import Checks
 from probes.core.evidence import Evidence, blocks_of_type
 from probes.core.mcp import McpReply, McpServer, McpTool
+from probes.core.premises import Premise
 from probes.core.probe import Claim, Counterfactual, Hooks, Invocation, Probe
 from probes.core.provenance import from_analysis, project_expectation
 from probes.core.streamed import Step, StreamedInput, user_message
@@ -115,7 +117,13 @@ def _read_output(content: str) -> dict[str, Any]:
 
 REWRITE_PROBE = Probe(
     name="posttooluse-rewrite",
-    revision=2,  # the final text where the result event's is empty
+    premises=(
+        hook_tool_ids("PostToolUse", MCP_REWRITE_CLAIM),
+        Premise("hook_output", "updatedMCPToolOutput", "feature",
+                "the PostToolUse hook's rewrite of an MCP tool's output",
+                claims=(MCP_REWRITE_CLAIM,)),
+    ),
+    revision=3,  # premises: a version lacking one is absent or not observable, never contradicted
     title="PostToolUse replaces a tool's output: valid, invalid, and an MCP tool's",
     claims=(
         Claim(UPDATED_CLAIM,
@@ -244,6 +252,7 @@ def _server(probe: Probe, tool: str, *replies: McpReply) -> Probe:
 
 REFRESH_PROBE = Probe(
     name="mcp-tool-list-refresh",
+    premises=(STREAMED_INPUT, MCP_CONFIG),
     revision=2,  # the final text where the result event's is empty
     title="An MCP server changes its tool list: the next turn offers the new one",
     claims=(Claim(
@@ -340,6 +349,10 @@ def _tool_result_block(ev: Evidence, run: str, tool_use_id: str) -> dict[str, An
 
 FAILURE_PROBE = Probe(
     name="mcp-server-failures",
+    premises=(
+        Premise("env", "MCP_TOOL_TIMEOUT", "feature", "sets the MCP tool call's timeout",
+                claims=(TIMEOUT_CLAIM,)),
+    ),
     revision=2,  # the final text where the result event's is empty
     title="An MCP server that dies or hangs mid-call: an error result, the loop goes on",
     claims=(

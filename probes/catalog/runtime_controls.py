@@ -8,9 +8,11 @@ from typing import Any
 from mockapi import Match, Rule, Scenario, text, tool_use
 from mockapi.journal.records import RequestRecord
 from probes.catalog.common import body_text, check_ended, last_user_locations
+from probes.catalog.premises import hook_tool_ids
 from probes.catalog.variants import recording_hooks, with_runs
 from probes.core.checks import Checks
 from probes.core.evidence import Evidence
+from probes.core.premises import Premise
 from probes.core.probe import Claim, Counterfactual, Hooks, Invocation, Probe
 from probes.core.provenance import from_analysis
 
@@ -119,6 +121,10 @@ def check_max_turns(ev: Evidence, c: Checks) -> None:
 
 STOP_PROBE = Probe(
     name="stop-hook-reentry",
+    premises=(
+        Premise("hook_input", "stop_hook_active", "feature",
+                "tells the Stop hook whether it runs again after blocking", event="Stop"),
+    ),
     revision=2,  # the final text where the result event's is empty
     title="A blocking Stop hook makes the model run again",
     claims=(Claim(STOP_CLAIM,
@@ -155,6 +161,11 @@ STOP_PROBE = Probe(
 
 MAX_TURNS_PROBE = Probe(
     name="max-turns-terminal",
+    revision=2,  # premises: a version lacking one is absent or not observable, never contradicted
+    premises=(
+        Premise("flag", "--max-turns", "feature", "limits the run to one model turn"),
+        hook_tool_ids("PostToolUse"),
+    ),
     title="--max-turns 1 lets the tools of the only turn run, then stops",
     claims=(Claim(MAX_CLAIM,
                   "--max-turns 1 with a tool_use answer: the tool runs and PostToolUse runs, "

@@ -10,9 +10,11 @@ from typing import Any
 
 from mockapi import Match, Message, Rule, Scenario, ToolUseBlock, text
 from probes.catalog.common import check_ended
+from probes.catalog.premises import hook_tool_ids
 from probes.catalog.variants import answering, scripted_rule, with_rules, with_runs, without_hook_rules
 from probes.core.checks import Checks
 from probes.core.evidence import Evidence, blocks_of_type
+from probes.core.premises import Premise
 from probes.core.probe import Claim, Counterfactual, Hooks, Invocation, Probe
 from probes.core.provenance import from_analysis
 
@@ -138,7 +140,12 @@ def _with_calls(p: Probe, rule_id: str, **changed: ToolUseBlock) -> Rule:
 
 PROBE = Probe(
     name="tool-pipeline",
-    revision=2,  # the final text where the result event's is empty
+    premises=(
+        hook_tool_ids("PreToolUse", INVALID, DENIED, REWRITTEN),
+        Premise("hook_output", "updatedInput", "feature",
+                "the PreToolUse hook's rewrite of the call's input", claims=(REWRITTEN,)),
+    ),
+    revision=3,  # premises: a version lacking one is absent or not observable, never contradicted
     title="Every tool path ends in a paired tool_result and the loop continues",
     claims=(
         Claim(UNKNOWN, "A call to an unknown tool name becomes an error tool_result with the "

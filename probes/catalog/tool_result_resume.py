@@ -12,6 +12,7 @@ from probes.catalog.common import body_text, check_ended, last_user_locations, t
 from probes.catalog.variants import answering, with_rules, with_runs
 from probes.core.checks import Checks
 from probes.core.evidence import Evidence, blocks_of_type, locate
+from probes.core.premises import Premise
 from probes.core.probe import Claim, Counterfactual, Invocation, Probe
 from probes.core.provenance import from_analysis
 
@@ -270,6 +271,14 @@ def _check_fork(ev: Evidence, c: Checks) -> None:
 
 PROBE = Probe(
     name="tool-result-resume",
+    premises=(
+        Premise("flag", "--resume", "feature", "resumes the stored session",
+                claims=(RESUMED, COMPACTED, FORKED)),
+        Premise("command", "compact", "feature", "compacts the resumed session",
+                claims=(COMPACTED, FORKED)),
+        Premise("flag", "--fork-session", "feature", "forks the compacted session",
+                claims=(FORKED,)),
+    ),
     revision=2,  # the final text where the result event's is empty
     title="Tool feedback, resume, manual compaction and fork in one session",
     claims=CLAIMS,

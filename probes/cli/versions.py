@@ -28,6 +28,7 @@ from probes.clients import Client, InstallError, report_folder
 from probes.clients.base import ClientKey
 from probes.clients.registry import CLIENT_KINDS, client_for, remove_install
 from probes.clients.specs import check_version
+from probes.core.changes import CHANGE_KINDS, release_change
 from probes.core.files import write_json
 from probes.core.probe import ReportSpec
 from probes.core.safe_read import read_json
@@ -122,6 +123,14 @@ def cmd_bisect(args: argparse.Namespace) -> int:
     if result.first_changed:
         summary.update(_where_it_changed(out, client, result.last_same, result.first_changed,
                                          needed, claims))
+        if len(claims) == 1:  # named as the almanac names it: from the checks that flipped
+            named = release_change(result.tested[result.last_same], str(result.changed_verdict),
+                                   [{"id": c["id"], "before": _passed(c["a"]),
+                                     "after": _passed(c["b"])}
+                                    for c in summary["flipped_checks"]])
+            summary["change"] = named
+            summary["transition"] = CHANGE_KINDS.get(named or "") or summary["transition"]
+            result.change, result.transition = summary["change"], summary["transition"]
         say(f"bisect: {target} changed in {result.first_changed}, a {result.transition} "
              f"transition ({result.change}: {result.tested[result.last_same]} on "
              f"{result.last_same} -> {result.changed_verdict})")
@@ -178,6 +187,10 @@ def _verdict_at(args: argparse.Namespace, client: Client, needed: tuple[ReportSp
         return found
 
     return verdict_at
+
+
+def _passed(passed: bool | None) -> str:
+    return "missing" if passed is None else "passed" if passed else "failed"
 
 
 def _where_it_changed(out: Path, client: Client, last_same: str, first_changed: str,

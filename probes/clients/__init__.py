@@ -1,4 +1,5 @@
-"""Agent-loop clients the harness can install and run.
+"""Agent-loop clients the harness can install and run, and what their installed files
+mention (``mentions``: static evidence, for what no run can show).
 
 May import: ``probes.core``, ``probes.sandbox``.
 """

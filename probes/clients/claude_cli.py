@@ -22,6 +22,7 @@ from typing import Any, ClassVar
 
 from probes.clients.base import Capabilities, ClientBinary, HookCommand, RunContext
 from probes.clients.info_run import informational_run
+from probes.clients.mentions import look_up
 from probes.clients.npm import InstallError
 from probes.core.evidence import Output
 from probes.core.files import write_text
@@ -118,14 +119,20 @@ class ClaudeCliBase:
 
     def capabilities(self, binary: ClientBinary) -> Capabilities:
         text = self.help_text(binary)
+        unlisted = sorted({flag for flags in CAPABILITY_FLAGS.values() for flag in flags
+                           if flag not in text})
+        # a flag can work unlisted: one --help leaves out counts as missing only when the
+        # client's own files never mention it either (the run's premise checks decide the rest)
+        mentioned = (look_up(binary, unlisted).get("found") or {}) if unlisted else {}
         supported, missing, version_lacks = set(), {}, set()
         for name in CAPABILITIES:
             if name in NOT_CLAUDE_CODE or name in self.not_passed:
                 missing[name] = NOT_CLAUDE_CODE.get(name) or self.not_passed[name]
                 continue
-            absent = [flag for flag in CAPABILITY_FLAGS.get(name, ()) if flag not in text]
+            absent = [flag for flag in CAPABILITY_FLAGS.get(name, ())
+                      if flag not in text and not mentioned.get(flag)]
             if absent:
-                missing[name] = f"no {', '.join(absent)} in its --help"
+                missing[name] = f"no {', '.join(absent)} in its --help nor in its files"
                 version_lacks.add(name)  # a flag of other versions, not of this one
             else:
                 supported.add(name)

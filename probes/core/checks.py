@@ -18,6 +18,14 @@ Each check has a role, which decides what its failure means for its claim
 - ``reporting``: a field of the client's output that states the behaviour (a
   ``terminal_reason``). Missing, because the version never reports it: *not observable*;
   present with another value: a failure like a behaviour check's.
+- ``premise``: the version has what the probe relies on (``probes.core.premises``): a flag,
+  a variable, a field it measures with. Missing, the claim is *absent* (a premise of the
+  feature) or *not observable* (of the harness's instrument); not established either way,
+  *not observable*. Only with every premise held can a behaviour check contradict.
+
+A value the check could not measure (``Unmeasured``: no pairing id, no timestamp) makes a
+behaviour check *not observable*, never failed: the instrument was missing, not the
+behaviour.
 """
 
 from __future__ import annotations
@@ -26,13 +34,46 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
-__all__ = ["MISSING", "ROLES", "CheckResult", "Checks", "Role", "Unreached"]
+__all__ = ["MISSING", "ROLES", "CheckResult", "Checks", "Role", "Unmeasured", "Unreached",
+           "unmeasured_in"]
 
 MISSING = "<missing>"
-Role = Literal["reach", "behaviour", "reporting"]
-ROLES: tuple[Role, ...] = ("reach", "behaviour", "reporting")
-# what a failed reach check says of its claim
-Unreached = Literal["absent", "not_reached"]
+Role = Literal["reach", "behaviour", "reporting", "premise"]
+ROLES: tuple[Role, ...] = ("reach", "behaviour", "reporting", "premise")
+# what a failed reach or premise check says of its claim
+Unreached = Literal["absent", "not_reached", "not_observable"]
+
+
+@dataclass(frozen=True)
+class Unmeasured:
+    """An observed value the instrument could not measure, and why (a hook window without its
+    call's id, a run without timestamps): the check is not observable, never failed."""
+
+    why: str
+
+    def __str__(self) -> str:
+        return f"not measured: {self.why}"
+
+
+def unmeasured_in(value: Any) -> Unmeasured | None:
+    """The first ``Unmeasured`` in an observed value (itself, or one of a dict's or list's
+    items), if any."""
+    if isinstance(value, Unmeasured):
+        return value
+    items = value.values() if isinstance(value, dict) else value \
+        if isinstance(value, list | tuple) else ()
+    return next((found for item in items if (found := unmeasured_in(item)) is not None), None)
+
+
+def _shown(value: Any) -> Any:
+    """An observed value as the report keeps it: each ``Unmeasured`` as its sentence."""
+    if isinstance(value, Unmeasured):
+        return str(value)
+    if isinstance(value, dict):
+        return {key: _shown(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_shown(item) for item in value]
+    return value
 
 
 @dataclass(frozen=True)
@@ -57,6 +98,8 @@ class CheckResult:
             return "passed"
         if self.role == "reach":
             return self.unreached or "not_reached"
+        if self.role == "premise":
+            return self.unreached or "not_observable"
         return "failed" if self.observable else "not_observable"
 
     def to_json(self) -> dict[str, Any]:
@@ -85,11 +128,24 @@ class Checks:
         if any(r.id == full_id for r in self.results):
             raise ValueError(f"check id {full_id!r} is used twice")
         seqs = tuple(self._reads()) if self._reads else ()
+        if not passed and role in ("behaviour", "reporting") and unmeasured_in(observed):
+            observable = False  # the instrument was missing, not the behaviour
         self.results.append(CheckResult(full_id, claim, description, bool(passed), expected,
-                                        MISSING if observed is None else observed, evidence,
-                                        observable, seqs, role,
+                                        MISSING if observed is None else _shown(observed),
+                                        evidence, observable, seqs, role,
                                         None if passed else unreached))
         return bool(passed)
+
+    def premise(self, check_id: str, claim: str, description: str, *, present: bool | None,
+                role: Literal["feature", "instrument"], expected: Any, observed: Any,
+                evidence: str) -> bool:
+        """That the version has what the probe relies on (``probes.core.premises``). Missing:
+        the claim is absent (``role`` feature) or not observable (instrument); ``present``
+        None (nothing established it) is not observable either way."""
+        missing: Unreached = "absent" if role == "feature" and present is False \
+            else "not_observable"
+        return self._add(check_id, claim, description, present is True, expected, observed,
+                         evidence, role="premise", unreached=missing)
 
     def reach(self, check_id: str, claim: str, description: str, *, held: bool,
               absent: bool, expected: Any, observed: Any, evidence: str) -> bool:

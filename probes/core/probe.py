@@ -19,11 +19,12 @@ from probes.core.checks import Checks
 from probes.core.evidence import Evidence
 from probes.core.invocation import CAPABILITIES, Hooks, Invocation
 from probes.core.names import NAME_LENGTH, CatalogError, described, simple_name_problem
+from probes.core.premises import Premise, premise_mentions
 from probes.core.provenance import Source, unstated
 from probes.core.setup import UserSetup
 
 __all__ = ["HARNESS_CLASSIFIER", "HARNESS_MESSAGE_IDS", "CatalogError", "Claim", "Counterfactual",
-           "Hooks", "Invocation", "Probe", "ReportSpec", "Source", "served_scenario",
+           "Hooks", "Invocation", "Premise", "Probe", "ReportSpec", "Source", "served_scenario",
            "shown_scenario", "with_tool_names"]
 
 # Probes script Claude Code: its side requests (titles, summaries…), warmups, compactions and
@@ -176,6 +177,9 @@ class Probe:
     # Evidence.client_mentions), for the reach of a feature no run can show absent: a hook
     # output field or an environment variable a version ignores silently
     client_mentions: tuple[str, ...] = ()
+    # what its runs and checks rely on the version having (probes.core.premises): each is
+    # established per run, from the run or the client's files, before a check may contradict
+    premises: tuple[Premise, ...] = ()
     # the user's own folders copied into the sandbox (a workspace, ~/.claude, plugins)
     setup: UserSetup | None = None
     # raised by one whenever a change to the probe (a check, a rule, a run) may change what it
@@ -228,6 +232,13 @@ class Probe:
                                    f"the probe's: {sorted(claims)}")
         _expect(owner, "fingerprinted", self.fingerprinted, bool, "True or False")
         _expect_items(owner, "client_mentions", self.client_mentions, str, "a string")
+        _expect_items(owner, "premises", self.premises, Premise, "a Premise(...)")
+        _unique(owner, "premises", [p.slug for p in self.premises])
+        for premise in self.premises:
+            if not set(premise.claims) <= claims:
+                raise CatalogError(f"{owner}: premise {premise.name!r} names claims "
+                                   f"{sorted(set(premise.claims) - claims)} that are not the "
+                                   f"probe's: {sorted(claims)}")
         _expect(owner, "setup", self.setup, (UserSetup, type(None)), "UserSetup(...) or None")
         if not isinstance(self.revision, int) or isinstance(self.revision, bool) \
                 or self.revision < 1:
@@ -237,6 +248,12 @@ class Probe:
             if not needle.strip() or not needle.isascii() or len(needle) > 100:
                 raise CatalogError(f"{owner}: client_mentions holds {needle!r}, expected a "
                                    "non-blank ASCII string of at most 100 characters")
+
+    @property
+    def looked_up(self) -> tuple[str, ...]:
+        """Every string the runner looks up in the client's files: the probe's own
+        ``client_mentions`` and its premises'."""
+        return tuple(dict.fromkeys((*self.client_mentions, *premise_mentions(self.premises))))
 
     def capabilities(self) -> list[str]:
         """Everything a client must support to run this probe, in a stable order."""

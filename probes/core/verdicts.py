@@ -23,6 +23,7 @@ from probes.core.evidence import (
     SANDBOX_REFUSALS,
     Evidence,
 )
+from probes.core.premises import premise_checks
 from probes.core.probe import Probe
 from probes.core.tally import NotKept
 
@@ -87,8 +88,10 @@ def decide_claim(own: Sequence[Mapping[str, Any]], probe_checks: Sequence[Mappin
     client kind lacks a capability); absent (``absent``: the probe did not run because this
     version lacks a flag of other versions); error (the harness failed: its evidence is incomplete,
     so nothing it shows counts against the claim); absent, then not reached (a reach check
-    failed: the behaviour checks say nothing); contradicted, or for a claim whose source is
-    a recorded baseline differs from baseline (reach held and a behaviour check failed);
+    failed: the behaviour checks say nothing; a premise missing: absent); not observable
+    when a premise is not established (an instrument of the harness this version lacks);
+    contradicted, or for a claim whose source is a recorded baseline differs from baseline
+    (reach and every premise held, and a behaviour check failed with an observed value);
     not observable (what this version or mode cannot show was not seen); confirmed.
     What the client did that the harness refused (an egress attempt, a malformed control
     request) never decides a verdict by itself: it is reported with its run.
@@ -114,6 +117,13 @@ def decide_claim(own: Sequence[Mapping[str, Any]], probe_checks: Sequence[Mappin
         return "not_reached", (f"the probe did not trigger the mechanism: {_said(unreached[0])} "
                                f"(expected {_shown(unreached[0].get('expected'))})"
                                f"{_and_more(unreached)}")
+    # a premise not established (an instrument missing, or nothing decided it): no behaviour
+    # check can contradict the claim on this version
+    unestablished = [c for c in own if c.get("role") == "premise"
+                     and c.get("status") == "not_observable"]
+    if unestablished:
+        return "not_observable", (f"a premise of the probe is not established on this version: "
+                                  f"{_said(unestablished[0])}{_and_more(unestablished)}")
     failed = [c for c in own if c.get("status") == "failed"]
     if failed:
         verdict = "differs_from_baseline" if baseline else "contradicted"
@@ -136,6 +146,7 @@ def check_evidence(probe: Probe, evidence: Evidence) -> tuple[list[CheckResult],
         probe.check(evidence, checks)
     except Exception:
         error = "a check raised instead of failing: " + traceback.format_exc(limit=4)
+    premise_checks(probe.premises, [c.id for c in probe.claims], evidence, checks)
     harness_checks(evidence, checks)
     return checks.results, error
 

@@ -128,6 +128,8 @@ def _probe_section(outcome: ProbeOutcome,
         "scenario": norm(outcome.scenario), "fixtures": dict(probe.fixtures),
         "hook_policy": dict(probe.hooks.policy) if probe.hooks is not None else None,
         "boundaries": list(probe.boundaries),
+        # what it relies on the version having; each run's finding is a check (role premise)
+        **({"premises": [p.to_json() for p in probe.premises]} if probe.premises else {}),
         "runs": [], "requests": [], "hook_calls": [],
     }
     timing: dict[str, Any] = {}

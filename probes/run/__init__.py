@@ -10,9 +10,9 @@ run is shown, its bwrap command), ``bounds`` (memory, processes, disk, time),
 ``process`` and ``pipes`` (the client process and its bounded output), ``conversation``
 (streamed input carried out), ``collector``, ``collected``, ``ancestry`` and ``hook_policy``
 (what hooks, MCP and egress report, on the host: the socket, what is kept of it under its
-caps, which process a reporter is, the hook answers), ``mcp_runtime`` (the MCP server's
-venv), ``client_mentions`` (static evidence: whether the installed client's files mention a
-string).
+caps, which process a reporter is, the hook answers) and ``mcp_runtime`` (the MCP server's
+venv). Static evidence (whether the installed client's files mention a string) is
+``probes.clients.mentions``.
 
 May import: ``probes.core``, ``probes.sandbox``, ``probes.inside`` (paths), ``probes.clients``.
 """

@@ -29,6 +29,7 @@ from probes.clients.base import (
     HookCommand,
     RunContext,
 )
+from probes.clients.mentions import look_up
 from probes.core.evidence import Evidence, RunRecord
 from probes.core.files import write_text
 from probes.core.invocation import Invocation
@@ -37,7 +38,6 @@ from probes.core.probe import Probe, shown_scenario
 from probes.core.verdicts import check_evidence
 from probes.inside import hook_recorder, hook_wrapper
 from probes.run.applicable import decide_before_running
-from probes.run.client_mentions import look_up
 from probes.run.collector import Collector
 from probes.run.containment import Containment, Place, find_containment
 from probes.run.conversation import Conversation, streamed_record
@@ -206,8 +206,8 @@ def _complete(evidence: Evidence, not_started: dict[str, str], collector: Collec
     evidence.egress = sorted([*place.egress_attempts(), *collector.egress],
                              key=lambda a: float(a.get("time") or 0))
     evidence.containment = containment.describe()
-    if probe.client_mentions:
-        evidence.client_mentions = look_up(binary, probe.client_mentions)
+    if probe.looked_up:
+        evidence.client_mentions = look_up(binary, probe.looked_up)
     evidence.client_paths = {name: place.seen(Path(host))
                              for host, name in box.placeholders().items()}
 

@@ -23,10 +23,10 @@ from typing import Any
 import jsonschema
 
 from probes import __version__
+from probes.core.changes import CHANGE_KINDS, is_premise_check, release_change
 from probes.core.files import write_json, write_text
 from probes.core.probe import ReportSpec
 from probes.core.safe_read import read_bytes
-from probes.core.verdicts import claim_change
 from probes.report.format import ReportError, load_json_file
 from probes.report.schemas import schema
 from probes.scale.almanac_build import claims_of
@@ -41,7 +41,6 @@ from probes.scale.almanac_witness import (
     drop_stale_witnesses,
     witnesses_of,
 )
-from probes.scale.bisect import transition_kind
 
 __all__ = ["ALMANAC_FILE", "ALMANAC_SCHEMA_VERSION", "ANCHOR_EVERY", "DEFAULT_GRID", "DEFAULT_SCREEN",
            "GUARANTEE", "WITNESS_DIR", "PublishError", "almanac_text", "load_almanac", "publish",
@@ -85,13 +84,13 @@ def _not_built(published: Sequence[str], covered: Sequence[str]) -> list[dict[st
     return runs
 
 
-def _flipped(state: AlmanacState, probe: str, claim: str, before: str,
-             after: str) -> list[dict[str, Any]]:
-    """The checks of ``claim`` whose status differs between the two sides."""
+def _sides(state: AlmanacState, probe: str, claim: str, before: str,
+           after: str) -> list[dict[str, Any]]:
+    """Every check of ``claim`` with its status on both sides."""
     a = state.runs(before, probe)[0].get("checks", {}).get(claim, {})
     b = state.runs(after, probe)[0].get("checks", {}).get(claim, {})
     return [{"id": check, "before": a.get(check, "missing"), "after": b.get(check, "missing")}
-            for check in sorted(set(a) | set(b)) if a.get(check) != b.get(check)]
+            for check in sorted(set(a) | set(b))]
 
 
 def publish(state: AlmanacState, work: Path, out: Path, published: Sequence[str], until: str,
@@ -170,12 +169,17 @@ def _describe_changes(claims: list[dict[str, Any]], areas: Mapping[str, tuple[st
         claim["area"], claim["statement"] = area, statement
         introduced = None
         for change in claim["changes"]:
-            change["kind"] = transition_kind(change["from"], change["to"])
-            change["change"] = claim_change(change["from"], change["to"])
+            sides = _sides(state, claim["probe"], claim["id"], change["before"],
+                           change["after"]) if change["located"] else []
+            flipped = [c for c in sides if c["before"] != c["after"]]
+            named = release_change(change["from"], change["to"], flipped)
+            change["change"] = named
+            change["kind"] = CHANGE_KINDS.get(named) if named else None
             change["verified"] = change["located"]
-            change["flipped_checks"] = _flipped(state, claim["probe"], claim["id"],
-                                                change["before"], change["after"]) \
-                if change["located"] else []
+            change["flipped_checks"] = flipped
+            premises = [c for c in sides if is_premise_check(c["id"])]
+            if premises:
+                change["premises"] = premises
             change["witnesses"] = {"before": paths.get(change["before"]),
                                    "after": paths.get(change["after"])}
             if change["change"] == "introduced" and introduced is None:

@@ -13,6 +13,7 @@ from probes.catalog.common import body_text, check_ended, check_terminal, result
 from probes.catalog.variants import answering, scripted_rule, with_rules, with_runs
 from probes.core.checks import Checks
 from probes.core.evidence import Evidence
+from probes.core.premises import Premise
 from probes.core.probe import Claim, Counterfactual, Invocation, Probe
 from probes.core.provenance import baseline, from_analysis
 
@@ -219,7 +220,11 @@ def check_auto_compact(ev: Evidence, c: Checks) -> None:
 
 AUTO_COMPACT_PROBE = Probe(
     name="auto-compaction-window",
-    revision=2,  # the final text where the result event's is empty
+    premises=(
+        Premise("env", "CLAUDE_CODE_AUTO_COMPACT_WINDOW", "instrument",
+                "sets the context window the automatic compaction's threshold is taken from"),
+    ),
+    revision=3,  # premises: a version lacking one is absent or not observable, never contradicted
     title="Auto-compaction with a configured window runs inside the loop",
     claims=(Claim(AUTO_COMPACT, "With a configured context window, a turn whose reported "
                                 "input_tokens exceed the threshold is followed by an automatic "
@@ -314,6 +319,11 @@ def _gate_rules() -> list[Rule]:
 
 GATE_PROBE = Probe(
     name="compaction-gate",
+    revision=2,  # premises: a version lacking one is absent or not observable, never contradicted
+    premises=(
+        Premise("env", "CLAUDE_CODE_AUTO_COMPACT_WINDOW", "instrument",
+                "sets the context window of the automatic compaction runs"),
+    ),
     title="How much history the client compacts: one, two and three tool turns",
     claims=(Claim(COMPACTION_GATE,
                   "Compaction needs at least two message groups: with one tool turn of history "

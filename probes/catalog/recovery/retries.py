@@ -14,9 +14,11 @@ from typing import Any
 from mockapi import Match, Message, Rule, Scenario, TextBlock, ThinkingBlock, api_error, text, tool_use
 from mockapi.script.replies import EventCount, StreamError, StreamStall
 from probes.catalog.common import body_text, check_ended
+from probes.catalog.premises import RETRIES_ENV
 from probes.catalog.variants import answering, with_rules, with_runs
 from probes.core.checks import Checks
 from probes.core.evidence import Evidence
+from probes.core.premises import Premise
 from probes.core.probe import Claim, Counterfactual, Invocation, Probe
 from probes.core.provenance import from_analysis, project_expectation
 
@@ -63,6 +65,7 @@ def check_retries(ev: Evidence, c: Checks) -> None:
 
 RETRIES_PROBE = Probe(
     name="api-retries",
+    premises=(RETRIES_ENV,),
     revision=2,  # the final text where the result event's is empty
     title="HTTP 529/500 are retried with api_retry events; a broken stream is re-sent without "
           "streaming",
@@ -136,6 +139,12 @@ def check_no_stream_fallback(ev: Evidence, c: Checks) -> None:
 
 NO_STREAM_FALLBACK_PROBE = Probe(
     name="nonstreaming-fallback-disabled",
+    revision=2,  # premises: a version lacking one is absent or not observable, never contradicted
+    premises=(
+        Premise("env", "CLAUDE_CODE_DISABLE_NONSTREAMING_FALLBACK", "feature",
+                "disables the non-streaming re-send the claim is about"),
+        RETRIES_ENV,
+    ),
     title="CLAUDE_CODE_DISABLE_NONSTREAMING_FALLBACK: a stream broken by overloaded_error",
     claims=(Claim(NO_STREAM_FALLBACK,
                   "With CLAUDE_CODE_DISABLE_NONSTREAMING_FALLBACK=1, a stream broken by "
@@ -245,6 +254,10 @@ def check_fallback(ev: Evidence, c: Checks) -> None:
 
 FALLBACK_PROBE = Probe(
     name="fallback-model",
+    premises=(
+        Premise("flag", "--fallback-model", "feature", "names the fallback model"),
+        RETRIES_ENV,
+    ),
     revision=2,  # the final text where the result event's is empty
     title="--fallback-model takes over after repeated overload; the abandoned response is dropped",
     claims=(Claim(FALLBACK, "With --fallback-model, repeated overload of the primary model "

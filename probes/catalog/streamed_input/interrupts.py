@@ -14,6 +14,7 @@ from probes.catalog.common import (
     result_of,
     tool_pairs,
 )
+from probes.catalog.premises import STREAMED_INPUT
 from probes.catalog.streamed_input.common import (
     SDK_DOCS,
     _control_response,
@@ -121,6 +122,7 @@ def check_interrupt_tools(ev: Evidence, c: Checks) -> None:
 
 INTERRUPT_TOOLS_PROBE = Probe(
     name="interrupt-during-tools",
+    premises=(STREAMED_INPUT,),
     revision=2,  # the final text where the result event's is empty
     title="An interrupt while a tool runs ends the turn as aborted_tools; the session resumes",
     claims=(
@@ -243,6 +245,7 @@ def check_interrupt_streaming(ev: Evidence, c: Checks) -> None:
 
 INTERRUPT_STREAMING_PROBE = Probe(
     name="interrupt-during-streaming",
+    premises=(STREAMED_INPUT,),
     title="An interrupt while the model streams ends the turn as aborted_streaming",
     claims=(Claim(
         STREAM_CLAIM,

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from mockapi import Match, Rule, Scenario, text, tool_use
 from probes.catalog.common import check_ended
+from probes.catalog.premises import STREAMED_INPUT
 from probes.catalog.streamed_input.common import PERMISSION_DOCS, RESULT, _control_requests, _control_response
 from probes.catalog.streamed_input.permissions import _asked_for
 from probes.catalog.variants import with_steps
@@ -44,6 +45,7 @@ def check_set_model(ev: Evidence, c: Checks) -> None:
 
 SET_MODEL_PROBE = Probe(
     name="set-model-mid-session",
+    premises=(STREAMED_INPUT,),
     revision=2,  # the final text where the result event's is empty
     title="set_model between turns: the next request uses the new model",
     claims=(Claim(
@@ -96,6 +98,7 @@ def check_set_mode(ev: Evidence, c: Checks) -> None:
 
 SET_MODE_PROBE = Probe(
     name="set-permission-mode-mid-session",
+    premises=(STREAMED_INPUT,),
     revision=2,  # the final text where the result event's is empty
     title="set_permission_mode between turns: acceptEdits stops the prompts for edits",
     claims=(Claim(

@@ -7,10 +7,12 @@ from typing import Any
 
 from mockapi import Match, Rule, Scenario, text, tool_use
 from probes.catalog.common import check_ended
+from probes.catalog.premises import STREAMED_INPUT
 from probes.catalog.streamed_input.common import PERMISSION_DOCS, _control_requests, _tool_results_printed
 from probes.catalog.variants import with_steps
 from probes.core.checks import Checks
 from probes.core.evidence import Evidence, blocks_of_type
+from probes.core.premises import Premise
 from probes.core.probe import Claim, Counterfactual, Invocation, Probe
 from probes.core.provenance import project_expectation
 from probes.core.streamed import PermissionAnswer, StreamedInput
@@ -93,6 +95,11 @@ def tool_result_content(record: Any, tool_use_id: str) -> Any:
 
 PERMISSIONS_PROBE = Probe(
     name="can-use-tool",
+    premises=(
+        STREAMED_INPUT,
+        Premise("flag", "--permission-prompt-tool", "feature",
+                "puts each permission question to the caller (stdio)"),
+    ),
     revision=2,  # the final text where the result event's is empty
     title="The caller decides permissions: asked per call, deny, allow with updated input",
     claims=(

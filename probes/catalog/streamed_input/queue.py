@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from mockapi import Match, Rule, Scenario, text, tool_use
 from probes.catalog.common import body_text, check_ended, last_user_locations, tool_pairs
+from probes.catalog.premises import STREAMED_INPUT
 from probes.catalog.streamed_input.common import (
     _events,
     _lifecycle,
@@ -99,6 +100,7 @@ def check_queue(ev: Evidence, c: Checks) -> None:
 
 QUEUE_PROBE = Probe(
     name="mid-turn-input-absorbed",
+    premises=(STREAMED_INPUT,),
     revision=2,  # the final text where the result event's is empty
     title="A user message written while a tool runs joins the next model request",
     claims=(Claim(

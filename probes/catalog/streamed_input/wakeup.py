@@ -16,6 +16,7 @@ from probes.catalog.streamed_input.common import (
 from probes.catalog.variants import with_steps
 from probes.core.checks import Checks
 from probes.core.evidence import Evidence
+from probes.core.premises import Premise
 from probes.core.probe import Claim, Counterfactual, Invocation, Probe
 from probes.core.provenance import from_analysis, project_expectation
 from probes.core.streamed import StreamedInput
@@ -136,6 +137,11 @@ def check_loop(ev: Evidence, c: Checks) -> None:
 
 LOOP_PROBE = Probe(
     name="loop-wakeup",
+    premises=(
+        Premise("command", "loop", "feature", "schedules the wake-up"),
+        Premise("tool", "ScheduleWakeup", "feature", "the tool /loop schedules with",
+                claims=(WAKEUP_CLAIM,)),
+    ),
     title="/loop in a streamed session: a scheduled wake-up starts a turn by itself",
     claims=(
         Claim(WAKEUP_CLAIM,

@@ -10,6 +10,7 @@ from probes.catalog.common import check_terminal, result_of
 from probes.catalog.variants import answering, with_rules
 from probes.core.checks import Checks
 from probes.core.evidence import Evidence, blocks_of_type
+from probes.core.premises import Premise
 from probes.core.probe import Claim, Counterfactual, Invocation, Probe
 from probes.core.provenance import from_analysis
 
@@ -35,6 +36,12 @@ def _small_context(p: Probe) -> Probe:
 
 BLOCKING_PROBE = Probe(
     name="blocking-limit",
+    premises=(
+        Premise("env", "CLAUDE_CODE_AUTO_COMPACT_WINDOW", "instrument",
+                "sets the context window the blocking line is taken from"),
+        Premise("env", "DISABLE_AUTO_COMPACT", "instrument",
+                "keeps the automatic compaction from moving the context below the line"),
+    ),
     title="Past the blocking line with compaction off, the loop stops before the next call",
     claims=(Claim(BLOCKING, "When the context is already past the blocking line before a "
                             "model call and no compaction succeeded, the loop ends with "
@@ -65,7 +72,7 @@ BLOCKING_PROBE = Probe(
                 "100000 window; automatic compaction is switched off with DISABLE_AUTO_COMPACT, "
                 "and a compaction the client tries all the same is answered with a 400 error, "
                 "so none succeeds.",),
-    revision=2,  # compaction answered with an error (it had no rule: a harness error)
+    revision=3,  # premises: a version lacking one is absent or not observable, never contradicted
     counterfactuals=(
         Counterfactual(
             "small-context",
@@ -104,6 +111,12 @@ def check_structured(ev: Evidence, c: Checks) -> None:
 
 STRUCTURED_PROBE = Probe(
     name="structured-output-retry-exhausted",
+    revision=2,  # premises: a version lacking one is absent or not observable, never contradicted
+    premises=(
+        Premise("flag", "--json-schema", "feature", "asks for output of the given schema"),
+        Premise("tool", "StructuredOutput", "feature",
+                "the tool the model answers the schema with"),
+    ),
     title="--json-schema: a model that keeps giving invalid structured output ends the loop",
     claims=(Claim(STRUCTURED, "With --json-schema, a model whose every StructuredOutput call "
                               "fails the schema is told so and asked again until the client "

@@ -6,9 +6,11 @@ from __future__ import annotations
 from mockapi import Match, Message, Rule, Scenario, ToolUseBlock, api_error, text, tool_use
 from mockapi.script.replies import Usage
 from probes.catalog.common import check_ended, check_mentioned, check_terminal, result_of
+from probes.catalog.premises import RETRIES_ENV
 from probes.catalog.variants import answering, recording_hooks, with_rules, with_runs
 from probes.core.checks import Checks
 from probes.core.evidence import Evidence
+from probes.core.premises import Premise
 from probes.core.probe import Claim, Counterfactual, Hooks, Invocation, Probe
 from probes.core.provenance import from_analysis
 
@@ -63,6 +65,10 @@ def check_cap(ev: Evidence, c: Checks) -> None:
 
 CAP_PROBE = Probe(
     name="stop-hook-block-cap",
+    premises=(
+        Premise("hook_input", "session_id", "instrument",
+                "tells the Stop hook calls of each run apart", event="Stop", static=False),
+    ),
     title="A Stop hook that always blocks is overridden at the cap",
     claims=(Claim(CAP, "Consecutive Stop-hook blocks are capped (8 by default, "
                        "CLAUDE_CODE_STOP_HOOK_BLOCK_CAP to change it): past the cap the client "
@@ -128,6 +134,13 @@ def _text_only_turns(p: Probe) -> Probe:
 
 TURNS_PROBE = Probe(
     name="max-turns-counting",
+    premises=(
+        Premise("flag", "--max-turns", "feature", "limits each run to N model turns"),
+        Premise("hook_input", "session_id", "instrument",
+                "tells the PostToolUse hook calls of each run apart", event="PostToolUse",
+                static=False),
+        RETRIES_ENV,
+    ),
     title="--max-turns counts model iterations, not requests or tools",
     claims=(Claim(TURNS, "--max-turns N allows N model iterations, not N requests or N "
                          "tools: every tool call of those iterations runs (two tools in one "
@@ -208,6 +221,9 @@ def _cheap_turns(p: Probe) -> Probe:
 
 BUDGET_PROBE = Probe(
     name="max-budget-usd",
+    premises=(
+        Premise("flag", "--max-budget-usd", "feature", "sets the spending budget"),
+    ),
     title="--max-budget-usd ends the loop once the scripted usage costs more",
     claims=(Claim(BUDGET, "With --max-budget-usd, a turn whose usage costs more than the "
                           "budget ends the loop: error_max_budget_usd, terminal reason "

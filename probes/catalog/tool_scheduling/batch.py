@@ -7,7 +7,8 @@ from typing import Any
 
 from mockapi import Match, Message, Rule, Scenario, ToolUseBlock, text
 from probes.catalog.common import check_ended, tool_pairs
-from probes.catalog.tool_scheduling.windows import TIMELINE, tool_windows
+from probes.catalog.premises import HOOK_TOOL_IDS, hook_tool_ids
+from probes.catalog.tool_scheduling.windows import TIMELINE, tool_windows, unpaired
 from probes.catalog.variants import answering, scripted_rule, with_rules
 from probes.core.checks import Checks
 from probes.core.evidence import Evidence, blocks_of_type
@@ -38,29 +39,30 @@ def _after(later: dict[str, Any], earlier: dict[str, Any]) -> bool | None:
 
 
 def check_batch(ev: Evidence, c: Checks) -> None:
-    w = tool_windows(ev)
+    w, blind = tool_windows(ev), unpaired(ev)
     ra, gr, rb = w.get(IDS["read_a"], {}), w.get(IDS["grep"], {}), w.get(IDS["read_b"], {})
     ed, rc, ba = w.get(IDS["edit"], {}), w.get(IDS["read_c"], {}), w.get(IDS["bash"], {})
     c.that("safe-calls-overlap", CONCURRENCY,
            "Read, Grep and Read issued together (all concurrency-safe) run at the same time",
            passed=_overlap(ra, gr) and _overlap(gr, rb) and _overlap(ra, rb),
            expected="the three windows overlap pairwise",
-           observed={"read_a/grep": _overlap(ra, gr), "grep/read_b": _overlap(gr, rb),
-                     "read_a/read_b": _overlap(ra, rb)},
+           observed=blind or {"read_a/grep": _overlap(ra, gr), "grep/read_b": _overlap(gr, rb),
+                              "read_a/read_b": _overlap(ra, rb)},
            evidence=f"{TIMELINE}: windows [hook_start PreToolUse, hook_start PostToolUse] "
                     "of toolu_batch_read_a, toolu_batch_grep, toolu_batch_read_b")
     c.that("edit-waits-for-safe-calls", BARRIER,
            "Edit (not concurrency-safe) starts only after the safe calls before it ended",
            passed=all(_after(ed, x) for x in (ra, gr, rb)),
            expected="Edit starts after read_a, grep and read_b end",
-           observed={n: _after(ed, x) for n, x in (("read_a", ra), ("grep", gr), ("read_b", rb))},
+           observed=blind or {n: _after(ed, x)
+                              for n, x in (("read_a", ra), ("grep", gr), ("read_b", rb))},
            evidence=f"{TIMELINE}: hook_start PreToolUse of toolu_batch_edit vs hook_start "
                     "PostToolUse of the three safe calls")
     c.that("later-calls-wait-for-edit", BARRIER,
            "calls after the Edit do not start before it ends",
            passed=bool(_after(rc, ed)) and bool(_after(ba, ed)),
            expected="read_c and bash start after the Edit ends",
-           observed={"read_c": _after(rc, ed), "bash": _after(ba, ed)},
+           observed=blind or {"read_c": _after(rc, ed), "bash": _after(ba, ed)},
            evidence=f"{TIMELINE}: hook_start PreToolUse of toolu_batch_read_c and "
                     "toolu_batch_bash vs hook_start PostToolUse of toolu_batch_edit")
     second = ev.request("batch", 1)
@@ -113,7 +115,8 @@ def _one_call_per_response(p: Probe) -> Probe:
 
 BATCH_PROBE = Probe(
     name="tool-batch-scheduling",
-    revision=2,  # the final text where the result event's is empty
+    premises=(HOOK_TOOL_IDS, hook_tool_ids("PostToolUse")),
+    revision=3,  # premises: a version lacking one is absent or not observable, never contradicted
     title="Concurrency-safe calls overlap; an unsafe call is a barrier",
     claims=(
         Claim(CONCURRENCY, "Several concurrency-safe calls (Read, Grep) in one response run "

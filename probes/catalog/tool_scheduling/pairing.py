@@ -6,7 +6,8 @@ from dataclasses import replace
 
 from mockapi import Match, Message, Rule, Scenario, ToolUseBlock, text
 from probes.catalog.common import check_ended, tool_pairs
-from probes.catalog.tool_scheduling.windows import TIMELINE, tool_windows
+from probes.catalog.premises import HOOK_TOOL_IDS, hook_tool_ids
+from probes.catalog.tool_scheduling.windows import TIMELINE, tool_windows, unpaired
 from probes.catalog.variants import answering, with_rules
 from probes.core.checks import Checks
 from probes.core.evidence import Evidence, blocks_of_type
@@ -22,14 +23,14 @@ SLOW, FAST = "toolu_pair_slow", "toolu_pair_fast"
 
 
 def check_pairing(ev: Evidence, c: Checks) -> None:
-    w = tool_windows(ev)
+    w, blind = tool_windows(ev), unpaired(ev)
     slow, fast = w.get(SLOW, {}), w.get(FAST, {})
     c.that("completed-out-of-order", PAIRING,
            "the second call finished before the first (the setup the claim needs)",
            passed=bool(slow.get("end") and fast.get("end") and fast["end"] < slow["end"]),
            expected="the fast call's PostToolUse before the slow call's",
-           observed={"slow_end_after_fast_end": (slow["end"] > fast["end"])
-                     if slow.get("end") and fast.get("end") else None},
+           observed=blind or {"slow_end_after_fast_end": (slow["end"] > fast["end"])
+                              if slow.get("end") and fast.get("end") else None},
            evidence=f"{TIMELINE}: hook_start PostToolUse of {FAST} vs {SLOW}")
     second = ev.request("pair", 1)
     results = {b.get("tool_use_id"): str(b.get("content"))
@@ -56,7 +57,8 @@ def _same_id(p: Probe) -> Probe:
 
 PAIRING_PROBE = Probe(
     name="result-pairing",
-    revision=2,  # the final text where the result event's is empty
+    premises=(HOOK_TOOL_IDS, hook_tool_ids("PostToolUse")),
+    revision=3,  # premises: a version lacking one is absent or not observable, never contradicted
     title="Results pair by tool_use_id whatever the completion order",
     claims=(Claim(PAIRING, "Tool results are paired with their calls by tool_use_id, not by "
                            "completion order; every tool_use gets exactly one tool_result.",

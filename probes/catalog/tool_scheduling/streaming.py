@@ -6,7 +6,8 @@ from __future__ import annotations
 from mockapi import Match, Message, Rule, Scenario, ToolUseBlock, text
 from mockapi.script.replies import StreamStall
 from probes.catalog.common import check_ended, tool_pairs
-from probes.catalog.tool_scheduling.windows import TIMELINE, tool_windows
+from probes.catalog.premises import HOOK_TOOL_IDS
+from probes.catalog.tool_scheduling.windows import TIMELINE, tool_windows, unpaired
 from probes.catalog.variants import answering, with_rules
 from probes.core.checks import Checks
 from probes.core.evidence import Evidence
@@ -38,7 +39,7 @@ def check_streaming(ev: Evidence, c: Checks) -> None:
            passed=bool(window.get("end")) and released is not None
            and window["end"] < released,
            expected="PostToolUse before the message's end was sent",
-           observed=("no PostToolUse for the tool" if not window.get("end") else
+           observed=unpaired(ev) or ("no PostToolUse for the tool" if not window.get("end") else
                      "the message end was never sent" if released is None else
                      "PostToolUse before the message end" if window["end"] < released else
                      "PostToolUse after the message end"),
@@ -61,7 +62,8 @@ def _block_held_open(p: Probe) -> Probe:
 
 STREAMING_PROBE = Probe(
     name="streaming-tool-start",
-    revision=2,  # the final text where the result event's is empty
+    premises=(HOOK_TOOL_IDS,),
+    revision=3,  # premises: a version lacking one is absent or not observable, never contradicted
     title="A tool_use block is executed as soon as it is complete, before the message ends",
     claims=(Claim(STREAMING, "The client starts executing a tool_use block at its "
                              "content_block_stop, while the rest of the message is still "

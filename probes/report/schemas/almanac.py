@@ -43,10 +43,14 @@ AlmanacChange = TypedDict("AlmanacChange", {
     "to": str,
     "located": bool,
     "candidates": NotRequired[list[str]],  # not located: the versions that may hold it
-    "kind": Literal["behaviour", "presence", "reach", "reporting", "source"] | None,
-    "change": str | None,  # its name in probes.core.verdicts.CHANGES
+    # what moved: the feature, the behaviour, the instrument... (probes.core.changes)
+    "kind": Literal["behaviour", "presence", "reach", "reporting", "instrument",
+                    "source"] | None,
+    "change": str | None,  # its name, a key of probes.core.changes.CHANGE_KINDS
     "verified": bool,  # both sides run again in a fresh sandbox, the same
     "flipped_checks": list[AlmanacFlip],
+    # the claim's premise checks on both sides (what the probe relies on the version having)
+    "premises": NotRequired[list[AlmanacFlip]],
     "witnesses": dict[str, str | None],  # before/after -> evidence folder, relative
     "changelog": NotRequired[list[ChangelogEntryShown]],  # loop entries of (before, after]
 })

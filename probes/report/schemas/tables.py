@@ -95,10 +95,15 @@ class BisectFile(TypedDict):
     # the kind of transition followed, and the kind and name of the change found (results
     # written before bisect followed kinds lack them: their kind is read from the verdicts)
     kind: NotRequired[Literal["behaviour", "presence", "reach", "reporting", "any"]]
-    transition: NotRequired[Literal["behaviour", "presence", "reach", "reporting", "source"]
+    transition: NotRequired[Literal["behaviour", "presence", "reach", "reporting", "instrument",
+                                    "source"]
                             | None]
+    # named by probes.core.changes.release_change (earlier results: probes.core.verdicts'
+    # CHANGES)
     change: NotRequired[Literal["regressed", "error", "removed", "changed", "introduced",
-                                "newly applicable", "now reached", "fixed", "not run", "same"]
+                                "newly applicable", "now reached", "fixed", "not run", "same",
+                                "now observable", "no longer observable", "reporting",
+                                "no longer reached", "source"]
                         | None]
 
 
