@@ -262,8 +262,8 @@ HELP = " ".join(flag for flags in CAPABILITY_FLAGS.values() for flag in flags)
 
 @pytest.mark.parametrize(("help_text", "lacking"), [
     (HELP, {}),
-    (HELP.replace("--fork-session", ""), {"fork": "no --fork-session in its --help"}),
-    (HELP.replace("--plugin-dir", ""), {"plugin_dir": "no --plugin-dir in its --help"}),
+    (HELP.replace("--fork-session", ""), {"fork": "no --fork-session in its --help nor in its files"}),
+    (HELP.replace("--plugin-dir", ""), {"plugin_dir": "no --plugin-dir in its --help nor in its files"}),
 ])
 def test_capabilities_are_the_bundled_clis_flags(help_text: str, lacking: dict[str, str],
                                                  tmp_path: Path) -> None:

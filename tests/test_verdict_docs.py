@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from probes.core.changes import CHANGE_KINDS
 from probes.core.verdicts import CHANGES, LABELS
 from probes.scale.bisect import ANY, TRANSITION_KINDS
 
@@ -29,3 +30,14 @@ def test_every_change_and_transition_kind_has_one_row() -> None:
     assert sorted(r for r in rows if r in CHANGES) == sorted(CHANGES)
     kinds = [*TRANSITION_KINDS, ANY]
     assert sorted(r for r in rows if r in kinds) == sorted(kinds)
+
+
+def test_every_release_change_name_is_explained() -> None:
+    """The almanac's and bisect's change names (probes.core.changes) each in the table of
+    regressions.md that says when a change gets it."""
+    text = (DOCS / "regressions.md").read_text()
+    table = text[text.index("| release change | kind | when |"):]
+    table = table[:table.index("\n\n")]
+    named = {name for cell in re.findall(r"^\| ([^|]+?) \|", table, flags=re.M)
+             for name in re.findall(r"`([^`]+)`", cell)}
+    assert named == set(CHANGE_KINDS)
