@@ -175,7 +175,7 @@ def test_a_probe_needing_a_flag_this_version_lacks_is_absent(claude_code_binary,
     # a flag of other versions, not of this one: the version lacks the feature
     assert outcome.absent == (
         f"claude-code {claude_code_binary.version} lacks what this probe needs: "
-        "fork (no --flag-from-the-future in its --help)")
+        "fork (no --flag-from-the-future in its --help nor in its files)")
     assert outcome.not_applicable is None
     assert outcome.evidence is None and outcome.checks == []
     report, _, _ = build_report(ReportSpec("r", "r", (probe,)), [outcome], claude_code_binary)

@@ -24,8 +24,9 @@ CLAIM = "test.claim"
 
 def _run(name: str = "run", *, argv: tuple[str, ...] = (), stdout: str = "", stderr: str = "",
          events: list[dict[str, Any]] | None = None, seqs: tuple[int, int] = (0, 1),
-         prompt: str = "go") -> RunRecord:
-    return RunRecord(name=name, invocation=Invocation(name, prompt), argv=list(argv), env={},
+         prompt: str = "go", env: dict[str, str | None] | None = None) -> RunRecord:
+    return RunRecord(name=name, invocation=Invocation(name, prompt, env=env or {}),
+                     argv=list(argv), env={},
                      exit_code=0, timed_out=False, duration=1.0, stdout=stdout, stderr=stderr,
                      output=Output(events or [], []), session_id="s", seqs=seqs)
 
@@ -137,6 +138,7 @@ def _verdict(probe: Probe, ev: Evidence) -> tuple[str, str]:
 
 
 KNOB = Premise("env", "KNOB", "feature", "turns the feature on")
+SETS_BOTH = _run(env={"KNOB": "1", "GAUGE": "1"})
 GAUGE = Premise("env", "GAUGE", "instrument", "sets what the harness measures with")
 
 
@@ -148,13 +150,23 @@ GAUGE = Premise("env", "GAUGE", "instrument", "sets what the harness measures wi
 ])
 def test_a_failed_check_contradicts_only_with_every_premise_held(found: dict[str, bool],
                                                                  verdict: str) -> None:
-    decided, reason = _verdict(_probe(KNOB, GAUGE), _evidence(mentions=found))
+    decided, reason = _verdict(_probe(KNOB, GAUGE), _evidence(SETS_BOTH, mentions=found))
     assert decided == verdict, reason
+
+
+def test_a_premise_no_run_relied_on_decides_nothing() -> None:
+    """A variant that sets neither variable (a counterfactual) rests nothing on them: its
+    failed check contradicts, whatever the files say of the variables."""
+    decided, reason = _verdict(_probe(KNOB, GAUGE), _evidence(mentions={"KNOB": False}))
+    assert decided == "contradicted", reason
+    results, _ = check_evidence(_probe(KNOB), _evidence(mentions={"KNOB": False}))
+    assert not [r for r in results if r.role == "premise"]
 
 
 def test_a_missing_premise_is_not_covered_by_passing_checks() -> None:
     """Behaviour that happened anyway (a default) proves nothing of a knob the version lacks."""
-    decided, reason = _verdict(_probe(KNOB, observed="same"), _evidence(mentions={"KNOB": False}))
+    decided, reason = _verdict(_probe(KNOB, observed="same"),
+                               _evidence(SETS_BOTH, mentions={"KNOB": False}))
     assert decided == "absent", reason
     assert "never mentions KNOB" in reason
 

@@ -657,6 +657,13 @@ def _errors_printed(ev: Evidence) -> None:
         run.stdout += "\n".join(messages_)
 
 
+def _hook_inputs_emptied(ev: Evidence) -> None:
+    """Every hook call's input as a version that fills none of its fields."""
+    for call in ev.hook_calls:
+        if isinstance(call.get("input"), dict):
+            call["input"] = dict.fromkeys(call["input"])
+
+
 def _refused_as_unknown(ev: Evidence) -> None:
     """Every run's client said it knows none of its flags and none of its slash command."""
     for run in ev.runs.values():
@@ -670,7 +677,7 @@ def _refused_as_unknown(ev: Evidence) -> None:
 GENERIC = (_errors_printed, _phantom_hooks, _results_broken, _no_hooks, _requests_doubled,
            _requests_gone, _requests_scrambled, _workspace_changed, _timing_inverted, _events_gone,
            _served_twice, _phantom_tool_results, _workspace_emptied, _exits_clean,
-           _client_never_mentions, _refused_as_unknown)
+           _client_never_mentions, _refused_as_unknown, _hook_inputs_emptied)
 
 
 def test_alterations_reach_every_claim_check(real_outcomes: dict[str, ProbeOutcome]) -> None:

@@ -39,7 +39,7 @@ from probes.core.evidence import Evidence
 from probes.core.names import CatalogError, described
 
 __all__ = ["PREMISE_KINDS", "PREMISE_ROLES", "Finding", "Premise", "PremiseKind", "PremiseRole",
-           "establish", "premise_checks", "premise_mentions"]
+           "establish", "premise_checks", "premise_mentions", "used"]
 
 PremiseKind = Literal["flag", "env", "setting", "hook_input", "hook_output", "tool", "command",
                       "event"]
@@ -153,11 +153,33 @@ def establish(premise: Premise, ev: Evidence) -> Finding:
     return _static(premise, ev, from_run)
 
 
+def used(premise: Premise, ev: Evidence) -> bool:
+    """Whether the runs of ``ev`` relied on ``premise``: a flag one passed, a command one
+    typed, a variable one set, a hook field of an event that fired. A variant of the probe
+    that passes no such flag (a counterfactual) rests nothing on it."""
+    runs = ev.runs.values()
+    if premise.kind == "flag":
+        return any(premise.name in run.argv for run in runs)
+    if premise.kind == "command":
+        typed = f"/{premise.name.lstrip('/')}"
+        return any(run.invocation.prompt.lstrip().startswith(typed) for run in runs)
+    if premise.kind == "env":
+        return any(premise.name in run.invocation.env or premise.name in run.env
+                   for run in runs)
+    if premise.kind == "hook_input":
+        return any(premise.event is None or c.get("event") == premise.event
+                   for c in ev.hook_calls)
+    return True
+
+
 def premise_checks(premises: Iterable[Premise], claims: Iterable[str], ev: Evidence,
                    checks: Checks) -> None:
-    """One check per premise and claim resting on it (``Checks.premise``)."""
+    """One check per premise the runs relied on (``used``) and claim resting on it
+    (``Checks.premise``)."""
     every = tuple(claims)
     for premise in premises:
+        if not used(premise, ev):
+            continue
         found = establish(premise, ev)
         resting = premise.claims or every
         for claim in resting:
