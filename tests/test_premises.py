@@ -235,3 +235,32 @@ def test_a_change_is_named_from_its_verdicts_and_flipped_checks(
         before: str, after: str, flipped: list[dict[str, str]], named: str | None) -> None:
     assert release_change(before, after, flipped) == named
     assert named is None or named in CHANGE_KINDS
+
+
+# ---- on the fake loop: the harness's whole path, run to verdict ----------------------------
+
+@pytest.mark.parametrize(("extra_args", "verdict"), [
+    ((), "confirmed"),  # the field is there: the checks decide
+    (("--hook-input-without", "stop_hook_active"), "absent"),  # a release before the field
+])
+def test_a_hook_field_the_release_lacks_makes_the_claim_absent_end_to_end(
+        extra_args: tuple[str, ...], verdict: str, tmp_path: Any) -> None:
+    """The fake loop's Stop probe, its re-entry field declared a premise of the feature: run
+    on a fake release whose hook input lacks it, the claim is absent, where the old rule
+    called it contradicted (its check of that field fails)."""
+    from dataclasses import replace
+
+    from probes.run.runner import run_probe
+    from tests.fakeloop import FakeLoopClient
+    from tests.fakeloop.catalog import STOP, STOP_CLAIM
+    client = FakeLoopClient()
+    probe = replace(STOP, premises=(Premise("hook_input", "stop_hook_active", "feature",
+                                            "tells the Stop hook it runs again", event="Stop"),),
+                    invocations=tuple(replace(i, extra_args=extra_args) for i in STOP.invocations))
+    outcome = run_probe(probe, client, client.install("1"), tmp_path)
+    every = [c.to_json() for c in outcome.checks]
+    decided, reason = decide_claim([c for c in every if c["claim"] == STOP_CLAIM], every,
+                                   error=outcome.error)
+    assert decided == verdict, reason
+    premise = next(c for c in outcome.checks if c.role == "premise")
+    assert premise.status == ("passed" if verdict == "confirmed" else "absent")

@@ -5,7 +5,9 @@ in seconds without a real client binary. It never makes a claim about a real cli
 what the fake loop does is what these tests scripted it to do.
 
 An invocation's ``extra_args`` carry the fake's test switches: ``("--egress", "host:port")``
-(a CONNECT through the egress proxy) and ``("--hang",)`` (never finish).
+(a CONNECT through the egress proxy), ``("--hang",)`` (never finish) and
+``("--hook-input-without", FIELD)`` (its hook inputs lack FIELD, as a release before the
+field existed).
 """
 
 from __future__ import annotations
@@ -48,8 +50,11 @@ def _switches(extra_args: tuple[str, ...]) -> dict[str, Any]:
             switches["hang"] = True
         elif flag == "--egress" and args:
             switches["egress"] = args.pop(0)
+        elif flag == "--hook-input-without" and args:
+            switches.setdefault("hook_input_without", []).append(args.pop(0))
         else:
-            raise ValueError(f"the fake loop takes --egress HOST:PORT and --hang, "
+            raise ValueError(f"the fake loop takes --egress HOST:PORT, --hang and "
+                             f"--hook-input-without FIELD, "
                              f"not {flag!r} (extra_args {list(extra_args)})")
     return switches
 

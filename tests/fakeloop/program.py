@@ -168,6 +168,7 @@ def run_hook(spec: dict[str, Any], event: str, payload: dict[str, Any]) -> dict[
     hooks = spec.get("hooks")
     if not hooks or event not in hooks["events"]:
         return {}
+    payload = {k: v for k, v in payload.items() if k not in spec.get("hook_input_without", ())}
     stdin = json.dumps({"hook_event_name": event, **payload})
     try:
         done = subprocess.run(["/bin/sh", "-c", hooks["command"]], input=stdin,
