@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from probes.catalog import (
     goal,
+    mcp_failures,
     mcp_tools,
     recovery,
     runtime_controls,
@@ -89,7 +90,7 @@ REPORTS: tuple[ReportSpec, ...] = (
     ReportSpec(
         name="mcp",
         title="MCP tools: output rewriting, tool list refresh, a server that dies or hangs",
-        probes=mcp_tools.PROBES,
+        probes=(*mcp_tools.PROBES, mcp_failures.FAILURE_PROBE),
         summary="The harness's own MCP server attached over stdio, with scripted tools; "
                 "PostToolUse rewriting on MCP and built-in tools.",
     ),
