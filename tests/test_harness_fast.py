@@ -243,8 +243,9 @@ def test_a_client_that_cannot_build_its_command_is_a_harness_error(tmp_path: Pat
     probe = _probe("bad-args", Scenario(), Invocation("run", "GO", extra_args=("--bogus",)))
     outcome = _run(probe, tmp_path)
     assert (outcome.status, outcome.evidence, outcome.checks) == ("error", None, [])
-    assert outcome.error == ("ValueError: the fake loop takes --egress HOST:PORT and --hang, "
-                             "not '--bogus' (extra_args ['--bogus'])")
+    assert outcome.error == ("ValueError: the fake loop takes --egress HOST:PORT, --hang and "
+                             "--hook-input-without FIELD, not '--bogus' (extra_args "
+                             "['--bogus'])")
 
 
 def test_a_client_whose_offer_cannot_be_read_is_a_harness_error(

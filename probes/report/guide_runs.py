@@ -275,6 +275,26 @@ def _hook_run_lines(probe: dict[str, Any]) -> list[str]:
     return [*out, ""]
 
 
+def _premise_of(check: str, claim: str) -> str:
+    """A premise check's name without the claim it was repeated for."""
+    repeated = "." + claim.removeprefix("probe.")
+    return check[:-len(repeated)] if claim and check.endswith(repeated) else check
+
+
+def _premise_line(report: Report, probe: dict[str, Any]) -> list[str]:
+    """The probe's premises this version lacks or that nothing established, in one line
+    (those that held are in the report, each a check of role premise; the guide keeps within
+    its bound)."""
+    mark = f"{probe['name']}.premise."
+    missing = sorted({_premise_of(str(c["id"])[len(mark):], str(c.get("claim") or ""))
+                      for c in report.get("checks", [])
+                      if str(c["id"]).startswith(mark) and not c["passed"]})
+    if not missing:
+        return []
+    return [f"**Premises not held** (absent or not established; the claims' tables say what "
+            f"was observed): {', '.join(f'`{m}`' for m in missing)}.", ""]
+
+
 def probe_section(report: Report, probe: dict[str, Any], shared: Shared,
                    lines: dict[tuple[str, int], int]) -> list[str]:
     """What a probe ran and what happened, once for all its claims: the commands (each with
@@ -292,6 +312,7 @@ def probe_section(report: Report, probe: dict[str, Any], shared: Shared,
         out += ["```", ""]
     if probe.get("scenario"):
         out += ["**Script:**", "", *_rule_lines(probe["scenario"]), ""]
+    out += _premise_line(report, probe)
     out += _stdin_lines(runs)
     if not runs:
         return out
